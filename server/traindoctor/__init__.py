@@ -1,0 +1,3 @@
+"""traindoctor: finds and fixes the bugs that ruin PyTorch training runs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,58 @@
+"""`traindoctor` command line: one sub-module per sub-command.
+
+Each sub-module exposes `register(subparsers)` which adds its parser and sets
+`func` to a callable taking the parsed arguments and returning the exit code.
+Exit codes: 0 nothing found, 1 findings or a diagnosed failure, 2 usage or
+internal error (see each command for details).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .. import __version__
+
+# Sub-command modules, imported lazily so `traindoctor rules` does not pay for
+# pygls or debugpy.
+_COMMANDS = ("check", "rules", "diagnose", "run", "serve")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="traindoctor",
+        description="Finds and fixes the bugs that ruin PyTorch training runs.",
+    )
+    parser.add_argument("--version", action="version", version=f"traindoctor {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMANDS:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith(__name__):
+                continue  # command not built into this version
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # never show users a traceback from the tool itself
+        print(f"traindoctor: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
