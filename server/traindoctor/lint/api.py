@@ -1,13 +1,21 @@
-"""PLACEHOLDER: the lead is writing the real engine behind this exact API."""
+"""The lint engine's public face: text or files in, Findings or one-line errors out."""
 
 from __future__ import annotations
 
+import ast
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ..config import Config
-from ..model import Finding, TextEdit
+from ..config import Config, load_config
+from ..model import Finding, Position, Range, TextEdit
+from .blocks import SourceSyntaxError
+from .engine import LintCache, LintError, ignores_file, lint_blocks
+
+# Larger files are generated code or data, not training scripts; parsing them
+# would stall the editor.
+MAX_BYTES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -17,26 +25,175 @@ class LintResult:
     error: str | None = None  # why the file could not be linted, one line
 
 
-class LintCache:
-    """Per-document cache; reuse one instance per open document."""
+def _might_have_findings(source: str) -> bool:
+    """Every rule is about PyTorch training code: no torch, nothing to do."""
+    return "torch" in source
 
 
-def lint_source(source: str, path: str = "<string>", config: Config | None = None,
-                cache: LintCache | None = None) -> LintResult:
-    return LintResult(path)
+def lint_source(
+    source: str,
+    path: str = "<string>",
+    config: Config | None = None,
+    cache: LintCache | None = None,
+) -> LintResult:
+    if config is None:
+        config = load_config(path) if path and not path.startswith("<") else Config()
+    if "\x00" in source:
+        return LintResult(path, error="binary content (NUL bytes), not Python source")
+    if len(source) > MAX_BYTES:
+        return LintResult(path, error=f"too large to lint ({len(source) / 1e6:.1f} MB > {MAX_BYTES / 1e6:.0f} MB)")
+    if not _might_have_findings(source) or ignores_file(source):
+        return LintResult(path)
+    try:
+        findings = lint_blocks(source, path, config, cache or LintCache())
+    except SourceSyntaxError as exc:
+        where = f" at line {exc.line}" if exc.line else ""
+        return LintResult(path, error=f"syntax error{where}: {exc}")
+    except LintError as exc:
+        return LintResult(path, error=str(exc))
+    except RecursionError:
+        return LintResult(path, error="too deeply nested to lint")
+    return LintResult(path, tuple(findings))
+
+
+def read_source(path: Path) -> str:
+    """The file's text, or LintError with a one-line reason."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise LintError(f"too large to lint ({size / 1e6:.1f} MB > {MAX_BYTES / 1e6:.0f} MB)")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LintError(f"cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in data:
+        raise LintError("binary file, not Python source")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LintError(f"not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
 
 
 def lint_file(path: str | Path, config: Config | None = None) -> LintResult:
-    return LintResult(str(path))
+    path = Path(path)
+    try:
+        source = read_source(path)
+    except LintError as exc:
+        return LintResult(str(path), error=str(exc))
+    return lint_source(source, str(path), config if config is not None else load_config(path))
+
+
+# --- fixes -----------------------------------------------------------------------
+
+
+def _line_starts(source: str) -> list[int]:
+    starts = [0]
+    for line in io.StringIO(source, newline="").readlines():
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _offset(starts: list[int], pos: Position) -> int:
+    line = min(pos.line, len(starts) - 1)
+    return min(starts[line] + pos.column, starts[-1])
+
+
+def apply_edits(source: str, edits: Iterable[TextEdit]) -> str:
+    """Apply non-overlapping edits (positions refer to `source`)."""
+    starts = _line_starts(source)
+    spans = sorted(((_offset(starts, e.range.start), _offset(starts, e.range.end), e.new_text) for e in edits),
+                   reverse=True)
+    out = source
+    for start, end, text in spans:
+        out = out[:start] + text + out[end:]
+    return out
 
 
 def apply_fixes(source: str, findings: Iterable[Finding], *, safe_only: bool = True) -> str:
-    return source
+    """Apply the fixes of `findings` to `source`; a fix whose edits overlap an
+    earlier one is left for the next round (see `fix_source`)."""
+    starts = _line_starts(source)
+    taken: list[tuple[int, int]] = []
+    accepted: list[TextEdit] = []
+    for finding in sorted(findings, key=lambda f: f.range):
+        fix = finding.fix
+        if fix is None or (safe_only and not fix.safe):
+            continue
+        spans = [(_offset(starts, e.range.start), _offset(starts, e.range.end)) for e in fix.edits]
+        if any(_overlaps(span, other) for span in spans for other in taken):
+            continue
+        taken.extend(spans)
+        accepted.extend(fix.edits)
+    return apply_edits(source, accepted)
 
 
-def fix_source(source: str, path: str = "<string>", config: Config | None = None) -> tuple[str, int]:
-    return source, 0
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    if a[0] == a[1] or b[0] == b[1]:  # insertions collide only at the same point or inside
+        return a[0] == b[0] or (b[0] < a[0] < b[1]) or (a[0] < b[0] < a[1])
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def fix_source(source: str, path: str = "<string>", config: Config | None = None,
+               *, max_rounds: int = 8) -> tuple[str, int]:
+    """Apply every safe fix until none is left. Returns the new text and the
+    number of fixes applied. A round whose result would not parse is dropped."""
+    applied = 0
+    cache = LintCache()
+    for _ in range(max_rounds):
+        result = lint_source(source, path, config, cache)
+        fixable = [f for f in result.findings if f.fix is not None and f.fix.safe]
+        if result.error or not fixable:
+            break
+        fixed = apply_fixes(source, fixable)
+        if fixed == source or not _parses(fixed):
+            break
+        remaining = len([f for f in lint_source(fixed, path, config, cache).findings if f.fix and f.fix.safe])
+        applied += max(len(fixable) - remaining, 1)
+        source = fixed
+    return source, applied
+
+
+def _parses(source: str) -> bool:
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def suppression_edit(source: str, finding: Finding) -> TextEdit:
-    raise NotImplementedError
+    """The edit that adds `# traindoctor: ignore[CODE]` to the finding's line
+    (or extends an existing one), chosen so that the result still parses."""
+    lines = io.StringIO(source, newline="").readlines()
+    candidates = [finding.range.start.line, finding.range.end.line]
+    fallback: TextEdit | None = None
+    for number in candidates:
+        if number >= len(lines):
+            continue
+        line = lines[number]
+        body = line.rstrip("\r\n")
+        existing = _existing_ignore(body)
+        if existing is not None:
+            start, end, codes = existing
+            if finding.code not in codes:
+                codes.append(finding.code)
+            edit = TextEdit(Range(Position(number, start), Position(number, end)),
+                            f"# traindoctor: ignore[{', '.join(codes)}]")
+        else:
+            edit = TextEdit(Range(Position(number, len(body)), Position(number, len(body))),
+                            f"  # traindoctor: ignore[{finding.code}]")
+        fallback = fallback or edit
+        if not body.rstrip().endswith("\\") and _parses(apply_edits(source, [edit])):
+            return edit
+    if fallback is None:
+        raise ValueError("finding is outside the source")
+    return fallback
+
+
+def _existing_ignore(line: str) -> tuple[int, int, list[str]] | None:
+    import re
+
+    match = re.search(r"#\s*traindoctor:\s*ignore\[([^\]]*)\]", line)
+    if match is None:
+        return None
+    codes = [c.strip().upper() for c in match.group(1).split(",") if c.strip()]
+    return match.start(), match.end(), codes

@@ -1,0 +1,311 @@
+"""The lint engine: source -> Findings, incrementally.
+
+Flow for one file (see ARCHITECTURE.md, "Lint"):
+  pre-filter (no torch: nothing to do) -> split into top-level blocks ->
+  parse each block (cached by its text) -> import aliases (statement-level
+  scan) -> collectors over each block (cached by text + aliases) -> FileFacts
+  -> all rules over each block in one traversal (cached by text + facts) ->
+  positions only for blocks with reports -> suppressions and config.
+
+After an edit inside one function, only that block is parsed and checked
+again, unless the edit changed the file-wide facts.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass
+from typing import Hashable, Sequence
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from ..catalog import get_rule
+from ..config import Config
+from ..model import Finding, Fix, Position, Range, RelatedLocation, TextEdit
+from .blocks import Block, split_blocks
+from .context import FileFacts, WalkState, top_level_aliases
+from .rule import FactCollector, FixSpec, InsertAfter, InsertBefore, Related, Replace, Rule
+
+
+class LintError(Exception):
+    """The file could not be linted; the message is one line for the user."""
+
+
+@functools.cache
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every Rule subclass in `traindoctor.lint.rules`, sorted by code."""
+    from . import rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and "CODE" in vars(value):
+                found[value.CODE] = value
+    return tuple(found[code] for code in sorted(found))
+
+
+@dataclass(frozen=True)
+class _Report:
+    code: str
+    node: cst.CSTNode
+    message: str | None
+    fix: FixSpec | None
+    related: tuple[Related, ...]
+
+
+class ReportSink:
+    def __init__(self) -> None:
+        self.reports: list[_Report] = []
+
+    def add(self, code: str, node: cst.CSTNode, message: str | None, fix: FixSpec | None,
+            related: tuple[Related, ...]) -> None:
+        self.reports.append(_Report(code, node, message, fix, related))
+
+
+class _ParsedBlock:
+    """One block's parse tree and the results derived from it, each cached
+    under the key of what it depends on besides the text."""
+
+    __slots__ = ("text", "module", "aliases", "_positions", "_records", "_reports", "_lines")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        try:
+            self.module = cst.parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            raise LintError(f"syntax error: {exc.message}") from None
+        except RecursionError:
+            raise LintError("syntax error: nesting too deep to parse") from None
+        self.aliases = top_level_aliases(self.module)
+        self._positions: dict[cst.CSTNode, CodeRange] | None = None
+        self._records: tuple[Hashable, list[tuple[str, Hashable]]] | None = None
+        self._reports: tuple[Hashable, list[_Report]] | None = None
+        self._lines: list[str] | None = None
+
+    def positions(self) -> dict[cst.CSTNode, CodeRange]:
+        if self._positions is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = dict(wrapper.resolve(PositionProvider))
+        return self._positions
+
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            import io
+
+            self._lines = io.StringIO(self.text, newline="").readlines()
+        return self._lines
+
+    def records(self, facts: FileFacts, collectors: Sequence[type[FactCollector]]) -> list[tuple[str, Hashable]]:
+        key = facts.aliases
+        if self._records is None or self._records[0] != key:
+            records: list[tuple[str, Hashable]] = []
+            walk = WalkState(facts)
+            visitors = [collector(walk, records) for collector in collectors]
+            _traverse(self.module, walk, visitors)
+            self._records = (key, records)
+        return self._records[1]
+
+    def reports(self, facts: FileFacts, rules: Sequence[type[Rule]]) -> list[_Report]:
+        if self._reports is None or self._reports[0] != facts:
+            sink = ReportSink()
+            walk = WalkState(facts)
+            visitors = [rule(walk, sink) for rule in rules]
+            _traverse(self.module, walk, visitors)
+            self._reports = (facts, sink.reports)
+        return self._reports[1]
+
+
+def _traverse(module: cst.Module, walk: WalkState, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
+    """One traversal for all visitors; the walk state is updated around them."""
+    if not visitors:
+        return
+    cst.visit_batched(module, visitors, before_visit=walk.enter, after_leave=walk.leave)
+
+
+class LintCache:
+    """Parsed blocks of one document, reused across edits. Keep one per open
+    document; not thread-safe (lint one version of a document at a time)."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[str, _ParsedBlock] = {}
+
+    def blocks_for(self, blocks: Sequence[Block]) -> list[_ParsedBlock]:
+        parsed = []
+        for block in blocks:
+            cached = self._blocks.get(block.text)
+            if cached is None:
+                cached = _ParsedBlock(block.text)
+            parsed.append(cached)
+        # Keep only what the current text uses: memory stays flat over edits.
+        self._blocks = {p.text: p for p in parsed}
+        return parsed
+
+
+# --- suppressions ---------------------------------------------------------------
+
+_SUPPRESS = re.compile(
+    r"#\s*(?:traindoctor:\s*ignore(?:\[(?P<td>[^\]]*)\])?(?!-)|noqa(?::\s*(?P<nq>[A-Za-z0-9_, -]+))?)",
+    re.IGNORECASE,
+)
+_IGNORE_FILE = re.compile(r"#\s*traindoctor:\s*ignore-file\b", re.IGNORECASE)
+
+
+def _suppressed_codes(line: str) -> set[str] | None:
+    """Codes suppressed on a line; an empty set means all; None means none."""
+    if "#" not in line:
+        return None
+    codes: set[str] | None = None
+    for match in _SUPPRESS.finditer(line):
+        listed = match.group("td") if match.group("td") is not None else match.group("nq")
+        if listed is None:
+            return set()
+        codes = (codes or set()) | {c.strip().upper() for c in re.split(r"[,\s]+", listed) if c.strip()}
+    return codes
+
+
+def is_suppressed(lines: Sequence[str], finding: Finding) -> bool:
+    for number in range(finding.range.start.line, min(finding.range.end.line, len(lines) - 1) + 1):
+        codes = _suppressed_codes(lines[number])
+        if codes is not None and (not codes or finding.code in codes):
+            return True
+    return False
+
+
+def ignores_file(source: str) -> bool:
+    return "ignore-file" in source and _IGNORE_FILE.search(source) is not None
+
+
+# --- from reports to findings ---------------------------------------------------
+
+
+class _Locator:
+    """Absolute ranges for nodes of any block; positions are computed only
+    for blocks that own a reported node."""
+
+    def __init__(self, blocks: Sequence[Block], parsed: Sequence[_ParsedBlock]) -> None:
+        self.blocks = blocks
+        self.parsed = parsed
+
+    def find(self, node: cst.CSTNode, hint: int) -> tuple[int, CodeRange] | None:
+        order = [hint] + [i for i in range(len(self.parsed)) if i != hint]
+        for index in order:
+            found = self.parsed[index].positions().get(node)
+            if found is not None:
+                return index, found
+        return None
+
+    def range(self, node: cst.CSTNode, hint: int) -> Range | None:
+        found = self.find(node, hint)
+        if found is None:
+            return None
+        index, code_range = found
+        offset = self.blocks[index].start_line
+        return Range(
+            Position(code_range.start.line - 1 + offset, code_range.start.column),
+            Position(code_range.end.line - 1 + offset, code_range.end.column),
+        )
+
+    def edits(self, spec: FixSpec, hint: int) -> tuple[TextEdit, ...] | None:
+        edits = []
+        for change in spec.changes:
+            found = self.find(change.node, hint)
+            if found is None:
+                return None
+            index, code_range = found
+            block, parsed = self.blocks[index], self.parsed[index]
+            offset = block.start_line
+            if isinstance(change, Replace):
+                new = change.new if isinstance(change.new, str) else parsed.module.code_for_node(change.new)
+                edits.append(TextEdit(
+                    Range(Position(code_range.start.line - 1 + offset, code_range.start.column),
+                          Position(code_range.end.line - 1 + offset, code_range.end.column)),
+                    new,
+                ))
+            else:
+                lines = parsed.lines()
+                first = lines[code_range.start.line - 1]
+                indent = first[: len(first) - len(first.lstrip(" \t"))]
+                text = "".join(
+                    (indent + line if line.strip() else "") + "\n" for line in change.text.splitlines()
+                )
+                if isinstance(change, InsertBefore):
+                    at = Position(code_range.start.line - 1 + offset, 0)
+                else:
+                    end_line = code_range.end.line - 1
+                    if end_line + 1 < len(lines) or lines[end_line].endswith(("\n", "\r")):
+                        at = Position(end_line + 1 + offset, 0)
+                    else:  # last line of the file without a newline
+                        at = Position(end_line + offset, len(lines[end_line]))
+                        text = "\n" + text
+                edits.append(TextEdit(Range(at, at), text))
+        return tuple(edits)
+
+
+def _findings_for(
+    path: str,
+    blocks: Sequence[Block],
+    parsed: Sequence[_ParsedBlock],
+    per_block: Sequence[list[_Report]],
+    config: Config,
+) -> list[Finding]:
+    locator = _Locator(blocks, parsed)
+    findings: list[Finding] = []
+    for index, reports in enumerate(per_block):
+        for report in reports:
+            info = get_rule(report.code)
+            if info is None or not config.enabled(info.code, info.name, path):
+                continue
+            where = locator.range(report.node, index)
+            if where is None:
+                continue
+            fix = None
+            if report.fix is not None:
+                edits = locator.edits(report.fix, index)
+                if edits:
+                    fix = Fix(report.fix.title, edits, report.fix.safe)
+            related = []
+            for rel in report.related:
+                rel_range = locator.range(rel.node, index)
+                if rel_range is not None:
+                    related.append(RelatedLocation(rel.message, rel_range))
+            findings.append(Finding(
+                code=info.code,
+                name=info.name,
+                mode=info.mode,
+                severity=config.severity_for(info.code, info.severity),
+                message=report.message or info.message,
+                path=path,
+                range=where,
+                fix=fix,
+                related=tuple(related),
+            ))
+    findings.sort(key=lambda f: (f.range, f.code))
+    # one finding per code and range (a node reached twice)
+    unique: list[Finding] = []
+    for finding in findings:
+        if not unique or (unique[-1].range, unique[-1].code) != (finding.range, finding.code):
+            unique.append(finding)
+    return unique
+
+
+def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> list[Finding]:
+    """Lint `source` (already checked to be text worth linting)."""
+    blocks = split_blocks(source)
+    parsed = cache.blocks_for(blocks)
+    rules = all_rules()
+    aliases = tuple(alias for p in parsed for alias in p.aliases)
+    collectors = tuple(rule.Collector for rule in rules if rule.Collector is not None)
+    base = FileFacts(aliases)
+    records = tuple(record for p in parsed for record in p.records(base, collectors))
+    facts = FileFacts(aliases, records)
+    per_block = [p.reports(facts, rules) for p in parsed]
+    findings = _findings_for(path, blocks, parsed, per_block, config)
+    if findings and ("#" in source):
+        lines = [line for p in parsed for line in p.lines()]
+        findings = [f for f in findings if not is_suppressed(lines, f)]
+    return findings
