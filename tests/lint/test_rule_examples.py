@@ -13,7 +13,11 @@ from traindoctor.lint.engine import all_rules
 CONFIG = Config()
 
 
-def _cases(valid: bool):
+def _cases(valid: bool) -> list:
+    return list(_iter_cases(valid))
+
+
+def _iter_cases(valid: bool):
     for rule in all_rules():
         examples = rule.VALID if valid else rule.INVALID
         for index, example in enumerate(examples):
