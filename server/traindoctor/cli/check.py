@@ -1,0 +1,144 @@
+"""`traindoctor check`: lint files and folders.
+
+Exit codes: 0 no findings, 1 findings (after --fix: findings left), 2 usage
+error, or no file could be linted at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import ConfigError, load_config
+from ..lint.api import LintResult, fix_source, lint_source, read_source
+from ..lint.engine import LintError
+from ..lint.files import python_files
+from ..model import Finding
+from . import output
+
+# Below this many files the process pool costs more than it saves.
+_PARALLEL_THRESHOLD = 8
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("check", help="lint training code for bugs that ruin runs")
+    parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders (default: .)")
+    parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, change nothing")
+    parser.add_argument("--select", action="append", default=[], metavar="CODES",
+                        help="only these codes or prefixes (comma-separated; repeatable)")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
+                        help="skip these codes or prefixes (comma-separated; repeatable)")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    parser.add_argument("--jobs", type=int, default=0, help="worker processes (default: CPU count)")
+    parser.set_defaults(func=run)
+
+
+@dataclass(frozen=True)
+class _Job:
+    path: str
+    select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    mode: str  # "lint", "fix" or "diff"
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    result: LintResult
+    diff: str = ""
+    fixed: int = 0
+
+
+def _split(values: list[str]) -> tuple[str, ...]:
+    return tuple(code.strip() for value in values for code in value.split(",") if code.strip())
+
+
+def _process(job: _Job) -> _Outcome:
+    path = Path(job.path)
+    try:
+        config = load_config(path).with_overrides(select=job.select, ignore=job.ignore)
+    except ConfigError as exc:
+        return _Outcome(LintResult(job.path, error=f"configuration: {exc}"))
+    try:
+        source = read_source(path)
+    except LintError as exc:
+        return _Outcome(LintResult(job.path, error=str(exc)))
+    if job.mode == "lint":
+        return _Outcome(lint_source(source, job.path, config))
+    fixed, count = fix_source(source, job.path, config)
+    diff = ""
+    if fixed != source:
+        if job.mode == "fix":
+            try:
+                path.write_text(fixed, encoding="utf-8", newline="")
+            except OSError as exc:
+                return _Outcome(LintResult(job.path, error=f"cannot write fixes: {exc.strerror or exc}"))
+        else:
+            diff = "".join(difflib.unified_diff(
+                source.splitlines(keepends=True), fixed.splitlines(keepends=True),
+                fromfile=f"a/{job.path}", tofile=f"b/{job.path}",
+            ))
+    after = lint_source(fixed if job.mode == "fix" else source, job.path, config)
+    return _Outcome(after, diff, count)
+
+
+def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
+    if len(jobs) < _PARALLEL_THRESHOLD or workers <= 1:
+        return [_process(job) for job in jobs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_process, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.fix and args.diff:
+        print("traindoctor: --fix and --diff cannot be combined", file=sys.stderr)
+        return 2
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        print(f"traindoctor: no such file or folder: {missing[0]}", file=sys.stderr)
+        return 2
+    mode = "fix" if args.fix else "diff" if args.diff else "lint"
+    select, ignore = _split(args.select), _split(args.ignore)
+    jobs = [_Job(str(path), select, ignore, mode) for path in python_files(args.paths)]
+    workers = args.jobs or os.cpu_count() or 1
+    outcomes = _run_jobs(jobs, workers)
+
+    findings: list[Finding] = []
+    linted = 0
+    for outcome in outcomes:
+        if outcome.result.error:
+            print(f"{outcome.result.path}: error: {outcome.result.error}", file=sys.stderr)
+        else:
+            linted += 1
+            findings.extend(outcome.result.findings)
+        if outcome.diff:
+            sys.stdout.write(outcome.diff)
+    fixed = sum(o.fixed for o in outcomes)
+
+    if args.format == "json":
+        print(json.dumps([f.to_json() for f in findings], indent=2))
+    elif args.format == "sarif":
+        print(json.dumps(output.sarif(findings), indent=2))
+    elif args.format == "github":
+        for line in output.github(findings):
+            print(line)
+    elif not args.diff:
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        for line in output.text(findings, color=color):
+            print(line)
+        print(output.summary(findings, files=len(jobs), errors=len(jobs) - linted, fixed=fixed, color=color))
+
+    if jobs and linted == 0:
+        return 2
+    if args.exit_zero:
+        return 0
+    if args.diff:
+        return 1 if any(o.diff for o in outcomes) or findings else 0
+    return 1 if findings else 0

@@ -1,0 +1,115 @@
+"""Finding renderers for `check`: text for people, SARIF and GitHub for CI."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .. import __version__
+from ..catalog import load_rules
+from ..model import Finding, Severity
+
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note", Severity.HINT: "note"}
+_GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice",
+                 Severity.HINT: "notice"}
+
+
+def _paint(text: str, code: str, color: bool) -> str:
+    return f"\033[{code}m{text}\033[0m" if color else text
+
+
+def text(findings: Iterable[Finding], *, color: bool = False) -> Iterable[str]:
+    for f in findings:
+        where = f"{f.path}:{f.range.start.line + 1}:{f.range.start.column + 1}:"
+        code = _paint(f.code, "1;31" if f.severity is Severity.ERROR else "1;33", color)
+        fixable = " [*]" if f.fix is not None and f.fix.safe else ""
+        yield f"{_paint(where, '1', color)} {code} {f.message}{fixable}"
+
+
+def summary(findings: list[Finding], *, files: int, errors: int, fixed: int, color: bool = False) -> str:
+    fixable = sum(1 for f in findings if f.fix is not None and f.fix.safe)
+    parts = []
+    if fixed:
+        parts.append(f"Fixed {fixed} problem{'s' * (fixed != 1)}.")
+    if findings:
+        parts.append(f"Found {len(findings)} problem{'s' * (len(findings) != 1)} in {files} "
+                     f"file{'s' * (files != 1)}" + (f" ({fixable} fixable with --fix)." if fixable else "."))
+    else:
+        parts.append(f"No problems found in {files} file{'s' * (files != 1)}.")
+    if errors:
+        parts.append(f"{errors} file{'s' * (errors != 1)} could not be linted.")
+    return _paint(" ".join(parts), "1", color)
+
+
+def github(findings: Iterable[Finding]) -> Iterable[str]:
+    def escape(value: str) -> str:
+        return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    for f in findings:
+        props = (f"file={escape(f.path)},line={f.range.start.line + 1},col={f.range.start.column + 1},"
+                 f"endLine={f.range.end.line + 1},endColumn={f.range.end.column + 1},title={f.code} {f.name}")
+        yield f"::{_GITHUB_LEVEL[f.severity]} {props}::{escape(f.message)}"
+
+
+def sarif(findings: list[Finding]) -> dict[str, Any]:
+    rules = load_rules()
+    codes = sorted({f.code for f in findings} | set(rules))
+    index = {code: i for i, code in enumerate(codes)}
+    results = []
+    for f in findings:
+        result: dict[str, Any] = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                    "region": {
+                        "startLine": f.range.start.line + 1,
+                        "startColumn": f.range.start.column + 1,
+                        "endLine": f.range.end.line + 1,
+                        "endColumn": f.range.end.column + 1,
+                    },
+                }
+            }],
+        }
+        if f.fix is not None:
+            result["fixes"] = [{
+                "description": {"text": f.fix.title},
+                "artifactChanges": [{
+                    "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                    "replacements": [{
+                        "deletedRegion": {
+                            "startLine": e.range.start.line + 1,
+                            "startColumn": e.range.start.column + 1,
+                            "endLine": e.range.end.line + 1,
+                            "endColumn": e.range.end.column + 1,
+                        },
+                        "insertedContent": {"text": e.new_text},
+                    } for e in f.fix.edits],
+                }],
+            }]
+        results.append(result)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "traindoctor",
+                "version": __version__,
+                "informationUri": "https://pytorch.org/docs/stable/notes/faq.html",
+                "rules": [{
+                    "id": code,
+                    "name": rules[code].name if code in rules else code,
+                    "shortDescription": {"text": rules[code].summary if code in rules else code},
+                    "fullDescription": {"text": rules[code].why if code in rules else code},
+                    "help": {"text": rules[code].fix if code in rules else ""},
+                    "helpUri": rules[code].references[0].url if code in rules else "https://pytorch.org/docs/stable/",
+                    "defaultConfiguration": {"level": _SARIF_LEVEL[rules[code].severity] if code in rules
+                                             else "warning"},
+                    "properties": {"failureMode": rules[code].mode if code in rules else ""},
+                } for code in codes],
+            }},
+            "results": results,
+        }],
+    }
