@@ -179,6 +179,8 @@ class TensorSummary:
     min: float | None = None
     max: float | None = None
     mean: float | None = None
+    version: int | None = None  # autograd's in-place counter (`t._version`)
+    scope: str | None = None  # "frame", "module" or "self": where the name was found
 
 
 @dataclass(frozen=True)
