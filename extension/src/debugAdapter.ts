@@ -1,0 +1,75 @@
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { resolveInterpreter } from './interpreter';
+import { log } from './logging';
+
+export const DEBUG_TYPE = 'traindoctor';
+
+/**
+ * The `traindoctor` debug type runs debugpy's own adapter (`python -m debugpy.adapter`) with the
+ * traindoctor interpreter, so diagnosis on failure works without Microsoft's Python extensions.
+ */
+export class DebugpyAdapterFactory implements vscode.DebugAdapterDescriptorFactory {
+  async createDebugAdapterDescriptor(session: vscode.DebugSession): Promise<vscode.DebugAdapterDescriptor> {
+    if (!vscode.workspace.isTrusted) {
+      throw new Error('traindoctor does not run Python in an untrusted workspace.');
+    }
+    const interpreter = await resolveInterpreter(session.workspaceFolder);
+    log().info(`Debug session "${session.name}": ${interpreter.path} -m debugpy.adapter`);
+    return new vscode.DebugAdapterExecutable(interpreter.path, ['-m', 'debugpy.adapter']);
+  }
+}
+
+/** Fills a launch configuration for debugpy: the current file, the interpreter, stop on uncaught exceptions. */
+export class TraindoctorConfigurationProvider implements vscode.DebugConfigurationProvider {
+  resolveDebugConfiguration(_folder: vscode.WorkspaceFolder | undefined, config: vscode.DebugConfiguration): vscode.DebugConfiguration | undefined {
+    if (!config.type && !config.request && !config.name) {
+      const document = vscode.window.activeTextEditor?.document;
+      if (document?.languageId !== 'python') {
+        void vscode.window.showErrorMessage('traindoctor: open a Python file to run it with diagnosis.');
+        return undefined;
+      }
+      config = { type: DEBUG_TYPE, request: 'launch', name: 'traindoctor: current file', program: document.uri.fsPath };
+    }
+    if (config.request !== 'launch' || !config.program) {
+      void vscode.window.showErrorMessage('traindoctor: a launch configuration needs "program".');
+      return undefined;
+    }
+    return config;
+  }
+
+  async resolveDebugConfigurationWithSubstitutedVariables(
+    folder: vscode.WorkspaceFolder | undefined,
+    config: vscode.DebugConfiguration,
+  ): Promise<vscode.DebugConfiguration> {
+    const interpreter = await resolveInterpreter(folder);
+    return {
+      ...config,
+      python: config.python ?? interpreter.path,
+      cwd: config.cwd ?? folder?.uri.fsPath ?? path.dirname(config.program),
+      console: config.console ?? 'integratedTerminal',
+      justMyCode: config.justMyCode ?? true,
+    };
+  }
+}
+
+/** traindoctor.runWithDiagnosis: debug the current (or given) file under debugpy. */
+export async function runWithDiagnosis(resource?: vscode.Uri): Promise<boolean> {
+  const uri = resource instanceof vscode.Uri ? resource : vscode.window.activeTextEditor?.document.uri;
+  if (!uri || uri.scheme !== 'file') {
+    void vscode.window.showErrorMessage('traindoctor: open a Python file on disk to run it with diagnosis.');
+    return false;
+  }
+  const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri.toString());
+  if (document?.isDirty) {
+    await document.save();
+  }
+  const folder = vscode.workspace.getWorkspaceFolder(uri);
+  return vscode.debug.startDebugging(folder, {
+    type: DEBUG_TYPE,
+    request: 'launch',
+    name: `traindoctor: ${path.basename(uri.fsPath)}`,
+    program: uri.fsPath,
+    console: 'integratedTerminal',
+  });
+}

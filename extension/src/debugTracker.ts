@@ -1,0 +1,103 @@
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { isDiagnosis } from './diagnosis';
+import { DiagnosisPanel } from './diagnosisPanel';
+import { LiveDecorations } from './liveDecorations';
+import { log } from './logging';
+import { ServerManager } from './server';
+
+const TRACKED_TYPES = new Set(['debugpy', 'python', 'traindoctor']);
+// A probe that hangs (a deadlocked worker, a huge repr) must not hold the diagnosis hostage.
+const PROBE_TIMEOUT_MS = 10_000;
+
+interface DapFrame {
+  id: number;
+  name: string;
+  line: number;
+  source?: { path?: string; name?: string };
+  presentationHint?: string;
+}
+
+/** Watches debugpy sessions; when one stops on an exception, diagnoses it while the user is paused. */
+export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFactory {
+  constructor(
+    private readonly server: ServerManager,
+    private readonly panel: DiagnosisPanel,
+    private readonly decorations: LiveDecorations,
+  ) {}
+
+  createDebugAdapterTracker(session: vscode.DebugSession): vscode.DebugAdapterTracker | undefined {
+    if (!TRACKED_TYPES.has(session.type)) {
+      return undefined;
+    }
+    return {
+      onDidSendMessage: (message: { type?: string; event?: string; body?: { reason?: string; threadId?: number } }) => {
+        if (message.type === 'event' && message.event === 'stopped' && message.body?.reason === 'exception') {
+          void this.diagnose(session, message.body.threadId).catch((error) =>
+            log().error(`Live diagnosis failed: ${error instanceof Error ? error.message : String(error)}`),
+          );
+        }
+      },
+      onWillStopSession: () => this.decorations.clear(session.id),
+      onExit: () => this.decorations.clear(session.id),
+    };
+  }
+
+  private async diagnose(session: vscode.DebugSession, threadId: number | undefined): Promise<void> {
+    if (!this.server.isRunning()) {
+      log().warn(`Stopped on an exception in "${session.name}" but ${this.server.notRunningMessage()}`);
+      return;
+    }
+    if (threadId === undefined) {
+      threadId = (await session.customRequest('threads')).threads?.[0]?.id;
+    }
+    const started = Date.now();
+    const exceptionInfo = await Promise.resolve(session.customRequest('exceptionInfo', { threadId })).catch((error: unknown) => ({ error: String(error) }));
+    const stackTrace = await session.customRequest('stackTrace', { threadId, startFrame: 0, levels: 200 });
+    const frame = deepestUserFrame(stackTrace.stackFrames ?? []);
+    const probes: Record<string, unknown> = {};
+    if (frame) {
+      for (const probe of await this.server.probeExpressions()) {
+        probes[probe.name] = await evaluate(session, probe.expression, frame.id);
+      }
+    }
+    const result = await this.server.executeCommand<unknown>('traindoctor.diagnoseLive', [{ exceptionInfo, stackTrace, probes }]);
+    log().info(`Live diagnosis of "${session.name}" in ${Date.now() - started} ms`);
+    if (!isDiagnosis(result)) {
+      log().warn('The server returned no diagnosis for this exception.');
+      return;
+    }
+    const fallback = frame?.source?.path ? { file: frame.source.path, line: frame.line - 1 } : undefined;
+    this.decorations.show(result, fallback, session.id);
+    this.panel.show(result, 'live');
+  }
+}
+
+async function evaluate(session: vscode.DebugSession, expression: string, frameId: number): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<{ error: string }>((resolve) => {
+    timer = setTimeout(() => resolve({ error: `timed out after ${PROBE_TIMEOUT_MS} ms` }), PROBE_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([
+      session.customRequest('evaluate', { expression, frameId, context: 'watch' }),
+      timeout,
+    ]);
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The innermost frame in the user's own code: in a workspace folder, not in site-packages or the stdlib. */
+function deepestUserFrame(frames: DapFrame[]): DapFrame | undefined {
+  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath + path.sep);
+  const isLibrary = (p: string) => /[\\/](site|dist)-packages[\\/]|[\\/]lib[\\/]python\d/.test(p);
+  const withSource = frames.filter((f) => f.source?.path && f.presentationHint !== 'subtle');
+  return (
+    withSource.find((f) => !isLibrary(f.source!.path!) && folders.some((folder) => f.source!.path!.startsWith(folder))) ??
+    withSource.find((f) => !isLibrary(f.source!.path!)) ??
+    frames[0]
+  );
+}

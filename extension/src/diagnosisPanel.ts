@@ -1,0 +1,134 @@
+import * as crypto from 'crypto';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { Diagnosis, DiagnosisFrame } from './diagnosis';
+
+export type DiagnosisOrigin = 'traceback' | 'live';
+
+/** One webview panel that shows the latest Diagnosis; frames are links into the editor. */
+export class DiagnosisPanel implements vscode.Disposable {
+  static readonly viewType = 'traindoctor.diagnosis';
+  private panel: vscode.WebviewPanel | undefined;
+
+  show(diagnosis: Diagnosis, origin: DiagnosisOrigin): void {
+    if (!this.panel) {
+      this.panel = vscode.window.createWebviewPanel(
+        DiagnosisPanel.viewType,
+        'traindoctor: diagnosis',
+        { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
+        { enableScripts: true, enableFindWidget: true, localResourceRoots: [] },
+      );
+      this.panel.onDidDispose(() => (this.panel = undefined));
+      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number }) => {
+        if (message.type === 'open' && typeof message.path === 'string') {
+          void openFrame(message.path, message.line ?? 1);
+        }
+      });
+    }
+    this.panel.title = `traindoctor: ${diagnosis.title}`;
+    this.panel.webview.html = render(diagnosis, origin);
+    this.panel.reveal(vscode.ViewColumn.Beside, true);
+  }
+
+  close(): void {
+    this.panel?.dispose();
+  }
+
+  dispose(): void {
+    this.close();
+  }
+}
+
+async function openFrame(file: string, line: number): Promise<void> {
+  const uri = path.isAbsolute(file) || !vscode.workspace.workspaceFolders?.length
+    ? vscode.Uri.file(file)
+    : vscode.Uri.joinPath(vscode.workspace.workspaceFolders[0].uri, file);
+  const position = new vscode.Position(Math.max(line - 1, 0), 0);
+  try {
+    await vscode.window.showTextDocument(uri, { selection: new vscode.Range(position, position), viewColumn: vscode.ViewColumn.One });
+  } catch {
+    void vscode.window.showWarningMessage(`traindoctor: ${file} is not available on this machine.`);
+  }
+}
+
+function escape(text: unknown): string {
+  return String(text ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+}
+
+function frameLink(frame: DiagnosisFrame, label?: string): string {
+  const text = label ?? `${path.basename(frame.path)}:${frame.line} in ${frame.function}`;
+  return `<a href="#" class="frame" data-path="${escape(frame.path)}" data-line="${escape(frame.line)}" title="${escape(frame.path)}">${escape(text)}</a>`;
+}
+
+function tensorsTable(details: Record<string, unknown> | undefined): string {
+  const tensors = details?.tensors;
+  if (!Array.isArray(tensors) || tensors.length === 0) {
+    return '';
+  }
+  const rows = tensors
+    .map((t: Record<string, unknown>) => {
+      const bad = Number(t.nan_count ?? 0) > 0 || Number(t.inf_count ?? 0) > 0;
+      const shape = Array.isArray(t.shape) ? `(${(t.shape as unknown[]).join(', ')})` : escape(t.shape);
+      return `<tr class="${bad ? 'bad' : ''}"><td><code>${escape(t.name)}</code></td><td>${shape}</td><td>${escape(t.dtype)}</td>` +
+        `<td>${escape(t.device)}</td><td>${escape(t.nan_count ?? '')}</td><td>${escape(t.inf_count ?? '')}</td></tr>`;
+    })
+    .join('');
+  return `<h2>Tensors in the failing frame</h2><table class="tensors"><tr><th>name</th><th>shape</th><th>dtype</th><th>device</th><th>NaN</th><th>inf</th></tr>${rows}</table>`;
+}
+
+function render(d: Diagnosis, origin: DiagnosisOrigin): string {
+  const nonce = crypto.randomBytes(16).toString('base64');
+  const confidence = Math.round((d.confidence ?? 0) * 100);
+  const exception = d.exception ? `<p class="exception"><code>${escape(d.exception.type)}: ${escape(d.exception.message)}</code></p>` : '';
+  const location = d.location ? `<p class="location">At ${frameLink(d.location)}${d.location.code ? `: <code>${escape(d.location.code)}</code>` : ''}</p>` : '';
+  const evidence = (d.evidence ?? []).map((e) => `<li>${escape(e)}</li>`).join('');
+  const fixes = (d.fixes ?? [])
+    .map((f) => `<li><strong>${escape(f.title)}</strong>${f.detail ? `<pre>${escape(f.detail)}</pre>` : ''}</li>`)
+    .join('');
+  const frames = (d.frames ?? [])
+    .map((f) => `<li class="${f.is_user ? 'user' : 'library'}">${frameLink(f)}${f.code ? `<br><code>${escape(f.code)}</code>` : ''}</li>`)
+    .join('');
+  const related = (d.related_findings ?? [])
+    .map((f) => {
+      const where = f.path ? ` ${frameLink({ path: f.path, line: Number(f.line ?? 1), function: '' }, `${path.basename(f.path)}:${f.line ?? 1}`)}` : '';
+      return `<li><code>${escape(f.code)}</code> ${escape(f.message)}${where}</li>`;
+    })
+    .join('');
+  return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}';">
+<style nonce="${nonce}">
+ body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 0 1.2em 2em; line-height: 1.45; }
+ h1 { font-size: 1.35em; margin-bottom: .2em; }
+ h2 { font-size: 1.05em; margin-top: 1.4em; border-bottom: 1px solid var(--vscode-panel-border); }
+ .meta span { display: inline-block; margin-right: .6em; padding: 0 .5em; border-radius: 3px; background: var(--vscode-badge-background); color: var(--vscode-badge-foreground); }
+ .exception code { color: var(--vscode-errorForeground); }
+ pre { background: var(--vscode-textCodeBlock-background); padding: .4em .6em; white-space: pre-wrap; }
+ li { margin: .25em 0; }
+ li.library { opacity: .65; }
+ li.user a { font-weight: bold; }
+ a { color: var(--vscode-textLink-foreground); }
+ table.tensors { border-collapse: collapse; } table.tensors td, table.tensors th { padding: .1em .6em; text-align: left; }
+ tr.bad { color: var(--vscode-errorForeground); font-weight: bold; }
+</style></head>
+<body data-testid="traindoctor-diagnosis" data-kind="${escape(d.kind)}" data-origin="${origin}">
+<h1>${escape(d.title)}</h1>
+<p class="meta"><span>${escape(d.kind)}</span><span>${escape(d.mode)}</span><span>confidence ${confidence}%</span>${origin === 'live' ? '<span>live</span>' : ''}${d.rank != null ? `<span>rank ${escape(d.rank)}</span>` : ''}</p>
+${exception}${location}
+<h2>Root cause</h2><p class="root-cause">${escape(d.root_cause)}</p>
+${evidence ? `<h2>Evidence</h2><ul class="evidence">${evidence}</ul>` : ''}
+${tensorsTable(d.details)}
+${fixes ? `<h2>Fixes</h2><ol class="fixes">${fixes}</ol>` : ''}
+${related ? `<h2>Related findings</h2><ul>${related}</ul>` : ''}
+${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
+<script nonce="${nonce}">
+ const vscode = acquireVsCodeApi();
+ for (const link of document.querySelectorAll('a.frame')) {
+   link.addEventListener('click', (event) => {
+     event.preventDefault();
+     vscode.postMessage({ type: 'open', path: link.dataset.path, line: Number(link.dataset.line) });
+   });
+ }
+</script>
+</body></html>`;
+}

@@ -1,0 +1,93 @@
+import * as fs from 'fs/promises';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import { Diagnosis, isDiagnosis } from './diagnosis';
+import { DiagnosisPanel } from './diagnosisPanel';
+import { log } from './logging';
+import { ServerManager } from './server';
+
+type TracebackSource = 'editor selection' | 'terminal selection' | 'clipboard' | 'input';
+
+const TRACEBACK_HINT = /Traceback \(most recent call last\)|\b\w*(Error|Exception)\b.*:|CUDA error|out of memory/;
+
+/** "Diagnose this traceback": editor selection, terminal selection, clipboard, then an input box. */
+export async function diagnoseTraceback(server: ServerManager, panel: DiagnosisPanel): Promise<Diagnosis | undefined> {
+  if (!server.isRunning()) {
+    void vscode.window.showErrorMessage(server.notRunningMessage());
+    return undefined;
+  }
+  const input = await findTracebackText();
+  if (!input) {
+    return undefined;
+  }
+  log().info(`Diagnosing a traceback from the ${input.source} (${input.text.length} characters)`);
+  const result = await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Window, title: 'traindoctor: diagnosing traceback' },
+    () => server.executeCommand<unknown>('traindoctor.diagnoseTraceback', [input.text]),
+  );
+  if (!isDiagnosis(result)) {
+    void vscode.window.showWarningMessage('traindoctor found no traceback it could diagnose in the text.');
+    return undefined;
+  }
+  panel.show(result, 'traceback');
+  return result;
+}
+
+async function findTracebackText(): Promise<{ text: string; source: TracebackSource } | undefined> {
+  const editor = vscode.window.activeTextEditor;
+  const selected = editor?.selections
+    .filter((s) => !s.isEmpty)
+    .map((s) => editor.document.getText(s))
+    .join('\n');
+  if (selected?.trim()) {
+    return { text: selected, source: 'editor selection' };
+  }
+  const fromTerminal = await terminalSelection();
+  if (fromTerminal) {
+    return { text: fromTerminal, source: 'terminal selection' };
+  }
+  const clipboard = await vscode.env.clipboard.readText();
+  if (TRACEBACK_HINT.test(clipboard)) {
+    return { text: clipboard, source: 'clipboard' };
+  }
+  const typed = await vscode.window.showInputBox({
+    title: 'traindoctor: Diagnose this traceback',
+    prompt: 'Select a traceback in an editor or terminal first, or paste one here, or give the path of a log file.',
+    ignoreFocusOut: true,
+  });
+  if (!typed?.trim()) {
+    return undefined;
+  }
+  return { text: await readIfLogFile(typed.trim()), source: 'input' };
+}
+
+/** The terminal API has no stable selection getter: copy the selection through the clipboard and put the clipboard back. */
+async function terminalSelection(): Promise<string | undefined> {
+  if (!vscode.window.activeTerminal) {
+    return undefined;
+  }
+  const saved = await vscode.env.clipboard.readText();
+  try {
+    await vscode.env.clipboard.writeText('');
+    await vscode.commands.executeCommand('workbench.action.terminal.copySelection');
+    const copied = await vscode.env.clipboard.readText();
+    return copied.trim() ? copied : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    await vscode.env.clipboard.writeText(saved);
+  }
+}
+
+async function readIfLogFile(text: string): Promise<string> {
+  if (text.includes('\n') || text.length > 4096) {
+    return text;
+  }
+  const root = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? process.cwd();
+  const candidate = path.resolve(root, text);
+  try {
+    return await fs.readFile(candidate, 'utf8');
+  } catch {
+    return text;
+  }
+}
