@@ -1,0 +1,168 @@
+"""Diagnostics over LSP: the right codes at the right ranges, kept in step with the text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsp_helpers import FIXTURES, code_points, position_of
+from lsprotocol import types as lsp
+
+from traindoctor.lint import lint_source
+
+FIXTURE = (FIXTURES / "train_buggy.py").read_text(encoding="utf-8")
+
+
+def _line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+def _expected(text: str, path: str) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
+    """What the engine finds in `text`: (code, start, end) in code points."""
+    findings = lint_source(text, path).findings
+    return sorted(
+        (f.code, (f.range.start.line, f.range.start.column), (f.range.end.line, f.range.end.column)) for f in findings
+    )
+
+
+def _got(client, text: str, diagnostics) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
+    return sorted(
+        (str(d.code), code_points(text, d.range.start, client.encoding), code_points(text, d.range.end, client.encoding))
+        for d in diagnostics
+        if d.source == "traindoctor"
+    )
+
+
+async def test_open_buggy_script_reports_each_bug_at_its_range(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    diagnostics = await client.current_diagnostics(uri)
+
+    accumulate = _line_of(FIXTURE, "total_loss += loss")
+    trn101 = [d for d in diagnostics if d.code == "TRN101"]
+    assert len(trn101) == 1, diagnostics
+    start = code_points(FIXTURE, trn101[0].range.start, client.encoding)
+    end = code_points(FIXTURE, trn101[0].range.end, client.encoding)
+    assert (start, end) == ((accumulate, 12), (accumulate, 30))  # the whole `total_loss += loss`
+    assert trn101[0].source == "traindoctor"
+    assert trn101[0].severity == lsp.DiagnosticSeverity.Warning
+    assert "CUDA OOM" in trn101[0].message or "out of memory" in trn101[0].message.lower()
+    # Every bug the engine finds is reported, at exactly its range, whatever the client's encoding.
+    assert _got(client, FIXTURE, diagnostics) == _expected(FIXTURE, str(workspace / "train.py"))
+
+    publish_caps = client.capabilities.text_document.publish_diagnostics
+    if publish_caps.code_description_support:
+        assert trn101[0].code_description.href.endswith("TRN101.md") or "TRN101" in trn101[0].code_description.href
+    if publish_caps.related_information:
+        related = {r.message: r.location.range.start.line for r in trn101[0].related_information}
+        assert related, "where the loss comes from and where backward() is called"
+        assert _line_of(FIXTURE, "loss.backward()") in related.values()
+    else:
+        assert trn101[0].related_information is None
+        assert "backward()" in trn101[0].message  # the facts go into the message instead
+
+
+async def test_positions_follow_the_negotiated_encoding(client, workspace: Path):
+    # Astral-plane characters before the finding on the same line: 1 code point, 2 UTF-16
+    # units, 4 UTF-8 bytes each. The range must point at the same characters in every encoding.
+    accumulate = _line_of(FIXTURE, "total_loss += loss")
+    lines = FIXTURE.splitlines(keepends=True)
+    lines[accumulate] = lines[accumulate].replace("total_loss += loss", 'tag = "😋🔥"; total_loss += loss')
+    text = "".join(lines)
+    uri = client.open(workspace / "emoji.py", text)
+    diagnostics = [d for d in await client.current_diagnostics(uri) if d.code == "TRN101"]
+    assert len(diagnostics) == 1
+    start = code_points(text, diagnostics[0].range.start, client.encoding)
+    column = lines[accumulate].index("total_loss")
+    assert start == (accumulate, column)
+    assert diagnostics[0].range.start == position_of(text, text.index("total_loss += loss"), client.encoding)
+
+
+async def test_edit_that_fixes_the_bug_clears_its_diagnostic(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    assert any(d.code == "TRN101" for d in await client.current_diagnostics(uri))
+    line = _line_of(FIXTURE, "total_loss += loss")
+    end = FIXTURE.splitlines()[line].index("total_loss += loss") + len("total_loss += loss")
+    client.edit(uri, lsp.Range(lsp.Position(line, end), lsp.Position(line, end)), ".item()")
+    assert not any(d.code == "TRN101" for d in await client.current_diagnostics(uri))
+
+
+async def test_burst_of_200_edits_ends_with_diagnostics_for_the_final_text(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    await client.current_diagnostics(uri)
+    line = _line_of(FIXTURE, "total_loss += loss")
+    column = FIXTURE.splitlines()[line].index("total_loss += loss") + len("total_loss += loss")
+    edits = 0
+
+    def type_text(row: int, col: int, text: str) -> None:
+        nonlocal edits
+        for char in text:
+            client.edit(uri, lsp.Range(lsp.Position(row, col), lsp.Position(row, col)), char)
+            edits += 1
+            if char == "\n":
+                row, col = row + 1, 0
+            else:
+                col += 1
+
+    type_text(line, column, ".item()")  # fixes the original bug
+    new_bug = "\n            total_loss = total_loss + loss"  # and adds another one below it
+    type_text(line, column + len(".item()"), new_bug)
+    comment_line = _line_of(client.texts[uri], "def train(")
+    comment = "  # " + "x" * (200 - edits - 4)
+    type_text(comment_line, len(client.texts[uri].splitlines()[comment_line]), comment)
+    assert edits == 200 and client.versions[uri] == 201
+
+    final = client.texts[uri]
+    diagnostics = await client.current_diagnostics(uri)
+    assert _got(client, final, diagnostics) == _expected(final, str(workspace / "train.py"))
+    trn101 = [d for d in diagnostics if d.code == "TRN101"]
+    assert [d.range.start.line for d in trn101] == [line + 1], "only the new accumulation, on its new line"
+    if not client.pulls:
+        # Nothing older than the final text may be published after it.
+        last = [p for p in client.published if p.uri == uri][-1]
+        assert last.version == 201
+
+
+async def test_close_clears_diagnostics(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    assert await client.current_diagnostics(uri)
+    if client.pulls:
+        return  # a pulling client drops what it pulled by itself
+    before = len(client.published)
+    client.close(uri)
+    assert await client.wait_for_publish(uri, lambda p: not p.diagnostics, after=before) == []
+
+
+async def test_hover_on_a_flagged_range_explains_why_and_how_to_fix(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    [trn101] = [d for d in await client.current_diagnostics(uri) if d.code == "TRN101"]
+    hover = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), trn101.range.start)
+    )
+    assert hover is not None
+    text = hover.contents.value
+    assert "TRN101" in text and "Why" in text and "Fix" in text and ".item()" in text
+    formats = client.capabilities.text_document.hover.content_format or []
+    assert hover.contents.kind in formats
+    nothing = await client.text_document_hover_async(
+        lsp.HoverParams(lsp.TextDocumentIdentifier(uri), lsp.Position(0, 0))
+    )
+    assert nothing is None
+
+
+async def test_bad_input_never_crashes_the_server(client, workspace: Path):
+    cases = {
+        "syntax.py": "import torch\ndef broken(:\n    total += loss\n",
+        "binary.py": "torch\x00\x01\x02\udcff" * 100,
+        "huge.py": "import torch\n" + "x = 1\n" * 500_000,
+        "empty.py": "",
+        "deep.py": "import torch\nx = " + "(" * 500 + "1" + ")" * 500 + "\n",
+    }
+    uris = {name: client.open(workspace / name, text) for name, text in cases.items()}
+    for name, uri in uris.items():
+        assert await client.current_diagnostics(uri) == [], name
+    # Still alive and still linting.
+    good = client.open(workspace / "train.py")
+    assert any(d.code == "TRN101" for d in await client.current_diagnostics(good))
+    # Typing into the broken file until it parses brings its findings back.
+    broken = uris["syntax.py"]
+    client.edit(broken, lsp.Range(lsp.Position(1, 11), lsp.Position(1, 12)), "")
+    assert await client.current_diagnostics(broken) == []
