@@ -228,3 +228,32 @@ class Diagnosis:
     related_findings: tuple[Finding, ...] = ()
     rank: int | None = None
     details: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The shape the CLI, the LSP and the extension exchange (see traindoctor.diagnose)."""
+        return {
+            "kind": self.kind,
+            "mode": self.mode,
+            "title": self.title,
+            "root_cause": self.root_cause,
+            "evidence": list(self.evidence),
+            "fixes": [{"title": f.title, "detail": f.detail} for f in self.fixes],
+            "confidence": self.confidence,
+            "location": None if self.location is None else self.location.to_json(),
+            "frames": [f.to_json() for f in self.frames],
+            "exception": None if self.exception is None else self.exception.to_json(),
+            "related_findings": [f.to_json() for f in self.related_findings],
+            "rank": self.rank,
+            "details": _jsonable(self.details),
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    """Details are free-form: keep what JSON can carry, stringify the rest."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
