@@ -1,0 +1,74 @@
+"""`traindoctor diagnose [FILE|-] [--format text|json] [--record DIR]`.
+
+Reads a traceback or a whole training log (FILE, or stdin for `-` or no FILE),
+in any encoding (undecodable bytes are replaced), and prints the diagnosis:
+text (title, `path:line`, root cause, numbered fixes) or one JSON object
+(`Diagnosis.to_json()`). `--record DIR` also writes a Markdown debug record.
+
+Exit codes: 0 a failure was recognised (any kind but `other`); 1 nothing
+recognised (kind `other`: the output still shows the exception, if any);
+2 usage error or unreadable input (missing file, a directory, permission).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..diagnose import diagnose_text, render_text
+from ..diagnose.normalize import decode
+
+# Failures are at the end of a log: beyond this, only the tail is read.
+_MAX_BYTES = 64 * 1024 * 1024
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("diagnose", help="explain a crash: traceback or training log -> root cause and fixes")
+    parser.add_argument("file", nargs="?", default="-", metavar="FILE", help="log or traceback file; - or none: stdin")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--record", metavar="DIR", help="also write a Markdown debug record into DIR")
+    parser.add_argument("--no-correlate", action="store_true", help="do not lint the files on the stack")
+    parser.add_argument("--base-dir", metavar="DIR", help="resolve relative paths in the traceback from DIR (default: .)")
+    parser.set_defaults(func=run)
+
+
+def _read(name: str) -> bytes:
+    if name == "-":
+        data = sys.stdin.buffer.read()
+        return data[-_MAX_BYTES:]
+    path = Path(name)
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        if size > _MAX_BYTES:
+            handle.seek(size - _MAX_BYTES)
+        return handle.read()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        data = _read(args.file)
+    except IsADirectoryError:
+        print(f"traindoctor: {args.file}: is a directory, expected a log file", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"traindoctor: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    text = decode(data)
+    # Relative frame paths are relative to where the run started: by default the cwd.
+    diagnosis = diagnose_text(text, correlate=not args.no_correlate, base_dir=args.base_dir)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(diagnosis.to_json(), indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_text(diagnosis))
+    if args.record:
+        from ..diagnose.record import write_record
+
+        try:
+            path = write_record(diagnosis, args.record, source_text=text)
+        except OSError as exc:
+            print(f"traindoctor: cannot write the record to {args.record}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        print(f"traindoctor: record written to {path}", file=sys.stderr)
+    return 1 if diagnosis.kind == "other" else 0

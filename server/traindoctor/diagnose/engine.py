@@ -1,0 +1,284 @@
+"""Traceback text (+ live probes) -> Diagnosis.
+
+normalise -> parse chains -> select the explaining failure -> facts from the
+signature's regexes and derived values -> title, root cause, fixes from its
+templates -> correlate with lint findings -> Diagnosis.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..model import Diagnosis, ExceptionInfo, FixSuggestion, Frame, Probes
+from .correlate import correlate as correlate_findings
+from .extract import derive, human_size
+from .normalize import Line, decode, normalize
+from .parse import Block, Chain, parse_chains
+from .select import Candidate, Selection, deepest_user_frame, exception_text, select
+
+# Kinds where the failing Python line is expected; without it we are less sure.
+_NO_LOCATION_EXPECTED = {"distributed", "cuda-env", "host-oom", "dataloader-worker", "other"}
+_PROGRESS = re.compile(r"(?i)\b(epoch|step|iter(?:ation)?|batch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*(\d+))?")
+
+
+def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate: bool = True,
+                  base_dir: str | Path | None = None) -> Diagnosis:
+    """Diagnose a traceback or training log. Never raises: unreadable or
+    unrecognised input gives kind "other" with low confidence.
+
+    `probes` (from a live debugger, may be None) enrich the result:
+    tensors with NaN/Inf counts become evidence (and turn an unrecognised
+    failure into nan-inf), a `cuda_memory` probe's value (a dict of byte counts:
+    allocated, reserved, free, total, max_allocated) becomes OOM evidence,
+    `probes.frame` is the location when the text has no user frame, and
+    `probes.rank` the rank when the text does not say.
+    """
+    try:
+        if isinstance(text, (bytes, bytearray)):
+            text = decode(bytes(text))
+        elif not isinstance(text, str):
+            text = str(text)
+        return _diagnose(text, probes, correlate, Path(base_dir) if base_dir else Path.cwd())
+    except Exception as exc:  # the promise is "never raises": report, do not crash the caller
+        return Diagnosis(
+            kind="other", mode="crash", title="Could not analyse the input",
+            root_cause=f"traindoctor failed while reading this log ({type(exc).__name__}: {exc}).",
+            evidence=(), fixes=(), confidence=0.0, location=None, frames=(), exception=None,
+            details={"internal_error": f"{type(exc).__name__}: {exc}"},
+        )
+
+
+def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path) -> Diagnosis:
+    lines = normalize(text)
+    chains = parse_chains(lines)
+    selection = select(lines, chains)
+    candidate = selection.candidate
+    if probes is not None and candidate.signature.kind == "other" and _nan_tensors(probes):
+        from .signatures import load_signatures
+
+        nan = next(s for s in load_signatures() if s.id == "nan-value-error")
+        candidate = Candidate(nan, {}, candidate.chain, candidate.block, rank=candidate.rank)
+    signature = candidate.signature
+    chain, block = candidate.chain, candidate.block
+    exception = block.exception if block is not None else None
+    frames = chain.frames if chain is not None else ()
+    location = _location(chain, block)
+    log_text = "\n".join(l.text for l in lines)
+    exc_text = exception_text(block) if block is not None else "\n".join(candidate.evidence)
+
+    facts: dict[str, Any] = dict(candidate.facts)
+    for key, value in signature.extract_facts(exc_text, log_text).items():
+        facts.setdefault(key, value)
+    facts.update(derive(signature.kind, facts, exc_text))
+    details: dict[str, Any] = {"signature": signature.id}
+    evidence: list[str] = []
+    if exception is not None:
+        evidence.append(_one_line(exception))
+    evidence.extend(e for e in candidate.evidence if e not in evidence)
+
+    rank = candidate.rank if candidate.rank is not None else selection.root_rank
+    if rank is None and probes is not None:
+        rank = probes.rank
+    _common_facts(facts, exception, location, rank)
+    location, rank = _kind_facts(signature.kind, signature.id, facts, details, evidence, chain, block, chains,
+                                 lines, selection, location, rank)
+    if location is None and probes is not None and probes.frame is not None:
+        location = probes.frame
+        facts.setdefault("location_site", f"{location.path}:{location.line}")
+    if probes is not None:
+        _probe_evidence(probes, evidence, details)
+    if location is not None:
+        evidence.append(f"{location.path}:{location.line} in {location.function}"
+                        + (f": {location.code}" if location.code else ""))
+
+    title = signature.title_for(facts)
+    root_cause = signature.root_cause_for(facts)
+    fixes = [FixSuggestion(t, d) for t, d in signature.fixes_for(facts)]
+    confidence = _confidence(signature, exception, location, chain)
+    if signature.kind == "other" and exception is None:
+        confidence = 0.05
+
+    related = ()
+    if correlate and signature.related_rules and frames:
+        correlations = correlate_findings(frames, signature.related_rules, base_dir)
+        related = tuple(c.finding for c in correlations)
+        for c in correlations[:5]:
+            f = c.finding
+            evidence.append(f"{f.code} at {f.path}:{f.range.start.line + 1}: {f.message}")
+        if correlations:
+            confidence = min(0.99, confidence + 0.05 + (0.05 if any(c.on_stack for c in correlations) else 0))
+            first = correlations[0].finding
+            fixes.insert(0, FixSuggestion(
+                first.fix.title if first.fix else f"Fix {first.code} ({first.name})",
+                f"{first.path}:{first.range.start.line + 1}: {first.message}"))
+            details["line_to_change"] = {"path": first.path, "line": first.range.start.line + 1,
+                                         "code": first.code}
+
+    progress = _progress(lines, chain.start if chain is not None else len(lines))
+    if progress:
+        details["progress"] = progress
+    if selection.rank_notes:
+        details["ranks"] = {str(r): note for r, note in selection.rank_notes.items()}
+    if selection.root_rank is not None:
+        details["root_cause_rank"] = selection.root_rank
+    details["facts"] = {k: v for k, v in facts.items() if isinstance(v, (str, int, float, bool)) and v != ""}
+    return Diagnosis(
+        kind=signature.kind,
+        mode=signature.mode,
+        title=title,
+        root_cause=root_cause,
+        evidence=tuple(dict.fromkeys(evidence)),
+        fixes=tuple(fixes),
+        confidence=round(confidence, 2),
+        location=location,
+        frames=frames,
+        exception=exception,
+        related_findings=related,
+        rank=rank,
+        details=details,
+    )
+
+
+def _one_line(exc: ExceptionInfo) -> str:
+    message = " ".join(exc.message.split())
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return f"{exc.type}: {message}" if message else exc.type
+
+
+def _location(chain: Chain | None, block: Block | None) -> Frame | None:
+    if chain is None:
+        return None
+    if block is not None:
+        index = chain.blocks.index(block)
+        focus = [block] + [b for b in chain.blocks[index + 1:] if b.relation == "original"]
+        frame = deepest_user_frame([f for b in focus for f in b.frames])
+        if frame is not None:
+            return frame
+    return deepest_user_frame(chain.frames)
+
+
+def _common_facts(facts: dict[str, Any], exception: ExceptionInfo | None, location: Frame | None,
+                  rank: int | None) -> None:
+    if exception is not None:
+        first = exception.message.strip().splitlines()
+        facts.setdefault("exception_type", exception.type)
+        facts.setdefault("exception_head", (first[0][:200] if first else "").strip() or None)
+    if location is not None:
+        facts.setdefault("location_site", f"{location.path}:{location.line}")
+    if rank is not None:
+        facts.setdefault("rank", rank)
+
+
+def _kind_facts(kind: str, signature_id: str, facts: dict[str, Any], details: dict[str, Any], evidence: list[str],
+                chain: Chain | None, block: Block | None, chains: list[Chain], lines: list[Line],
+                selection: Selection, location: Frame | None, rank: int | None) -> tuple[Frame | None, int | None]:
+    """Facts that need more than one exception's text; may move the location or clear the rank."""
+    if kind == "dataloader-worker" and chain is not None and block is not None:
+        index = chain.blocks.index(block)
+        inner = next((b for b in chain.blocks[index + 1:] if b.relation == "original"), None)
+        if inner is not None and inner.exception is not None:
+            facts["inner_exception"] = _one_line(inner.exception)
+            site = deepest_user_frame(inner.frames)
+            if site is not None:
+                facts["inner_site"] = f"{site.path}:{site.line}"
+            from .select import classify_chain
+
+            inner_kind = classify_chain(Chain((inner,))).signature
+            if inner_kind.kind != "other":
+                details["inner_kind"] = inner_kind.kind
+            evidence.append(facts["inner_exception"])
+    elif kind == "nan-inf":
+        for other in chains:
+            first = other.blocks[0]
+            if "Traceback of forward call" in first.intro:
+                frame = deepest_user_frame(first.frames)
+                if frame is not None:
+                    facts["forward_site"] = f"{frame.path}:{frame.line}"
+                    facts["forward_code"] = frame.code or ""
+                    evidence.append(f"forward call that produced it: {frame.path}:{frame.line}"
+                                    + (f": {frame.code}" if frame.code else ""))
+                    if location is not None:
+                        details["raise_location"] = {"path": location.path, "line": location.line}
+                    location = frame  # the line to change is the forward op, not loss.backward()
+    elif signature_id == "distributed-rank-failure":
+        elastic = selection.elastic
+        if elastic is not None and elastic.root is not None:
+            facts.setdefault("rank", elastic.root.rank)
+            if elastic.root.exitcode is not None:
+                facts["exitcode"] = elastic.root.exitcode
+        if block is not None and block.exception is not None:
+            facts["rank_exception"] = _one_line(block.exception)
+        if location is not None:
+            facts["rank_site"] = f"{location.path}:{location.line}"
+        others = [f"rank {r}: {note}" for r, note in selection.rank_notes.items() if r != facts.get("rank")]
+        if others:
+            facts["others"] = "; ".join(others)
+    elif signature_id == "distributed-nccl-timeout":
+        timed_out = sorted({l.rank for l in lines if l.rank is not None and "Watchdog caught" in l.text})
+        if timed_out:
+            facts["timed_out_ranks"] = ", ".join(map(str, timed_out))
+            details["timed_out_ranks"] = timed_out
+            if len(timed_out) > 1:
+                rank = None  # every rank timed out: none of them is the culprit
+    elif kind == "device-side-assert":
+        for line in lines:
+            if "Assertion `" in line.text and "failed" in line.text:
+                evidence.append(line.text.strip()[:300])
+                if len(evidence) > 6:
+                    break
+    elif kind == "checkpoint-mismatch" and "details_keys" in facts:
+        details["state_dict"] = facts.pop("details_keys")
+    if kind == "cuda-oom" and "sizes_bytes" in facts:
+        details["memory_bytes"] = facts.pop("sizes_bytes")
+    return location, rank
+
+
+def _confidence(signature, exception: ExceptionInfo | None, location: Frame | None, chain: Chain | None) -> float:
+    confidence = signature.confidence
+    if signature.kind == "other":
+        return 0.3 if exception is not None else 0.05
+    if location is None and signature.kind not in _NO_LOCATION_EXPECTED:
+        confidence -= 0.1
+    if chain is not None and exception is None:
+        confidence -= 0.1
+    return max(0.05, confidence)
+
+
+def _nan_tensors(probes: Probes):
+    return [t for t in probes.tensors if (t.nan_count or 0) > 0 or (t.inf_count or 0) > 0]
+
+
+def _probe_evidence(probes: Probes, evidence: list[str], details: dict[str, Any]) -> None:
+    for tensor in _nan_tensors(probes)[:5]:
+        evidence.append(f"live: tensor `{tensor.name}` {list(tensor.shape)} {tensor.dtype} on {tensor.device} has "
+                        f"{tensor.nan_count or 0} NaN and {tensor.inf_count or 0} Inf values")
+    memory = probes.get("cuda_memory")
+    if memory is not None and memory.ok and isinstance(memory.value, dict):
+        parts = [f"{k} {human_size(v)}" for k, v in memory.value.items() if isinstance(v, (int, float))]
+        if parts:
+            evidence.append("live CUDA memory: " + ", ".join(parts))
+            details["live_cuda_memory"] = dict(memory.value)
+    env = probes.get("env")
+    if env is not None and env.ok and isinstance(env.value, dict):
+        details["live_env"] = dict(env.value)
+
+
+def _progress(lines: list[Line], before: int) -> dict[str, int]:
+    """The last epoch/step the log mentions before the failure."""
+    found: dict[str, int] = {}
+    for line in reversed(lines[max(0, before - 2000):before]):
+        if not any(ch.isdigit() for ch in line.text):
+            continue
+        for match in _PROGRESS.finditer(line.text):
+            name = match.group(1).lower()
+            name = "step" if name.startswith(("iter", "batch")) else name
+            if name not in found:
+                found[name] = int(match.group(2))
+                if match.group(3):
+                    found[f"{name}_total"] = int(match.group(3))
+        if "epoch" in found and "step" in found:
+            break
+    return found

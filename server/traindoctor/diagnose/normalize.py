@@ -1,0 +1,149 @@
+"""Raw log text -> clean lines: the noise a training log wraps tracebacks in.
+
+Removes ANSI colour codes, splits tqdm carriage-return redraws into lines,
+strips logging prefixes and timestamps (keeping relative indentation, which
+the parser needs), records and strips distributed rank prefixes
+(`[rank1]:`, `[default0]:`, `[1,0]<stderr>:`), unwraps rich-formatted
+traceback boxes and Python 3.11 exception-group bars, and unpacks an elastic
+error file (JSON with `py_callstack`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_RANK = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?|^\[\d+,(\d+)\]<std(?:out|err)>:\s?")
+# Timestamps ("2022-12-28 16:13:02", "[2024-01-01 12:00:00,123]", "12:00:01.123"),
+# glog ("E1202 09:47:41.166000 6753 file.py:1002]"), levels ("[ERROR]", "ERROR:root:",
+# "| ERROR |", " - ERROR - "), each optional; at least one must be present.
+_TIMESTAMP = (
+    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+    r"|\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?"
+)
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+_PREFIX = re.compile(
+    rf"^(?:(?:{_TIMESTAMP})(?:\s*(?:\[[\w.:-]+\]|[-|]\s*[\w.]+(?=\s*[-|])|{_LEVEL}\b:?(?:[\w.]+:)?))*(?:\s*[-|:](?=\s))?\s?"
+    rf"|\[{_LEVEL}\]\s?|{_LEVEL}:[\w.<>]*:\s?"
+    r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]\s?"
+    r"|\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ \S+:\d+\]\s?)"
+)
+_RICH_BAR = "│"
+_RICH_EDGE = re.compile(r"^\s*[╭╰][─\s\w()]*[╮╯]\s*$")
+_RICH_FRAME = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
+_RICH_CODE = re.compile(r"^❱\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")
+_GROUP_BAR = re.compile(r"^(\s*)[|+]-?[+-]*(?:-+ \d+ -+|-+ \.\.\. -+)?\s?")
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str  # cleaned; relative indentation preserved
+    rank: int | None  # from a rank prefix
+    number: int  # 0-based index of the source line it came from
+    prefixed: bool = False  # a logging prefix or timestamp was stripped: a new log record
+
+
+def decode(data: bytes) -> str:
+    """Bytes of any encoding -> text; never raises (bad bytes become U+FFFD)."""
+    if data.startswith(b"\xff\xfe") or data.startswith(b"\xfe\xff"):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
+def unpack_error_file(text: str) -> str:
+    """An elastic error file holds the traceback as JSON; return it as text."""
+    stripped = text.strip()
+    if not stripped.startswith("{") or '"message"' not in stripped[:2000]:
+        return text
+    try:
+        data = json.loads(stripped)
+    except ValueError:
+        return text
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(message, dict):
+        return text
+    info = message.get("extraInfo") or {}
+    callstack = info.get("py_callstack") if isinstance(info, dict) else None
+    if isinstance(callstack, str) and callstack.strip():
+        return callstack
+    if isinstance(message.get("message"), str):
+        return message["message"]
+    return text
+
+
+def normalize(text: str) -> list[Line]:
+    text = unpack_error_file(text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    text = text.replace("\r\n", "\n")
+    lines: list[Line] = []
+    in_rich = False
+    rich_path: str | None = None
+    for number, raw in enumerate(text.split("\n")):
+        # tqdm redraws the bar with \r: every redraw is its own line.
+        for segment in raw.split("\r") if "\r" in raw else (raw,):
+            if not segment:
+                continue
+            line = _clean(segment)
+            rank = None
+            if line.startswith("["):
+                found = _RANK.match(line)
+                if found:
+                    rank = int(found.group(1) or found.group(2))
+                    line = line[found.end():]
+            prefixed = False
+            if line and (line[0].isdigit() or line[0] in "[IWEFDC" or line.lstrip()[:1] == "["):
+                found = _PREFIX.match(line)
+                if found and found.end() > 0:
+                    line = line[found.end():]
+                    prefixed = True
+            stripped = line.strip()
+            if stripped.startswith(("╭", "╰", _RANK_BAR)) or in_rich:
+                converted, in_rich, rich_path = _rich(stripped, in_rich, rich_path)
+                lines.extend(Line(c, rank, number) for c in converted)
+                continue
+            if stripped[:1] in "|+" and stripped[1:2] in (" ", "-", "+", ""):
+                line = _GROUP_BAR.sub(r"\1", line, count=1)
+            lines.append(Line(line.rstrip(), rank, number, prefixed))
+    return lines
+
+
+_RANK_BAR = _RICH_BAR
+
+
+def _clean(segment: str) -> str:
+    if "\t" in segment:
+        segment = segment.replace("\t", "    ")
+    if _CONTROL.search(segment):
+        segment = _CONTROL.sub("", segment)
+    return segment
+
+
+def _rich(stripped: str, in_rich: bool, rich_path: str | None) -> tuple[list[str], bool, str | None]:
+    """One line of a rich traceback box -> plain traceback lines.
+
+    rich prints `╭─ Traceback (most recent call last) ─╮`, then per frame
+    `│ /path/file.py:12 in func │` and source lines with `❱ 12 │ code` marking
+    the failing one, and closes the box with `╰─...─╯`; the exception follows.
+    """
+    if stripped.startswith("╭"):
+        if "Traceback" in stripped:
+            return ["Traceback (most recent call last):"], True, None
+        return [], in_rich, rich_path  # a nested box (locals)
+    if stripped.startswith("╰"):
+        return [], False, None
+    if not stripped.startswith(_RICH_BAR):
+        return [stripped], False, None
+    inner = stripped.strip(_RICH_BAR + " ")
+    if not inner or inner.startswith(("╭", "╰", _RICH_BAR)):
+        return [], in_rich, rich_path
+    code = _RICH_CODE.match(inner)
+    if code:
+        return ["    " + code.group("code").rstrip(" " + _RICH_BAR)], in_rich, rich_path
+    frame = _RICH_FRAME.match(inner)
+    if frame:
+        return [f'  File "{frame.group("path")}", line {frame.group("line")}, in {frame.group("func")}'], True, None
+    return [], in_rich, rich_path

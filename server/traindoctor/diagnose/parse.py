@@ -1,0 +1,320 @@
+"""Clean lines -> tracebacks: blocks of frames ending in an exception, linked into chains.
+
+Reads standard Python tracebacks (3.8-3.13, with `^^^` markers), chained
+exceptions ("direct cause" / "during handling"), DataLoader re-raises
+("Original Traceback"), tracebacks embedded with an indent (torchrun's
+failure summary), frames without a header (a log that starts mid-traceback),
+IPython/Jupyter tracebacks (`Cell In[3], line 5`, `----> 5`, old
+`<ipython-input-3-...>`), and a bare `Type: message` line. Lines of each rank
+are parsed as their own stream, so interleaved ranks do not mix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..model import ExceptionInfo, Frame, Traceback
+from .normalize import Line, normalize
+
+HEADER = "Traceback (most recent call last)"
+_FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$')
+_CARET = re.compile(r"^[\s~^]+$")
+_EXC = re.compile(r"^(?P<type>[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*)(?::(?:\s?(?P<msg>.*)))?$")
+_STRONG_TYPE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Fault|Timeout|Group)$")
+_CAUSE = "The above exception was the direct cause of the following exception"
+_CONTEXT = "During handling of the above exception, another exception occurred"
+# IPython / Jupyter
+_IPY_HEADER = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)\s*$")
+_IPY_CELL = re.compile(r"^(?P<path>Cell In\s?\[\d+\]), line (?P<line>\d+)(?:, in (?P<func>.+))?$")
+_IPY_INPUT = re.compile(r"^(?P<path>Input In \[\d+\]|<ipython-input-\d+-[0-9a-f]+>),? in (?P<func>.+?)(?:\(.*\))?$")
+_IPY_FILE = re.compile(r"^File (?P<path>.+?):(?P<line>\d+), in (?P<func>.+)$")
+_IPY_OLD_FILE = re.compile(r"^(?P<path>\S+\.py) in (?P<func>[\w<>.]+)\(.*$")
+_IPY_ARROW = re.compile(r"^\s*-*>\s*(?P<line>\d+)\s?(?P<code>.*)$")
+_IPY_CONTEXT = re.compile(r"^\s+\d+\s")
+
+_MAX_MESSAGE_LINES = 200
+_NON_USER = re.compile(
+    r"(?:^|[/\\])(?:site-packages|dist-packages|torch|conda-bld)(?:[/\\]|$)"
+    r"|[/\\]lib[/\\]python\d[\d.]*[/\\]"
+    r"|[/\\]Python\d*[/\\]Lib[/\\]|^[A-Za-z]:[/\\].*[/\\]Lib[/\\](?!site-packages)"
+    r"|[/\\](?:bin|Scripts)[/\\][^/\\.]+$"
+    r"|^<(?:frozen|built-in|__array_function__|decorator-gen|makefun-gen)"
+)
+
+
+def is_user_path(path: str) -> bool:
+    """The user's own code: not site-packages, the stdlib, torch or a launcher."""
+    return bool(path) and not _NON_USER.search(path)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One printed traceback: frames, then the exception that ended it."""
+
+    exception: ExceptionInfo | None
+    frames: tuple[Frame, ...]
+    relation: str  # link to the previous block: "", "cause", "context" or "original"
+    rank: int | None
+    start: int  # index of its first line in the normalised lines
+    end: int  # index after its last line
+    intro: str = ""  # the line before it (e.g. the anomaly-mode warning)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Blocks printed for one failure, in print order."""
+
+    blocks: tuple[Block, ...]
+
+    @property
+    def rank(self) -> int | None:
+        return self.blocks[0].rank
+
+    @property
+    def start(self) -> int:
+        return self.blocks[0].start
+
+    @property
+    def end(self) -> int:
+        return self.blocks[-1].end
+
+    @property
+    def final(self) -> Block:
+        """The exception that ended the program: the outer one of a worker
+        re-raise, the last one of a cause/context chain."""
+        last = len(self.blocks) - 1
+        while last > 0 and self.blocks[last].relation == "original":
+            last -= 1
+        return self.blocks[last]
+
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        return tuple(f for b in self.blocks for f in b.frames)
+
+    def to_traceback(self, lines: list[Line] | None = None) -> Traceback:
+        final = self.final
+        raw = "\n".join(l.text for l in lines[self.start:self.end]) if lines else ""
+        return Traceback(
+            exception=final.exception,
+            frames=self.frames,
+            chain=tuple(b.exception for b in self.blocks if b is not final and b.exception),
+            rank=self.rank,
+            raw=raw,
+        )
+
+
+def parse_tracebacks(text: str) -> list[Traceback]:
+    """Every traceback chain in `text`, in order of appearance."""
+    lines = normalize(text)
+    return [chain.to_traceback(lines) for chain in parse_chains(lines)]
+
+
+def parse_chains(lines: list[Line]) -> list[Chain]:
+    streams: dict[int | None, list[int]] = {}
+    for index, line in enumerate(lines):
+        streams.setdefault(line.rank, []).append(index)
+    chains: list[Chain] = []
+    for rank, indices in streams.items():
+        chains.extend(_parse_stream(lines, indices, rank))
+    chains.sort(key=lambda c: c.start)
+    return chains
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+def _parse_stream(lines: list[Line], indices: list[int], rank: int | None) -> list[Chain]:
+    texts = [lines[i].text for i in indices]
+    n = len(texts)
+    blocks: list[Block] = []
+    pending = ""
+    pending_age = 0
+    i = 0
+    while i < n:
+        text = texts[i]
+        if HEADER in text:
+            relation = "original" if "Original Traceback" in text else pending
+            ipython = _IPY_HEADER.match(text) is not None
+            parse = _parse_ipython if ipython else _parse_block
+            block, i = parse(lines, indices, texts, i + 1, rank, relation, text)
+            blocks.append(block)
+            pending = ""
+            continue
+        if _FRAME.match(text):
+            block, i = _parse_block(lines, indices, texts, i, rank, "", _previous(texts, i))
+            blocks.append(block)
+            pending = ""
+            continue
+        if _CAUSE in text:
+            pending, pending_age = "cause", 0
+        elif _CONTEXT in text:
+            pending, pending_age = "context", 0
+        elif text.strip():
+            pending_age += 1
+            if pending_age > 2:
+                pending = ""
+            bare = _bare_exception(text)
+            if bare is not None:
+                message, i = _message(lines, indices, texts, i, bare)
+                exc = ExceptionInfo(bare.group("type"), message)
+                blocks.append(Block(exc, (), "", rank, indices[i - 1], indices[i - 1] + 1))
+                continue
+        i += 1
+    return _link(blocks)
+
+
+def _previous(texts: list[str], i: int) -> str:
+    for j in range(i - 1, max(-1, i - 3), -1):
+        if texts[j].strip():
+            return texts[j].strip()
+    return ""
+
+
+def _bare_exception(text: str) -> re.Match[str] | None:
+    """`RuntimeError: ...` at the start of a line, without frames (a log that
+    shows only the error)."""
+    if not text or text[0] == " ":
+        return None
+    found = _EXC.match(text)
+    if found and found.group("msg") is not None and _STRONG_TYPE.search(found.group("type")):
+        return found
+    return None
+
+
+def _exception_line(text: str) -> re.Match[str] | None:
+    found = _EXC.match(text.strip())
+    if not found:
+        return None
+    if found.group("msg") is None and not _STRONG_TYPE.search(found.group("type")):
+        return None
+    return found
+
+
+def _message(lines: list[Line], indices: list[int], texts: list[str], i: int,
+             found: re.Match[str]) -> tuple[str, int]:
+    """The exception message from line i on (messages can span lines); returns
+    the message and the index after it."""
+    first = texts[i]
+    base_indent = _indent(first)
+    parts = [found.group("msg") or ""]
+    prefixed = lines[indices[i]].prefixed
+    j = i + 1
+    n = len(texts)
+    while j < n and len(parts) < _MAX_MESSAGE_LINES:
+        text = texts[j]
+        stripped = text.strip()
+        if (not stripped or HEADER in text or _FRAME.match(text) or _CAUSE in text or _CONTEXT in text
+                or (lines[indices[j]].prefixed and not prefixed)):
+            break
+        parts.append(text[base_indent:] if _indent(text) >= base_indent else stripped)
+        j += 1
+    return "\n".join(parts).strip("\n"), j
+
+
+def _parse_block(lines: list[Line], indices: list[int], texts: list[str], i: int, rank: int | None,
+                 relation: str, intro: str) -> tuple[Block, int]:
+    start = indices[min(i, len(indices) - 1)] if indices else 0
+    frames: list[Frame] = []
+    frame_indent: int | None = None
+    exception: ExceptionInfo | None = None
+    n = len(texts)
+    while i < n:
+        text = texts[i]
+        found = _FRAME.match(text)
+        if found:
+            indent = len(found.group("indent"))
+            frame_indent = indent if frame_indent is None else min(frame_indent, indent)
+            i += 1
+            code = None
+            while i < n:
+                follow = texts[i]
+                if not follow.strip() or _indent(follow) <= indent or _FRAME.match(follow):
+                    break
+                stripped = follow.strip()
+                if code is None and not _CARET.match(stripped):
+                    code = stripped
+                i += 1
+            path = found.group("path")
+            frames.append(Frame(path, int(found.group("line")), (found.group("func") or "?").strip(),
+                                code, is_user_path(path)))
+            continue
+        stripped = text.strip()
+        if not stripped:
+            if frames:
+                break
+            i += 1  # a blank line right after the header
+            continue
+        if HEADER in text or _CAUSE in text or _CONTEXT in text:
+            break
+        indent = _indent(text)
+        if frame_indent is None or indent < frame_indent:
+            exc = _exception_line(text)
+            if exc:
+                message, i = _message(lines, indices, texts, i, exc)
+                exception = ExceptionInfo(exc.group("type"), message)
+            break
+        i += 1  # noise inside the frames: "[Previous line repeated ...]", "... (recursive calls) ..."
+    end = indices[i - 1] + 1 if i > 0 and indices else start
+    return Block(exception, tuple(frames), relation, rank, start, max(end, start), intro), i
+
+
+def _parse_ipython(lines: list[Line], indices: list[int], texts: list[str], i: int, rank: int | None,
+                   relation: str, intro: str) -> tuple[Block, int]:
+    start = indices[min(i, len(indices) - 1)] if indices else 0
+    frames: list[Frame] = []
+    current: dict | None = None
+    exception: ExceptionInfo | None = None
+    n = len(texts)
+
+    def close() -> None:
+        if current and current.get("line"):
+            frames.append(Frame(current["path"], int(current["line"]), current["func"], current.get("code"),
+                                is_user_path(current["path"]) and "site-packages" not in current["path"]))
+
+    while i < n:
+        text = texts[i]
+        stripped = text.strip()
+        if not stripped or set(stripped) == {"-"}:
+            i += 1
+            continue
+        for pattern in (_IPY_CELL, _IPY_FILE, _IPY_INPUT, _IPY_OLD_FILE):
+            found = pattern.match(stripped)
+            if found:
+                close()
+                groups = found.groupdict()
+                current = {"path": groups["path"], "line": groups.get("line"),
+                           "func": (groups.get("func") or "<cell>").strip()}
+                break
+        else:
+            arrow = _IPY_ARROW.match(text)
+            if arrow and current is not None:
+                current["line"] = current.get("line") or arrow.group("line")
+                current.setdefault("code", arrow.group("code").strip())
+            elif _IPY_CONTEXT.match(text):
+                pass
+            elif not text.startswith(" "):
+                exc = _exception_line(text)
+                if exc and (frames or current):
+                    close()
+                    current = None
+                    message, i = _message(lines, indices, texts, i, exc)
+                    exception = ExceptionInfo(exc.group("type"), message)
+                    break
+                if HEADER in text:
+                    break
+        i += 1
+    close() if current else None
+    end = indices[i - 1] + 1 if i > 0 and indices else start
+    return Block(exception, tuple(frames), relation, rank, start, max(end, start), intro), i
+
+
+def _link(blocks: list[Block]) -> list[Chain]:
+    chains: list[list[Block]] = []
+    for block in blocks:
+        if block.relation and chains:
+            chains[-1].append(block)
+        else:
+            chains.append([block])
+    return [Chain(tuple(c)) for c in chains]

@@ -1,0 +1,246 @@
+"""Pick the failure that explains the log, among every traceback and known log line.
+
+Each traceback chain is classified by the highest-priority signature matching
+any of its exceptions; log-scope signatures (NCCL watchdog, `Killed`, arch
+warnings) add candidates of their own. The winner has the highest signature
+priority, then an exception, then user frames, then the latest position.
+Symptoms (a peer that closed the connection, the launcher's summary) rank low.
+In multi-rank logs the root-cause rank is torchrun's "Root Cause (first
+observed failure)" when present, else the rank with a non-symptom error; its
+traceback supplies the exception and location.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Frame
+from .normalize import Line
+from .parse import Block, Chain
+from .signatures import Signature, exception_signatures, fallback, log_signatures, match_exception
+
+_MAX_EXCEPTION_TEXT = 20_000
+
+
+@dataclass
+class Candidate:
+    signature: Signature
+    facts: dict[str, Any]
+    chain: Chain | None = None
+    block: Block | None = None  # the block whose exception matched
+    line: int | None = None  # for log hits: index of the matching line
+    rank: int | None = None
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple:
+        has_exception = self.block is not None and self.block.exception is not None
+        has_user = self.chain is not None and any(f.is_user for f in self.chain.frames)
+        position = self.chain.start if self.chain is not None else (self.line or 0)
+        return (self.signature.priority, has_exception, has_user, position)
+
+
+@dataclass
+class ElasticFailure:
+    rank: int | None = None
+    exitcode: int | None = None
+    signal: str | None = None
+    traceback: str = ""
+
+
+@dataclass
+class ElasticSummary:
+    root: ElasticFailure | None = None
+    others: list[ElasticFailure] = field(default_factory=list)
+    root_section: tuple[int, int] | None = None  # line indices of the root-cause entry
+
+
+@dataclass
+class Selection:
+    candidate: Candidate
+    root_rank: int | None
+    rank_notes: dict[int, str]
+    elastic: ElasticSummary | None
+
+
+def exception_text(block: Block) -> str:
+    exc = block.exception
+    if exc is None:
+        return ""
+    return f"{exc.type}: {exc.message[:_MAX_EXCEPTION_TEXT]}"
+
+
+def classify_chain(chain: Chain) -> Candidate:
+    best: Candidate | None = None
+    signatures = exception_signatures()
+    for block in chain.blocks:
+        if block.exception is None:
+            continue
+        matched = match_exception(exception_text(block), signatures)
+        if matched and (best is None or matched[0].priority > best.signature.priority):
+            best = Candidate(matched[0], matched[1], chain, block, rank=chain.rank)
+    if best is None:
+        best = Candidate(fallback(), {}, chain, chain.final, rank=chain.rank)
+    return best
+
+
+def scan_log(lines: list[Line], joined: str, offsets: list[int]) -> list[Candidate]:
+    hits: list[Candidate] = []
+    for signature in log_signatures():
+        seen_ranks: set[int | None] = set()
+        for pattern in signature.patterns:
+            for found in pattern.finditer(joined):
+                index = bisect.bisect_right(offsets, found.start()) - 1
+                line = lines[index]
+                if line.rank in seen_ranks and len(hits) > 0 and hits[-1].signature is signature:
+                    hits[-1].evidence.append(line.text.strip()) if len(hits[-1].evidence) < 4 else None
+                    continue
+                seen_ranks.add(line.rank)
+                facts = {k: v for k, v in found.groupdict().items() if v is not None}
+                hits.append(Candidate(signature, facts, line=index, rank=line.rank, evidence=[line.text.strip()]))
+            if any(h.signature is signature for h in hits):
+                break  # the first pattern that matches describes it best
+    return hits
+
+
+_ROOT = "Root Cause (first observed failure)"
+_FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
+
+
+def elastic_summary(lines: list[Line]) -> ElasticSummary | None:
+    """torchrun's failure table: which rank failed first, what happened to the others."""
+    summary = ElasticSummary()
+    section = ""
+    current: ElasticFailure | None = None
+    found_any = False
+    for index, line in enumerate(lines):
+        text = line.text
+        if _ROOT in text:
+            section, current, found_any = "root", None, True
+            summary.root_section = (index, len(lines))
+            continue
+        if text.strip() == "Failures:":
+            section, current, found_any = "failures", None, True
+            continue
+        if not section:
+            continue
+        if text.startswith("====") or text.startswith("----"):
+            if section == "root" and summary.root_section:
+                summary.root_section = (summary.root_section[0], index)
+            section = "" if text.startswith("====") else section
+            current = None
+            continue
+        found = _FIELD.match(text)
+        if not found:
+            continue
+        name, value = found.groups()
+        if name == "time" or current is None:
+            current = ElasticFailure()
+            if section == "root" and summary.root is None:
+                summary.root = current
+            elif section != "root":
+                summary.others.append(current)
+        if name == "rank":
+            number = re.match(r"(-?\d+)", value)
+            current.rank = int(number.group(1)) if number else None
+        elif name == "exitcode":
+            number = re.match(r"(-?\d+)", value)
+            current.exitcode = int(number.group(1)) if number else None
+            sig = re.search(r"\((SIG\w+)\)", value)
+            current.signal = sig.group(1) if sig else None
+        elif name == "traceback":
+            current.traceback = value.strip()
+    return summary if found_any else None
+
+
+def _describe(candidate: Candidate) -> str:
+    block = candidate.block
+    head = ""
+    if block is not None and block.exception is not None:
+        message = block.exception.message.strip().splitlines()
+        head = f"{block.exception.type}: {message[0][:160] if message else ''}".rstrip(": ")
+    elif candidate.evidence:
+        head = candidate.evidence[0][:160]
+    where = ""
+    if candidate.chain is not None:
+        user = deepest_user_frame(candidate.chain.frames)
+        if user is not None:
+            where = f" at {user.path}:{user.line}"
+    note = " (a consequence of another rank's failure)" if candidate.signature.symptom else ""
+    return f"{head}{where}{note}".strip()
+
+
+def deepest_user_frame(frames: tuple[Frame, ...] | list[Frame]) -> Frame | None:
+    for frame in reversed(frames):
+        if frame.is_user:
+            return frame
+    return None
+
+
+def select(lines: list[Line], chains: list[Chain]) -> Selection:
+    joined = "\n".join(line.text for line in lines)
+    offsets: list[int] = []
+    position = 0
+    for line in lines:
+        offsets.append(position)
+        position += len(line.text) + 1
+    elastic = elastic_summary(lines)
+    chain_candidates = [classify_chain(chain) for chain in chains]
+    if elastic and elastic.root and elastic.root_section:
+        start, end = elastic.root_section
+        for candidate in chain_candidates:
+            if candidate.rank is None and candidate.chain is not None and start <= candidate.chain.start < end:
+                candidate.rank = elastic.root.rank
+    candidates = chain_candidates + scan_log(lines, joined, offsets)
+    if not candidates:
+        return Selection(Candidate(fallback(), {}), None, {}, elastic)
+    winner = max(candidates, key=lambda c: c.key)
+
+    ranks = {c.rank for c in candidates if c.rank is not None}
+    root_rank: int | None = None
+    if elastic and elastic.root and elastic.root.rank is not None:
+        root_rank = elastic.root.rank
+    elif len(ranks) > 1 or (ranks and (winner.signature.symptom or winner.signature.kind == "other")):
+        primaries = [c for c in chain_candidates if c.rank is not None and not c.signature.symptom
+                     and c.block is not None and c.block.exception is not None]
+        if primaries:
+            root_rank = max(primaries, key=lambda c: c.key).rank
+        elif winner.rank is not None:
+            root_rank = winner.rank
+
+    if root_rank is not None:
+        of_rank = [c for c in chain_candidates if c.rank == root_rank]
+        if of_rank:
+            best = max(of_rank, key=lambda c: c.key)
+            specific = best.signature.kind != "other" and not best.signature.symptom
+            if specific and (winner.signature.symptom or winner.signature.kind == "other"
+                             or best.signature.priority >= winner.signature.priority):
+                winner = best
+            elif not specific and (winner.signature.symptom or winner.signature.kind == "other"):
+                rank_failure = _rank_failure_signature()
+                winner = Candidate(rank_failure, dict(winner.facts) if winner.signature is rank_failure else {},
+                                   best.chain, best.block, rank=root_rank)
+
+    notes: dict[int, str] = {}
+    for rank in sorted(ranks | ({root_rank} if root_rank is not None else set())):
+        of_rank = [c for c in candidates if c.rank == rank]
+        if of_rank:
+            notes[rank] = _describe(max(of_rank, key=lambda c: c.key))
+    if elastic:
+        for failure in elastic.others + ([elastic.root] if elastic.root else []):
+            if failure.rank is None or failure.rank in notes and failure is not elastic.root:
+                continue
+            if failure.signal == "SIGTERM" or failure.exitcode == -15:
+                notes.setdefault(failure.rank, "stopped by torchrun (SIGTERM) after the first failure")
+            elif failure.exitcode is not None:
+                notes.setdefault(failure.rank, f"exited with code {failure.exitcode}")
+    return Selection(winner, root_rank, notes, elastic)
+
+
+def _rank_failure_signature() -> Signature:
+    from .signatures import load_signatures
+
+    return next(s for s in load_signatures() if s.id == "distributed-rank-failure")
