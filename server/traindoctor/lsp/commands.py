@@ -199,10 +199,12 @@ async def diagnose_live(ls: "TrainDoctorServer", *args: Any) -> Any:
     loop = asyncio.get_running_loop()
     diagnosis = await loop.run_in_executor(
         ls.engine_pool,
-        diagnose_from_dap,
-        payload.get("exceptionInfo"),
-        payload.get("stackTrace"),
-        payload.get("probes"),
+        lambda: diagnose_from_dap(
+            payload.get("exceptionInfo") or {},
+            payload.get("stackTrace") or {},
+            payload.get("probes") or {},
+            base_dir=ls.first_workspace_dir(),
+        ),
     )
     await _publish_diagnosis(ls, diagnosis)
     return to_json(diagnosis)

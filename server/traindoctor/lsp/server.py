@@ -118,9 +118,12 @@ class TrainDoctorServer(LanguageServer):
         config = self.config_for(doc)
         codec = self.workspace.position_codec
         loop = asyncio.get_running_loop()
-        snapshot = await loop.run_in_executor(
-            self.engine_pool, _lint_in_thread, doc, generation, text, version, config, codec, self.client
-        )
+        try:
+            snapshot = await loop.run_in_executor(
+                self.engine_pool, _lint_in_thread, doc, generation, text, version, config, codec, self.client
+            )
+        except RuntimeError:  # the pool is gone: the server is shutting down
+            return
         if snapshot is None or not doc.is_current(generation) or self.documents.get(doc.uri) is not doc:
             return
         if snapshot.error:

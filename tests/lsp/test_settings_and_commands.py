@@ -1,0 +1,211 @@
+"""Settings (editor + pyproject), executeCommand handlers and a clean shutdown, over LSP."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from lsp_helpers import CONFIG, FIXTURES, start_session
+from lsprotocol import types as lsp
+
+FIXTURE = (FIXTURES / "train_buggy.py").read_text(encoding="utf-8")
+
+
+def _codes(diagnostics) -> set[str]:
+    return {str(d.code) for d in diagnostics}
+
+
+def _settings_changed(client, settings: dict, push_model: bool = False) -> None:
+    client.set_configuration({"lintDelay": 0, **settings}, section="traindoctor")
+    payload = {"traindoctor": {"lintDelay": 0, **settings}} if push_model else None
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=payload))
+
+
+async def test_configuration_changes_relint_open_documents(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    assert "TRN101" in _codes(await client.current_diagnostics(uri))
+
+    _settings_changed(client, {"ignore": ["TRN101"]})
+    assert "TRN101" not in _codes(await client.eventually(uri, lambda ds: "TRN101" not in _codes(ds)))
+
+    _settings_changed(client, {"severity": {"TRN101": "error"}}, push_model=True)
+    diagnostics = await client.eventually(uri, lambda ds: "TRN101" in _codes(ds))
+    [trn101] = [d for d in diagnostics if d.code == "TRN101"]
+    assert trn101.severity == lsp.DiagnosticSeverity.Error
+
+    _settings_changed(client, {"select": ["TRN1"]})
+    assert _codes(await client.eventually(uri, lambda ds: _codes(ds) == {"TRN101"})) == {"TRN101"}
+
+
+async def test_bad_settings_are_reported_and_the_rest_still_applies(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    await client.current_diagnostics(uri)
+    _settings_changed(client, {"ignore": "TRN101", "lintDelay": "fast", "severity": {"TRN201": "loud"}})
+    await client.eventually(uri, lambda ds: "TRN101" not in _codes(ds))
+    for _ in range(100):
+        if len(client.messages) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    text = "\n".join(m.message for m in client.messages)
+    assert "lintDelay" in text and "loud" in text
+    assert all(m.type == lsp.MessageType.Warning for m in client.messages)
+
+
+async def test_pyproject_config_is_merged_with_editor_settings(client, workspace: Path):
+    (workspace / "pyproject.toml").write_text(
+        '[tool.traindoctor]\nignore = ["TRN202"]\n[tool.traindoctor.severity]\nTRN101 = "error"\n', encoding="utf-8"
+    )
+    uri = client.open(workspace / "train.py")
+    diagnostics = await client.current_diagnostics(uri)
+    assert "TRN202" not in _codes(diagnostics)
+    [trn101] = [d for d in diagnostics if d.code == "TRN101"]
+    assert trn101.severity == lsp.DiagnosticSeverity.Error
+    _settings_changed(client, {"severity": {"TRN101": "hint"}})  # the editor overrides the file
+    diagnostics = await client.eventually(
+        uri, lambda ds: any(d.code == "TRN101" and d.severity == lsp.DiagnosticSeverity.Hint for d in ds)
+    )
+    assert "TRN202" not in _codes(diagnostics)
+
+
+async def test_lint_on_change_off_lints_on_save_only(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    [trn101] = [d for d in await client.current_diagnostics(uri) if d.code == "TRN101"]
+    _settings_changed(client, {"lintOnChange": False})
+    await asyncio.sleep(0.5)  # let the server take the new settings
+    published = len(client.published)
+    end = trn101.range.end
+    client.edit(uri, lsp.Range(end, end), ".item()")
+    await asyncio.sleep(0.5)
+    if client.pulls:
+        assert "TRN101" in _codes(await client.current_diagnostics(uri)), "not re-linted while typing"
+    else:
+        assert not [p for p in client.published[published:] if p.uri == uri and p.version == client.versions[uri]]
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(lsp.TextDocumentIdentifier(uri)))
+    assert "TRN101" not in _codes(await client.eventually(uri, lambda ds: "TRN101" not in _codes(ds)))
+
+
+CRASH = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(8, 4)
+    criterion = nn.MSELoss()
+    total_loss = 0
+    for step in range(2):
+        loss = criterion(model(torch.randn(2, 8)), torch.zeros(2, 4))
+        loss.backward()
+        total_loss += loss
+        features = torch.randn(2, 5)
+        model(features)
+    """
+)
+
+
+def _real_traceback(workspace: Path) -> str:
+    (workspace / "crash.py").write_text(CRASH, encoding="utf-8")
+    run = subprocess.run([sys.executable, "crash.py"], cwd=workspace, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and "Traceback" in run.stderr, run.stderr
+    return run.stderr
+
+
+@pytest.mark.slow
+async def test_diagnose_traceback_publishes_on_the_user_frame_next_to_lint(client, workspace: Path):
+    diagnose = pytest.importorskip("traindoctor.diagnose")
+    if not hasattr(diagnose, "diagnose_text"):
+        pytest.skip("traceback diagnosis not built yet")
+    traceback = _real_traceback(workspace)
+    uri = client.open(workspace / "crash.py")
+    assert "TRN101" in _codes(await client.current_diagnostics(uri))
+
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="traindoctor.diagnoseTraceback", arguments=[traceback])
+    )
+    assert isinstance(result, dict) and result["title"]
+    crash_line = CRASH.splitlines().index("    model(features)")
+
+    def has_diagnosis(ds) -> bool:
+        return any(d.range.start.line == crash_line and d.message.startswith(result["title"]) for d in ds)
+
+    diagnostics = await client.eventually(uri, has_diagnosis)
+    assert "TRN101" in _codes(diagnostics), "the diagnosis is merged with the lint results, not instead of them"
+    [diagnosis] = [d for d in diagnostics if d.range.start.line == crash_line]
+    assert diagnosis.source == "traindoctor" and diagnosis.severity == lsp.DiagnosticSeverity.Error
+
+    await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="traindoctor.clearDiagnosis"))
+    diagnostics = await client.eventually(uri, lambda ds: not has_diagnosis(ds))
+    assert "TRN101" in _codes(diagnostics)
+
+    # Object form of the argument; then an edit of the file retires the diagnosis.
+    await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="traindoctor.diagnoseTraceback", arguments=[{"text": traceback}])
+    )
+    await client.eventually(uri, has_diagnosis)
+    client.edit(uri, lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), "# edited\n")
+    crash_line += 1
+    diagnostics = await client.current_diagnostics(uri)
+    assert not has_diagnosis(diagnostics) and "TRN101" in _codes(diagnostics)
+
+
+async def test_commands_with_bad_arguments_answer_with_an_error(client):
+    for command, arguments in [
+        ("traindoctor.diagnoseTraceback", []),
+        ("traindoctor.diagnoseTraceback", [42]),
+        ("traindoctor.diagnoseLive", ["not an object"]),
+    ]:
+        with pytest.raises(Exception) as error:
+            await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command=command, arguments=arguments))
+        assert "expects" in str(error.value), str(error.value)
+    # ...and the server is still fine.
+    assert isinstance(
+        await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="traindoctor.probeExpressions")),
+        list,
+    )
+
+
+async def test_probe_expressions(client):
+    pytest.importorskip("traindoctor.live.probes")
+    probes = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="traindoctor.probeExpressions")
+    )
+    assert probes and all(isinstance(p["name"], str) and isinstance(p["expression"], str) for p in probes)
+
+
+async def test_lint_workspace_reports_progress_and_publishes_closed_files(client, workspace: Path):
+    (workspace / "pkg").mkdir()
+    (workspace / "pkg" / "model.py").write_text("import torch\n\nlayer = torch.nn.Linear(2, 2)\n", encoding="utf-8")
+    for skipped in (".venv/lib/site.py", "node_modules/x/y.py", ".git/hooks/h.py", "env/lib/z.py"):
+        (workspace / skipped).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / skipped).write_text(FIXTURE, encoding="utf-8")
+    (workspace / "env" / "pyvenv.cfg").write_text("home = /usr\n", encoding="utf-8")
+
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="traindoctor.lintWorkspace")
+    )
+    assert result["files"] == 2 and not result["cancelled"], result
+    assert result["findings"] >= 4  # the fixture's bugs
+    train = (workspace / "train.py").as_uri()
+    assert "TRN101" in _codes(client.diagnostics_pushed(train))
+    published = {p.uri for p in client.published}
+    assert not any("/.venv/" in u or "node_modules" in u or "/.git/" in u or "/env/" in u for u in published)
+
+    [reports] = client.progress_reports.values()
+    kinds = [r.kind for r in reports]
+    assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds
+    assert reports[0].cancellable is True
+
+
+async def test_shutdown_and_exit_are_clean(workspace: Path):
+    client = await CONFIG.start()
+    try:
+        await start_session(client, "visual-studio-code", workspace)
+        uri = client.open(workspace / "train.py")
+        assert await client.current_diagnostics(uri)
+        await asyncio.wait_for(client.shutdown_session(), 20)
+        assert client._server.returncode == 0
+    finally:
+        await client.stop()
