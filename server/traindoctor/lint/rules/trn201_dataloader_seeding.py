@@ -251,8 +251,16 @@ def _assign_targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
 
 class SeedingCollector(FactCollector):
     def visit_Module(self, node: cst.Module) -> None:
-        for stmt in node.body:
+        for index, stmt in enumerate(node.body):
             self.add("trn201.top", stmt)
+            # Blank lines before a block's first statement live in the module header.
+            lines = (list(node.header) if index == 0 else []) + list(stmt.leading_lines)
+            blanks = 0
+            for line in reversed(lines):
+                if line.comment is not None:
+                    break
+                blanks += 1
+            self.add("trn201.blanks", (stmt, blanks))
             if isinstance(stmt, cst.SimpleStatementLine) and any(
                 isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
             ):
@@ -429,6 +437,7 @@ class DatasetRandomness:
     draw: cst.CSTNode  # where __getitem__ (or a method it calls) draws random numbers
     what: str
     own_rng: AttrBinding | None = None
+    via_transform: bool = False  # a random transform passed to the dataset
 
 
 def _dataset_randomness(facts: FileFacts, klass: cst.ClassDef) -> DatasetRandomness | None:
@@ -476,41 +485,64 @@ def _dataset_randomness(facts: FileFacts, klass: cst.ClassDef) -> DatasetRandomn
     return first
 
 
-def _resolve_dataset(facts: FileFacts, expr: cst.BaseExpression | None, function: cst.FunctionDef | None,
-                     klass: cst.ClassDef | None, depth: int = 0) -> cst.ClassDef | None:
-    """The dataset class (defined in this file) that `expr` evaluates to."""
-    if expr is None or depth > 4:
-        return None
-    classes = {name: node for name, node, _ in facts.get("trn201.class")}  # type: ignore[misc]
-    if isinstance(expr, cst.Call):
-        qualified = facts.qualify(expr.func) or ""
-        if qualified in _DATASET_WRAPPERS:
-            inner = _arg(expr, "dataset", 0) or _arg(expr, "datasets", 0)
-            if isinstance(inner, (cst.List, cst.Tuple)) and inner.elements:
-                for element in inner.elements:
-                    found = _resolve_dataset(facts, element.value, function, klass, depth + 1)
-                    if found is not None:
-                        return found
-                return None
-            return _resolve_dataset(facts, inner, function, klass, depth + 1)
-        name = dotted_name(expr.func)
-        if name is not None and _last(name) in classes:
-            return classes[_last(name)]
-        return None
-    if isinstance(expr, cst.Subscript):  # datasets["train"] / random_split(...)[0]
-        return _resolve_dataset(facts, expr.value, function, klass, depth + 1)
-    name = dotted_name(expr)
-    if name is None:
-        return None
+def _bindings(facts: FileFacts, name: str, function: cst.FunctionDef | None,
+              klass: cst.ClassDef | None) -> list[Binding]:
+    """Assignments to `name`, those visible from the current scope first."""
     bindings = [b for b in facts.get("trn201.bind") if isinstance(b, Binding) and b.target == name]
     if name.startswith("self."):
         preferred = [b for b in bindings if b.scope is klass]
     else:
         preferred = [b for b in bindings if b.scope is function] or [b for b in bindings if b.scope is None]
-    for binding in preferred or bindings:
-        found = _resolve_dataset(facts, binding.value, function, klass, depth + 1)
+    return preferred or bindings
+
+
+def _resolve_dataset(facts: FileFacts, expr: cst.BaseExpression | None, function: cst.FunctionDef | None,
+                     klass: cst.ClassDef | None, depth: int = 0) -> list[cst.Call]:
+    """The calls that construct the dataset `expr` evaluates to (through
+    names, `self.` attributes, `Subset`/`random_split`/`ConcatDataset`)."""
+    if expr is None or depth > 4:
+        return []
+    if isinstance(expr, cst.Call):
+        qualified = facts.qualify(expr.func) or ""
+        if qualified in _DATASET_WRAPPERS:
+            inner = _arg(expr, "dataset", 0) or _arg(expr, "datasets", 0)
+            if isinstance(inner, (cst.List, cst.Tuple)):
+                found: list[cst.Call] = []
+                for element in inner.elements:
+                    found.extend(_resolve_dataset(facts, element.value, function, klass, depth + 1))
+                return found
+            return _resolve_dataset(facts, inner, function, klass, depth + 1)
+        return [expr]
+    if isinstance(expr, cst.Subscript):  # datasets["train"] / random_split(...)[0]
+        return _resolve_dataset(facts, expr.value, function, klass, depth + 1)
+    name = dotted_name(expr)
+    if name is None:
+        return []
+    found = []
+    for binding in _bindings(facts, name, function, klass):
+        found.extend(_resolve_dataset(facts, binding.value, function, klass, depth + 1))
+    return found
+
+
+def _constructed_randomness(facts: FileFacts, construct: cst.Call, function: cst.FunctionDef | None,
+                            klass: cst.ClassDef | None) -> DatasetRandomness | None:
+    """Randomness of the dataset built by `construct`: its class's
+    `__getitem__` (class in this file), or a random transform handed to it
+    (`ImageFolder(root, transform=train_tf)`)."""
+    classes = {name: node for name, node, _ in facts.get("trn201.class")}  # type: ignore[misc]
+    callee = dotted_name(construct.func) or ""
+    if _last(callee) in classes:
+        found = _dataset_randomness(facts, classes[_last(callee)])
         if found is not None:
             return found
+    for arg in construct.args:
+        value = arg.value
+        name = dotted_name(value)
+        candidates = [b.value for b in _bindings(facts, name, function, klass)] if name else [value]
+        for candidate in candidates:
+            if isinstance(candidate, cst.Call) and _contains_random_transform(facts, candidate):
+                label = name or _last(facts.qualify(candidate.func) or "transform")
+                return DatasetRandomness(_last(callee) or "the dataset", candidate, label, via_transform=True)
     return None
 
 
@@ -579,8 +611,11 @@ class UnseededDataLoaderWorkers(Rule):
             return
         intent = program.reproducibility_intent()
         dataset_expr = _arg(node, "dataset", 0)
-        klass = _resolve_dataset(self.facts, dataset_expr, self.walk.function, self.walk.klass)
-        randomness = _dataset_randomness(self.facts, klass) if klass is not None else None
+        randomness = None
+        for construct in _resolve_dataset(self.facts, dataset_expr, self.walk.function, self.walk.klass):
+            randomness = _constructed_randomness(self.facts, construct, self.walk.function, self.walk.klass)
+            if randomness is not None:
+                break
         if intent is None and randomness is None:
             return
         workers_text = _code(workers)
@@ -596,6 +631,13 @@ class UnseededDataLoaderWorkers(Rule):
             )
             related.append(Related(rng.node, f"`{randomness.class_name}.{rng.attr}` is created once, in the main process"))
             related.append(Related(randomness.draw, f"`__getitem__` draws from `self.{rng.attr}` in every worker"))
+        elif randomness is not None and randomness.via_transform:
+            message = (
+                f"`DataLoader` with `num_workers={workers_text}` and no `worker_init_fn` or `generator` over "
+                f"`{randomness.class_name}` with the random transform `{randomness.what}`: the workers' random "
+                f"streams are not under the program's control, so augmentations change from run to run"
+            )
+            related.append(Related(randomness.draw, f"`{randomness.what}` draws random numbers in every worker"))
         elif randomness is not None:
             message = (
                 f"`DataLoader` with `num_workers={workers_text}` and no `worker_init_fn` or `generator` over "
@@ -616,7 +658,7 @@ class UnseededDataLoaderWorkers(Rule):
                 message += "; `seed_everything` without `workers=True` does not seed DataLoader workers"
             what = "asks for deterministic algorithms here" if intent.kind == "determinism" else "seeds its RNGs here"
             related.append(Related(intent.call, f"the program {what}"))
-        fix = self._fix(node, program, intent, unsafe=randomness is not None and randomness.own_rng is not None)
+        fix = self._fix(node, program, randomness.own_rng if randomness is not None else None)
         self.report(node, message, fix=fix, related=related)
 
     # -- recognising the call --
@@ -641,7 +683,11 @@ class UnseededDataLoaderWorkers(Rule):
 
     # -- the fix --
 
-    def _fix(self, node: cst.Call, program: _Program, intent: SeedCall | None, unsafe: bool) -> FixSpec | None:
+    def _fix(self, node: cst.Call, program: _Program, own_rng: AttrBinding | None) -> FixSpec | None:
+        """Adds the kwargs and the PyTorch-notes definitions. When the dataset
+        holds its own RNG, the new `seed_worker` re-creates it per worker; the
+        fix is then not safe (it changes the dataset's random stream, and an
+        existing `seed_worker` is not extended)."""
         facts = self.facts
         torch_name = _module_alias(facts, "torch")
         changes: list = []
@@ -666,8 +712,20 @@ class UnseededDataLoaderWorkers(Rule):
             if numpy_name is not None:
                 body.append(f"    {numpy_name}.random.seed(worker_seed)")
             body.append(f"    {random_name}.seed(worker_seed)")
-            trailing = [""] * max(0, 2 - self._blank_lines_after(anchor))
-            changes.append(InsertAfter(anchor, "\n".join(imports + ["", ""] + body + trailing)))
+            if own_rng is not None and isinstance(own_rng.node, cst.Call):
+                ctor = _code(own_rng.node.func)
+                rebuilt = f"{ctor}().manual_seed(worker_seed)" if own_rng.label == "torch.Generator" else f"{ctor}(worker_seed)"
+                attr = own_rng.attr
+                body += [
+                    f"    dataset = {torch_name or 'torch'}.utils.data.get_worker_info().dataset",
+                    f"    while not hasattr(dataset, \"{attr}\") and hasattr(dataset, \"dataset\"):",
+                    "        dataset = dataset.dataset  # unwrap Subset",
+                    f"    if hasattr(dataset, \"{attr}\"):",
+                    f"        # each worker starts with a copy of the same `{attr}` state",
+                    f"        dataset.{attr} = {rebuilt}",
+                ]
+            trailing = "\n" * (max(0, 2 - self._blank_lines_after(anchor)) + 1)  # PEP 8: two blank lines
+            changes.append(InsertAfter(anchor, "\n".join(imports + ["", ""] + body) + trailing))
         # g: reuse a generator bound in scope, else create one before this statement.
         generator = self._existing_generator()
         if generator is None:
@@ -684,7 +742,7 @@ class UnseededDataLoaderWorkers(Rule):
         return FixSpec(
             f"Seed DataLoader workers (`worker_init_fn=seed_worker, generator={generator}`)",
             tuple(changes),
-            safe=not unsafe,
+            safe=own_rng is None,
         )
 
     def _import_anchor(self) -> cst.CSTNode | None:
@@ -704,12 +762,7 @@ class UnseededDataLoaderWorkers(Rule):
         for index, top in enumerate(tops):
             if top is stmt and index + 1 < len(tops):
                 following = tops[index + 1]
-                blanks = 0
-                for line in reversed(getattr(following, "leading_lines", ())):
-                    if line.comment is not None:
-                        break
-                    blanks += 1
-                return blanks
+                return next((n for node, n in self.facts.get("trn201.blanks") if node is following), 0)  # type: ignore[misc]
         return 0
 
     def _existing_generator(self) -> str | None:
@@ -989,13 +1042,17 @@ def _with_kwargs(call: cst.Call, generator: str) -> cst.Call:
     args = list(call.args)
     last = args[-1]
     multiline = isinstance(last.comma, cst.Comma) and isinstance(last.comma.whitespace_after, cst.ParenthesizedWhitespace)
+    tail = last.comma  # a trailing comma stays trailing
     if multiline:
-        separator = last.comma
-        tail = last.comma
+        # the comma before the last argument carries the per-line indentation
+        before = args[-2].comma if len(args) >= 2 else None
+        if isinstance(before, cst.Comma) and isinstance(before.whitespace_after, cst.ParenthesizedWhitespace):
+            separator = before
+        else:
+            separator = cst.Comma(whitespace_after=call.whitespace_before_args)
     else:
         separator = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-        tail = last.comma  # a trailing comma stays trailing
-        args[-1] = last.with_changes(comma=separator)
+    args[-1] = last.with_changes(comma=separator)
     for index, (keyword, value) in enumerate(new_args):
         is_last = index == len(new_args) - 1
         args.append(cst.Arg(

@@ -1,0 +1,189 @@
+"""TRN201 unseeded-dataloader-workers and TRN202 incomplete-seeding on whole
+training scripts (tests/lint/cases/trn2xx_*.py).
+
+Each case marks the lines that must be flagged with `# expect: TRN20x`; every
+other line must stay quiet. Fixes must parse, converge, and remove the finding.
+The slow tests run real scripts with real DataLoader workers to show the bug
+the rule describes and that the fix removes it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from traindoctor.config import Config
+from traindoctor.lint import apply_fixes, fix_source, lint_source
+
+CASES = Path(__file__).parent / "cases"
+CODES = ("TRN201", "TRN202")
+CONFIG = Config()
+_EXPECT = re.compile(r"#\s*expect:\s*((?:TRN\d{3}[ ,]*)+)")
+
+
+def _case_files() -> list[Path]:
+    return sorted(CASES.glob("trn2xx_*.py"))
+
+
+def _expected(source: str) -> set[tuple[str, int]]:
+    found = set()
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = _EXPECT.search(line)
+        if match:
+            found.update((code, number) for code in re.findall(r"TRN\d{3}", match.group(1)) if code in CODES)
+    return found
+
+
+def _ours(source: str, path: str = "case.py"):
+    result = lint_source(source, path, CONFIG)
+    assert result.error is None, result.error
+    return [f for f in result.findings if f.code in CODES]
+
+
+@pytest.mark.parametrize("path", _case_files(), ids=lambda p: p.stem)
+def test_case_findings(path: Path):
+    source = path.read_text()
+    got = {(f.code, f.range.start.line + 1) for f in _ours(source, str(path))}
+    assert got == _expected(source)
+
+
+@pytest.mark.parametrize("path", _case_files(), ids=lambda p: p.stem)
+def test_case_fixes_converge(path: Path):
+    source = path.read_text()
+    findings = _ours(source, str(path))
+    unsafe = {(f.code) for f in findings if f.fix is not None and not f.fix.safe}
+    fixed, _ = fix_source(source, str(path), CONFIG)
+    ast.parse(fixed)
+    assert fix_source(fixed, str(path), CONFIG)[0] == fixed
+    left = [f for f in _ours(fixed, str(path)) if not (f.fix is not None and not f.fix.safe)]
+    assert left == [], left
+    # Unsafe fixes (a dataset's own RNG) apply and parse too.
+    if unsafe:
+        manual = apply_fixes(source, findings, safe_only=False)
+        ast.parse(manual)
+        assert not _ours(manual, str(path))
+
+
+def test_seed_worker_reused_by_second_loader():
+    source = (
+        "import torch\nfrom torch.utils.data import DataLoader\n\ntorch.manual_seed(3)\n"
+        "train = DataLoader(ds, shuffle=True, num_workers=4)\n"
+        "val = DataLoader(ds, num_workers=4)\n"
+    )
+    fixed, _ = fix_source(source, "case.py", CONFIG)
+    assert fixed.count("def seed_worker") == 1
+    assert fixed.count("worker_init_fn=seed_worker") == 2
+    assert "g.manual_seed(3)" in fixed
+    assert _ours(fixed) == []
+
+
+def test_multiline_call_keeps_one_argument_per_line():
+    source = (
+        "import torch\nfrom torch.utils.data import DataLoader\n\ntorch.manual_seed(0)\n"
+        "loader = DataLoader(\n    ds,\n    batch_size=8,\n    num_workers=2,\n)\n"
+    )
+    fixed, _ = fix_source(source, "case.py", CONFIG)
+    assert "    num_workers=2,\n    worker_init_fn=seed_worker,\n    generator=g,\n)" in fixed
+
+
+def test_existing_generator_and_seed_worker_only_add_kwargs():
+    source = (
+        "import random\nimport torch\nfrom torch.utils.data import DataLoader\n\n"
+        "def seed_worker(worker_id):\n    random.seed(torch.initial_seed() % 2**32)\n\n"
+        "gen = torch.Generator()\ngen.manual_seed(0)\ntorch.manual_seed(0)\n"
+        "loader = DataLoader(ds, num_workers=2)\n"
+    )
+    [finding] = _ours(source)
+    fixed = apply_fixes(source, [finding])
+    assert fixed == source.replace("num_workers=2)", "num_workers=2, worker_init_fn=seed_worker, generator=gen)")
+
+
+def test_messages_name_the_cause():
+    own = (CASES / "trn2xx_own_rng_dataset.py").read_text()
+    [finding] = _ours(own)
+    assert "JitteredPoints.rng" in finding.message and "identical" in finding.message
+    assert not finding.fix.safe
+    assert {r.message for r in finding.related} >= {"`JitteredPoints.rng` is created once, in the main process"}
+    partial = (CASES / "trn2xx_partial_seed.py").read_text()
+    [finding] = _ours(partial)
+    assert "`numpy`" in finding.message and "`random`" in finding.message
+    assert finding.fix.title.startswith("Also seed")
+    assert len(finding.related) == 2
+
+
+@pytest.mark.parametrize("snippet", [
+    # torch.manual_seed seeds every GPU: no cuda seed needed
+    "import torch\ntorch.manual_seed(0)\nmodel = torch.nn.Linear(2, 2).cuda()\n",
+    # torch_geometric loaders take worker_init_fn too, and a kwargs splat may carry it
+    "import torch\nfrom torch_geometric.loader import DataLoader\ntorch.manual_seed(0)\n"
+    "loader = DataLoader(graphs, num_workers=4, **loader_kwargs)\n",
+    # relative import of a project DataLoader: not torch's
+    "import torch\nfrom .data import DataLoader\ntorch.manual_seed(0)\nloader = DataLoader(ds, num_workers=4)\n",
+    # tf seeds say nothing about torch
+    "import numpy as np\nimport torch\nimport tensorflow as tf\ntf.random.set_seed(0)\nx = np.random.rand(3)\n",
+    # worker_init_fn=None is not a worker_init_fn; but no intent and no randomness here
+    "import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4, worker_init_fn=None)\n",
+])
+def test_more_look_alikes_stay_quiet(snippet):
+    assert _ours(snippet) == []
+
+
+def test_torch_geometric_loader_fires_with_seeds():
+    source = "import torch\nfrom torch_geometric.loader import DataLoader\ntorch.manual_seed(0)\nloader = DataLoader(graphs, num_workers=4)\n"
+    assert [f.code for f in _ours(source)] == ["TRN201"]
+
+
+@pytest.mark.slow
+def test_own_rng_dataset_repeats_values_across_workers_and_fix_repairs_it(tmp_path: Path):
+    """The real failure: two workers each copy the dataset's RNG and produce
+    the same jitter; the (unsafe) fix's seed_worker re-creates it per worker."""
+    source = (CASES / "trn2xx_own_rng_dataset.py").read_text()
+    original = tmp_path / "original.py"
+    original.write_text(source)
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(apply_fixes(source, _ours(source), safe_only=False))
+
+    def distinct(script: Path) -> tuple[int, int]:
+        run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr[-2000:]
+        total, unique = map(int, run.stdout.split()[-2:])
+        return total, unique
+
+    total, unique = distinct(original)
+    assert total == 12 and unique == 6  # two workers, the same six values each
+    total, unique = distinct(fixed)
+    assert total == 12 and unique == 12
+
+
+@pytest.mark.slow
+def test_fixed_cifar_script_runs(tmp_path: Path):
+    source = (CASES / "trn2xx_cifar_seeded.py").read_text()
+    fixed, _ = fix_source(source, "train.py", CONFIG)
+    script = tmp_path / "train.py"
+    script.write_text(fixed)
+    runs = [subprocess.run([sys.executable, str(script), "--workers", "2"], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert runs[0].stdout == runs[1].stdout  # same seed, same result
+
+
+def test_random_transform_handed_to_a_library_dataset():
+    """No seeds: the randomness is visible in the transform given to ImageFolder."""
+    source = (
+        "import torch\nimport torchvision.transforms as T\nfrom torchvision.datasets import ImageFolder\n\n"
+        "train_tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor()])\n"
+        "val_tf = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor()])\n\n"
+        "def loaders(root):\n"
+        "    train = torch.utils.data.DataLoader(ImageFolder(root, transform=train_tf), num_workers=8)\n"
+        "    val = torch.utils.data.DataLoader(ImageFolder(root, transform=val_tf), num_workers=8)\n"
+        "    return train, val\n"
+    )
+    [finding] = _ours(source)
+    assert finding.range.start.line + 1 == 9
+    assert "`train_tf`" in finding.message
