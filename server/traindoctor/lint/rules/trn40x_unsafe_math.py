@@ -29,6 +29,12 @@ from ._local_bindings import PARAMETER, Bindings, record_module_binding
 # SQUARES: squares (0 at 0); SPREAD: std/var/norm/sum of squares.
 SOFTMAX, SIGMOID, PROB, ZERO, MASK, COUNT, SQUARES, SPREAD = (
     "softmax", "sigmoid", "prob", "zero", "mask", "count", "squares", "spread")
+# Visibly kept away from 0 (an eps added, a positive clamp, an exp, a literal):
+# wins over what a name suggests.
+SAFE = "safe"
+_SAFE_FUNCTIONS = {"torch.exp", "torch.log_softmax", "torch.nn.functional.log_softmax",
+                   "torch.nn.functional.logsigmoid", "torch.maximum", "numpy.maximum", "numpy.exp", "math.exp",
+                   "torch.tensor", "torch.ones", "torch.ones_like", "torch.full", "torch.arange", "max"}
 _PROBABILITIES = {SOFTMAX, SIGMOID, PROB}
 
 _LOGS = {"torch.log", "torch.log2", "torch.log10", "math.log", "math.log2", "math.log10", "numpy.log",
@@ -69,6 +75,17 @@ def _number(node: cst.BaseExpression) -> float | None:
         value = _number(node.expression)
         return -value if value is not None else None
     return None
+
+
+def _positive_constant(node: cst.BaseExpression) -> bool:
+    """`1e-8`, `eps`, `self.eps`, `EPSILON`, `torch.finfo(x.dtype).eps`."""
+    number = _number(node)
+    if number is not None:
+        return number > 0
+    name = dotted_name(node)
+    if name is None and isinstance(node, cst.Attribute):
+        name = node.attr.value
+    return name is not None and bool(_EPS_NAME.search(name.rsplit(".", 1)[-1]))
 
 
 def _arg(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
@@ -188,14 +205,19 @@ class _UnsafeMath(Bindings, Rule):
                 return None
             bound = self.lookup(name)
             if isinstance(bound, cst.BaseExpression):
-                return self.classify(bound, depth - 1)
+                kind = self.classify(bound, depth - 1)
+                if kind is not None:
+                    return kind
+            # an unknown value: what people name probabilities and masks
             last = name.rsplit(".", 1)[-1]
-            if bound is None or bound == PARAMETER:
-                if _PROB_NAME.match(last):
-                    return PROB
-                if _MASK_NAME.match(last):
-                    return MASK
+            if _PROB_NAME.match(last):
+                return PROB
+            if _MASK_NAME.match(last):
+                return MASK
             return None
+        number = _number(expr)
+        if number is not None:
+            return SAFE if number > 0 else None
         if isinstance(expr, cst.Subscript):
             inner = self.classify(expr.value, depth - 1)
             return inner if inner in (_PROBABILITIES | {ZERO, MASK, SQUARES}) else None
@@ -225,6 +247,7 @@ class _UnsafeMath(Bindings, Rule):
         if isinstance(op, cst.Multiply):
             if dotted_name(expr.left) is not None and dotted_name(expr.left) == dotted_name(expr.right):
                 return SQUARES
+            left, right = (None if left == SAFE else left), (None if right == SAFE else right)
             if left is None and right is None:
                 return None
             if left == right and left in (MASK, SQUARES, SPREAD):
@@ -238,19 +261,23 @@ class _UnsafeMath(Bindings, Rule):
         if isinstance(op, cst.Add):
             # Nonnegative terms that can each be 0 sum to something that can be 0;
             # anything else (an eps, an unknown) makes it safe or unknown.
+            if SAFE in (left, right) or _positive_constant(expr.left) or _positive_constant(expr.right):
+                return SAFE
             if left is None or right is None:
                 return None
             if left == SQUARES and right == SQUARES:
                 return SQUARES
             return ZERO
         if isinstance(op, cst.Divide):
-            return ZERO if left is not None else None
+            return ZERO if left not in (None, SAFE) else None
         return None
 
     def _classify_call(self, call: cst.Call, depth: int) -> Optional[str]:
         callee = self.facts.qualify(call.func) or ""
         method = _method(call)
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if callee in _SAFE_FUNCTIONS or (method in ("exp", "log_softmax") and receiver is not None):
+            return SAFE
         if callee in _SOFTMAXES or (method == "softmax" and receiver is not None and not self._is_module(receiver)):
             return SOFTMAX
         if callee in _SIGMOIDS or (method == "sigmoid" and receiver is not None and not self._is_module(receiver)):
@@ -271,7 +298,9 @@ class _UnsafeMath(Bindings, Rule):
                                                        and receiver is not None):
             floor = _arg(call, 1 if receiver is None else 0, "min")
             value = _number(floor) if floor is not None else None
-            return ZERO if value == 0.0 else None
+            if floor is None:
+                return None
+            return ZERO if value == 0.0 else SAFE if value is None or value > 0 else None
         if method == "pow" and receiver is not None:
             exponent = _arg(call, 0, "exponent")
             value = _number(exponent) if exponent is not None else None
@@ -518,9 +547,10 @@ class UnsafeLog(_UnsafeMath):
 
     def _check_log(self, node: cst.Call, arg: cst.BaseExpression, family: str) -> None:
         kind = self.classify(arg)
-        if kind is None or kind in (MASK, SOFTMAX, SIGMOID):
+        if kind not in (PROB, ZERO, COUNT, SPREAD):
             # masks are logged on purpose (-inf attention biases); softmax and
-            # sigmoid outputs are TRN402's, one finding per problem
+            # sigmoid outputs are TRN402's, one finding per problem; a bare
+            # square is usually of something positive (sigma ** 2)
             return
         what = {PROB: "a probability", ZERO: "a value that can be exactly 0", COUNT: "a count",
                 SQUARES: "a square", SPREAD: "a spread (std/var/norm) that can be 0"}.get(kind, "a value")

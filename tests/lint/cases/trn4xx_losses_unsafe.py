@@ -1,0 +1,51 @@
+"""Hand-written losses with the classic NaN traps."""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def focal_loss(logits, targets, gamma=2.0):
+    p = torch.sigmoid(logits)
+    pt = p * targets + (1 - p) * (1 - targets)
+    return (-(1 - pt) ** gamma * torch.log(pt)).mean()  # expect: TRN401
+
+
+def cross_entropy_by_hand(logits, y):
+    log_probs = torch.log(F.softmax(logits, dim=-1))  # expect: TRN402
+    return F.nll_loss(log_probs, y)
+
+
+def entropy_bonus(logits):
+    probs = logits.softmax(-1)
+    return -(probs * probs.log()).sum(-1).mean()  # expect: TRN402
+
+
+def pairwise_distance(a, b):
+    return torch.sqrt(((a - b) ** 2).sum(-1))  # expect: TRN401
+
+
+def masked_mean(values, mask):
+    return (values * mask).sum() / mask.sum()  # expect: TRN401
+
+
+def normalize_advantages(adv):
+    return (adv - adv.mean()) / adv.std()  # expect: TRN401
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(8, 1)
+        self.criterion = nn.BCELoss()
+
+    def loss(self, x, real):
+        return self.criterion(torch.sigmoid(self.net(x)), real)  # expect: TRN402
+
+
+def kl_to_uniform(counts):
+    total = counts.sum()
+    q = counts / total
+    return sum(p * math.log(p * len(q)) for p in q.tolist())
