@@ -22,8 +22,22 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
 
+# The peers we compare against live in their own environment: TorchFix pins an
+# older libcst and Fixit's server an older pygls than ours.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed:
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet torchfix 'fixit[lsp]'
+	touch $@
+
+bench: $(STAMP) $(BENCH_VENV)/.installed
+	$(BIN)/python bench/bench_lint.py
+	$(BIN)/python bench/bench_diagnose.py
+	$(BIN)/python bench/bench_lsp_latency.py
+	$(BIN)/python bench/bench_live_overhead.py
+
 docs: $(STAMP)
 	$(BIN)/python -m traindoctor.docs
 
 clean:
-	rm -rf $(VENV) build *.egg-info server/*.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info server/*.egg-info

@@ -102,6 +102,7 @@ class FileFacts:
     aliases: tuple[tuple[str, str], ...] = ()
     records: tuple[tuple[str, Hashable], ...] = ()
     _alias_map: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    _by_kind: dict[str, list[Hashable]] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
         imports = {local: full for local, full in self.aliases if not local.startswith("=")}
@@ -112,6 +113,8 @@ class FileFacts:
                 if resolved.split(".")[0] in {"torch", "numpy", "math", "random"}:
                     imports.setdefault(local[1:], resolved)
         self._alias_map.update(imports)
+        for kind, value in self.records:
+            self._by_kind.setdefault(kind, []).append(value)
 
     def qualify(self, node: cst.CSTNode) -> str | None:
         """The dotted name an expression refers to, through import aliases:
@@ -126,10 +129,10 @@ class FileFacts:
         return self._alias_map.get(local)
 
     def get(self, kind: str) -> list[Hashable]:
-        return [value for k, value in self.records if k == kind]
+        return list(self._by_kind.get(kind, ()))
 
     def has(self, kind: str) -> bool:
-        return any(k == kind for k, _ in self.records)
+        return kind in self._by_kind
 
 
 def _qualify_dotted(name: str, aliases: dict[str, str]) -> str:

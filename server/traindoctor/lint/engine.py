@@ -28,6 +28,7 @@ from ..config import Config
 from ..model import Finding, Fix, Position, Range, RelatedLocation, TextEdit
 from .blocks import Block, split_blocks
 from .context import FileFacts, WalkState, top_level_aliases
+from .walk import walk as walk_tree
 from .rule import FactCollector, FixSpec, InsertAfter, InsertBefore, Related, Replace, Rule
 
 
@@ -124,7 +125,7 @@ def _traverse(module: cst.Module, walk: WalkState, visitors: Sequence[cst.Batcha
     """One traversal for all visitors; the walk state is updated around them."""
     if not visitors:
         return
-    cst.visit_batched(module, visitors, before_visit=walk.enter, after_leave=walk.leave)
+    walk_tree(module, visitors, walk.enter, walk.leave)
 
 
 class LintCache:

@@ -20,8 +20,14 @@ def _is_virtualenv(folder: Path) -> bool:
 
 
 def _git_visible(folder: Path) -> set[Path] | None:
-    """Files git does not ignore under `folder`, or None outside a work tree."""
+    """Files git does not ignore under `folder`, or None outside a work tree
+    (or when the folder named on the command line is itself ignored: asked for
+    explicitly, it is linted)."""
     try:
+        ignored = subprocess.run(["git", "-C", str(folder), "check-ignore", "-q", "."],
+                                 capture_output=True, timeout=30)
+        if ignored.returncode == 0:
+            return None
         out = subprocess.run(
             ["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
             capture_output=True, timeout=30, check=True,
