@@ -8,6 +8,7 @@ nondeterminism <-> TRN2xx) are returned, findings on a line of the stack first.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,13 +25,22 @@ def resolve(path: str, base_dir: Path) -> Path | None:
     """The local file a frame names, or None (Jupyter cells, other machines)."""
     if not path or path.startswith("<") or path.startswith(("Cell In", "Input In")):
         return None
-    candidate = Path(path).expanduser()
-    if not candidate.is_absolute():
-        candidate = base_dir / candidate
     try:
-        return candidate if candidate.is_file() else None
-    except OSError:
+        candidate = Path(path).expanduser()
+        if not candidate.is_absolute():
+            candidate = base_dir / candidate
+        if candidate.is_file():
+            return candidate
+        # A log from another machine (or a container) names absolute paths that
+        # do not exist here: try its trailing components under base_dir, longest first.
+        parts = [p for p in re.split(r"[/\\]", path) if p and not p.endswith(":")]
+        for count in range(min(len(parts) - 1, 6), 0, -1):
+            local = base_dir.joinpath(*parts[-count:])
+            if local.is_file():
+                return local
+    except (OSError, ValueError):
         return None
+    return None
 
 
 def correlate(frames: tuple[Frame, ...], prefixes: tuple[str, ...], base_dir: Path) -> list[Correlation]:

@@ -62,10 +62,15 @@ def _cuda_oom(facts: dict[str, Any], text: str) -> dict[str, Any]:
             out["reserved_unallocated"] = human_size(sizes["reserved_unallocated"])
     requested, total, free = sizes["requested"], sizes["total"], sizes["free"]
     unallocated = sizes["reserved_unallocated"]
-    if unallocated is not None and requested is not None and total:
-        out["fragmentation"] = unallocated >= requested or unallocated >= 0.1 * total
-    elif unallocated is not None and total:
-        out["fragmentation"] = unallocated >= 0.1 * total
+    if unallocated is not None:
+        # Fragmentation is the likely cause when the cache holds enough for the
+        # request and is a real share of what PyTorch reserved; when it would fit
+        # the request but is a sliver of the reservation, live tensors are the cause.
+        reserved = unallocated + (sizes["allocated"] or 0)
+        fits = requested is None or unallocated >= requested
+        large = reserved > 0 and unallocated >= 0.1 * reserved
+        out["fragmentation"] = fits and large
+        out["fragmentation_minor"] = fits and not large and requested is not None
     if total and free is not None and sizes["in_use"] is not None:
         other = total - free - sizes["in_use"]
         if other > 0:

@@ -194,7 +194,14 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
         for candidate in chain_candidates:
             if candidate.rank is None and candidate.chain is not None and start <= candidate.chain.start < end:
                 candidate.rank = elastic.root.rank
-    candidates = chain_candidates + scan_log(lines, joined, offsets)
+    log_hits = scan_log(lines, joined, offsets)
+    for hit in log_hits:
+        # A log line inside a traceback (e.g. "killed by signal: Killed" in the
+        # exception message) takes that traceback's frames for its location.
+        owner = next((c for c in chains if hit.line is not None and c.start <= hit.line < c.end), None)
+        if owner is not None:
+            hit.chain, hit.block = owner, owner.final
+    candidates = chain_candidates + log_hits
     if not candidates:
         return Selection(Candidate(fallback(), {}), None, {}, elastic)
     winner = max(candidates, key=lambda c: c.key)

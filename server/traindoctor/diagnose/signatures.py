@@ -120,11 +120,22 @@ def _known(value: Any) -> bool:
     return value is not None and value != "" and value != ()
 
 
+_FIELD_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
 def _fields(*texts: str) -> tuple[str, ...]:
     names: list[str] = []
     for text in texts:
-        for _, name, _, _ in _FORMATTER.parse(text):
-            if name and name not in names:
+        try:
+            parsed = list(_FORMATTER.parse(text))
+        except ValueError as exc:
+            raise SignatureError(f"bad template {text!r}: {exc} (write literal braces as {{{{ }}}})") from None
+        for _, name, spec, _ in parsed:
+            if name is None:
+                continue
+            if not _FIELD_NAME.match(name) or spec:
+                raise SignatureError(f"bad placeholder {{{name}}} in {text!r} (write literal braces as {{{{ }}}})")
+            if name not in names:
                 names.append(name)
     return tuple(names)
 
@@ -136,25 +147,31 @@ def _templates(raw: Any, where: str, *, fix: bool = False) -> tuple[Template, ..
         raise SignatureError(f"{where}: expected a list")
     out = []
     for item in raw:
-        if isinstance(item, str) and not fix:
-            out.append(Template(item, fields=_fields(item)))
-            continue
-        if not isinstance(item, dict):
-            raise SignatureError(f"{where}: each entry must be a string or a mapping")
-        when = item.get("when") or []
-        if isinstance(when, str):
-            when = [when]
-        if fix:
-            title, detail = str(item.get("title", "")), str(item.get("detail", ""))
-            if not title:
-                raise SignatureError(f"{where}: a fix needs a title")
-            out.append(Template(title, tuple(map(str, when)), detail, _fields(title, detail)))
-        else:
-            text = str(item.get("text", ""))
-            if not text:
-                raise SignatureError(f"{where}: a conditional entry needs `text`")
-            out.append(Template(text, tuple(map(str, when)), fields=_fields(text)))
+        try:
+            parsed = _template(item, where, fix)
+        except SignatureError as exc:
+            raise SignatureError(f"{where}: {exc}") from None
+        out.append(parsed)
     return tuple(out)
+
+
+def _template(item: Any, where: str, fix: bool) -> Template:
+    if isinstance(item, str) and not fix:
+        return Template(item, fields=_fields(item))
+    if not isinstance(item, dict):
+        raise SignatureError("each entry must be a string or a mapping")
+    when = item.get("when") or []
+    if isinstance(when, str):
+        when = [when]
+    if fix:
+        title, detail = str(item.get("title", "")), str(item.get("detail", ""))
+        if not title:
+            raise SignatureError("a fix needs a title")
+        return Template(title, tuple(map(str, when)), detail, _fields(title, detail))
+    text = str(item.get("text", ""))
+    if not text:
+        raise SignatureError("a conditional entry needs `text`")
+    return Template(text, tuple(map(str, when)), fields=_fields(text))
 
 
 def _regexes(raw: Any, where: str) -> tuple[re.Pattern[str], ...]:
