@@ -64,6 +64,26 @@ def expected_pages() -> dict[str, str]:
     return pages
 
 
+_TABLE_START, _TABLE_END = "<!-- rules-table:start -->", "<!-- rules-table:end -->"
+
+
+def readme_with_rules_table(readme: str) -> str:
+    """README.md with its rules table (between the markers) regenerated."""
+    start, end = readme.find(_TABLE_START), readme.find(_TABLE_END)
+    if start < 0 or end < start:
+        return readme
+    rows = "\n".join(
+        f"| [{r.code}](docs/rules/{r.code}.md) | `{r.name}` | `{r.mode}` | {r.summary} |"
+        for r in load_rules().values()
+    )
+    table = f"| Code | Name | Failure mode | What it finds |\n| --- | --- | --- | --- |\n{rows}"
+    return readme[: start + len(_TABLE_START)] + "\n" + table + "\n" + readme[end:]
+
+
+def readme_path() -> Path:
+    return rules_dir().parent / "README.md"
+
+
 def docs_dir() -> Path:
     return rules_dir().parent / "docs" / "rules"
 
@@ -77,7 +97,10 @@ def main() -> int:
             stale.unlink()
     for name, text in pages.items():
         (target / name).write_text(text, encoding="utf-8")
-    print(f"wrote {len(pages)} pages to {target}")
+    readme = readme_path()
+    if readme.is_file():
+        readme.write_text(readme_with_rules_table(readme.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote {len(pages)} pages to {target} and the rules table in {readme.name}")
     return 0
 
 

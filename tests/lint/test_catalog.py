@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from traindoctor.catalog import load_rules
-from traindoctor.docs import docs_dir, expected_pages
+from traindoctor.docs import docs_dir, expected_pages, readme_path, readme_with_rules_table
 from traindoctor.lint.engine import all_rules
 
 
@@ -28,6 +28,8 @@ def test_generated_docs_are_current():
         assert path.read_text(encoding="utf-8") == text, f"{path} is stale: run `make docs`"
     extra = {p.name for p in folder.glob("*.md")} - set(pages)
     assert not extra, f"docs for rules that no longer exist: {extra}"
+    readme = readme_path().read_text(encoding="utf-8")
+    assert readme_with_rules_table(readme) == readme, "README rules table is stale: run `make docs`"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
