@@ -176,35 +176,41 @@ class WalkState:
     def parent(self) -> cst.CSTNode | None:
         return self.stack[-2] if len(self.stack) >= 2 else None
 
+    # Hot path (called for every node): compare exact types, not isinstance,
+    # which goes through ABC machinery for libcst classes.
     def enter(self, node: cst.CSTNode) -> None:
         self.stack.append(node)
-        if isinstance(node, (cst.For, cst.While)):
-            self.loops.append(node)
-        elif isinstance(node, cst.FunctionDef):
-            self.functions.append(node)
-            # A loop outside a nested function does not repeat its body.
-            self.loops.append(node)
-            if self._disables_grad(node):
+        node_type = type(node)
+        if node_type in _STRUCTURAL:
+            if node_type is cst.For or node_type is cst.While:
+                self.loops.append(node)
+            elif node_type is cst.FunctionDef:
+                self.functions.append(node)  # type: ignore[arg-type]
+                # A loop outside a nested function does not repeat its body.
+                self.loops.append(node)
+                if self._disables_grad(node):  # type: ignore[arg-type]
+                    self._no_grad_nodes.add(id(node))
+                    self.no_grad_depth += 1
+            elif node_type is cst.ClassDef:
+                self.classes.append(node)  # type: ignore[arg-type]
+            elif node_type is cst.With and self._disables_grad(node):  # type: ignore[arg-type]
                 self._no_grad_nodes.add(id(node))
                 self.no_grad_depth += 1
-        elif isinstance(node, cst.ClassDef):
-            self.classes.append(node)
-        elif isinstance(node, cst.With) and self._disables_grad(node):
-            self._no_grad_nodes.add(id(node))
-            self.no_grad_depth += 1
 
     def leave(self, node: cst.CSTNode) -> None:
         self.stack.pop()
-        if isinstance(node, (cst.For, cst.While)):
-            self.loops.pop()
-        elif isinstance(node, cst.FunctionDef):
-            self.functions.pop()
-            self.loops.pop()
-        elif isinstance(node, cst.ClassDef):
-            self.classes.pop()
-        if id(node) in self._no_grad_nodes:
-            self._no_grad_nodes.discard(id(node))
-            self.no_grad_depth -= 1
+        node_type = type(node)
+        if node_type in _STRUCTURAL:
+            if node_type is cst.For or node_type is cst.While:
+                self.loops.pop()
+            elif node_type is cst.FunctionDef:
+                self.functions.pop()
+                self.loops.pop()
+            elif node_type is cst.ClassDef:
+                self.classes.pop()
+            if self._no_grad_nodes and id(node) in self._no_grad_nodes:
+                self._no_grad_nodes.discard(id(node))
+                self.no_grad_depth -= 1
 
     def loop_depth(self) -> int:
         """Loops enclosing the current node inside the current function."""
@@ -241,6 +247,9 @@ class WalkState:
             "no_grad",
             "inference_mode",
         )
+
+
+_STRUCTURAL = frozenset({cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.With})
 
 
 def _is_false(call: cst.Call) -> bool:
