@@ -1,0 +1,90 @@
+"""`traindoctor diagnose` end to end: formats, stdin, exit codes, bad input, --record."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from diagnose_helpers import DATA, REPO
+
+TRAINDOCTOR = [sys.executable, "-m", "traindoctor"]
+JSON_KEYS = {"kind", "mode", "title", "root_cause", "evidence", "fixes", "confidence", "location", "frames",
+             "exception", "related_findings", "rank", "details"}
+
+
+def _run(*args: str, stdin: bytes | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([*TRAINDOCTOR, "diagnose", *args], input=stdin, capture_output=True, cwd=cwd, timeout=60)
+
+
+def test_json_output_has_exactly_the_documented_keys() -> None:
+    done = _run(str(DATA / "dev" / "tb007.txt"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data) == JSON_KEYS
+    assert data["kind"] == "cuda-oom" and data["mode"] == "oom"
+    assert set(data["location"]) == {"path", "line", "function", "code", "is_user"}
+    assert data["location"]["line"] == 161
+    assert all(set(f) == {"title", "detail"} for f in data["fixes"])
+    assert data["exception"]["type"] == "torch.OutOfMemoryError"
+    assert 0 <= data["confidence"] <= 1
+
+
+def test_text_output_from_stdin() -> None:
+    done = _run("-", stdin=(DATA / "dev" / "tb002.txt").read_bytes())
+    assert done.returncode == 0
+    out = done.stdout.decode()
+    assert out.startswith("CUDA out of memory: 86.00 MiB requested")
+    assert "  at train.py:228 in main" in out
+    assert "\n  1. " in out and "Fixes:" in out
+
+
+def test_nothing_recognised_exits_1() -> None:
+    done = _run("-", stdin=b"all good, training finished\n")
+    assert done.returncode == 1
+    assert b"No recognisable failure" in done.stdout
+
+
+def test_binary_and_non_utf8_input_is_read() -> None:
+    latin1 = 'Traceback (most recent call last):\n  File "m\xe9t\xe9o.py", line 4, in <module>\n    x.backward()\n' \
+             "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n"
+    done = _run("-", "--format", "json", stdin=latin1.encode("latin-1"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["kind"] == "no-grad"
+    garbage = bytes(range(256)) * 50
+    done = _run("-", stdin=garbage)
+    assert done.returncode == 1 and not done.stderr
+
+
+def test_unreadable_input_is_a_one_line_error(tmp_path: Path) -> None:
+    missing = _run(str(tmp_path / "nope.log"))
+    assert missing.returncode == 2
+    assert missing.stderr.decode().startswith("traindoctor: cannot read")
+    assert b"Traceback" not in missing.stderr
+    directory = _run(str(tmp_path))
+    assert directory.returncode == 2 and b"is a directory" in directory.stderr
+
+
+def test_record_writes_markdown(tmp_path: Path) -> None:
+    done = _run(str(DATA / "formats" / "killed.log"), "--record", str(tmp_path / "records"))
+    assert done.returncode == 0, done.stderr
+    records = list((tmp_path / "records").glob("*-host-oom.md"))
+    assert len(records) == 1
+    text = records[0].read_text()
+    for heading in ("## What failed", "## Root cause", "## Evidence", "## Fixes (best first)", "## Environment"):
+        assert heading in text
+    assert "epoch 0, step 3000, step total 9375" in text
+    assert "**torch:** 2.13.0" in text and "**python:**" in text and "**git_commit:**" in text
+
+
+def test_demo_log_points_at_the_example_and_its_lint_finding() -> None:
+    done = _run("examples/tracebacks/cuda_oom.log", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["kind"] == "cuda-oom"
+    example = REPO / "examples" / "train_classifier.py"
+    location = data["location"]
+    assert location["path"].endswith("examples/train_classifier.py")
+    # the log quotes the example's source: it must still match the file
+    assert example.read_text().splitlines()[location["line"] - 1].strip() == location["code"]
