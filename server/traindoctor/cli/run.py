@@ -1,0 +1,285 @@
+"""`traindoctor run -- CMD` and `traindoctor attach HOST:PORT`: live diagnosis.
+
+`run` starts CMD under debugpy on loopback, stops it at the failing
+exception, probes the failing frame and prints the Diagnosis; the child's
+output streams through unchanged and its exit code is ours. `attach` does the
+same for a process already listening (`python -m debugpy --listen 5678 ...`).
+
+Text goes to stderr as soon as the failure is diagnosed (stdout stays the
+child's). `--format json` prints one object on stdout once the child ended:
+{"failure", "exit_code", "note", "diagnosis"}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import socket
+import subprocess
+import sys
+from typing import Any
+
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="run a training command under debugpy and diagnose it live when it fails",
+        description="Run CMD under debugpy (loopback only), stop at the failing exception, read the failing "
+        "frame's tensors, modules, optimizer and memory, and explain the failure. The exit code is the "
+        "command's.",
+        usage="traindoctor run [--format text|json] [--record DIR] -- python train.py ARGS",
+    )
+    _common_options(run)
+    run.add_argument("command", nargs=argparse.REMAINDER, help="python train.py ARGS | python -m module | torchrun ...")
+    run.set_defaults(func=run_command)
+
+    attach = subparsers.add_parser(
+        "attach",
+        help="attach to a process listening with debugpy and diagnose it live when it fails",
+        description="Connect to `python -m debugpy --listen HOST:PORT ...` and diagnose its failure. Exit "
+        "code: 1 when a failure was diagnosed, else the process's exit code (0 if unknown).",
+    )
+    attach.add_argument("address", metavar="HOST:PORT", help="where debugpy listens (e.g. 127.0.0.1:5678 or 5678)")
+    attach.add_argument("--allow-remote", action="store_true", help="allow a host other than loopback")
+    _common_options(attach)
+    attach.set_defaults(func=attach_command)
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--record", metavar="DIR", help="also write a Markdown debug record into DIR")
+    parser.add_argument("--probe-timeout", type=float, default=5.0, metavar="S", help=argparse.SUPPRESS)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"traindoctor: {message}", file=sys.stderr)
+    return code
+
+
+# --- output -------------------------------------------------------------------------
+
+
+class _Reporter:
+    """Prints the diagnosis the moment it exists (text) or once at the end (JSON)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.format = args.format
+        self.record = args.record
+        self.report: Any = None
+        self.record_error: str | None = None
+
+    def on_report(self, report: Any) -> None:
+        self.report = report
+        if self.record and report.diagnosis is not None:
+            try:
+                from ..diagnose.record import write_record
+
+                write_record(report.diagnosis, self.record, source_text=report.traceback)
+            except Exception as exc:  # a record that cannot be written must not hide the diagnosis
+                self.record_error = f"could not write the record into {self.record}: {exc}"
+        if self.format == "text":
+            self._print_text(report)
+
+    def _print_text(self, report: Any) -> None:
+        out = sys.stderr
+        if report.diagnosis is None:
+            print(f"traindoctor: {report.exception_type}: {report.message[:300]} ({report.error})", file=out)
+        else:
+            from ..diagnose import render_text
+
+            where = _where(report.process)
+            print(f"\ntraindoctor: live diagnosis{where} ({report.seconds:.2f} s after the exception)", file=out)
+            print(render_text(report.diagnosis).rstrip("\n"), file=out)
+        if self.record_error:
+            print(f"traindoctor: {self.record_error}", file=out)
+        out.flush()
+
+    def finish(self, exit_code: int, note: str | None) -> None:
+        if self.format == "text":
+            if note:
+                print(f"traindoctor: {note}", file=sys.stderr)
+            return
+        report = self.report
+        payload = {
+            "failure": report is not None,
+            "exit_code": exit_code,
+            "note": note,
+            "diagnosis": None if report is None or report.diagnosis is None else _diagnosis_json(report),
+        }
+        if report is not None and report.diagnosis is None:
+            payload["error"] = report.error
+            payload["exception"] = {"type": report.exception_type, "message": report.message}
+        if self.record_error:
+            payload["record_error"] = self.record_error
+        sys.stdout.flush()
+        print(json.dumps(payload, default=str), flush=True)
+
+
+def _where(process: dict[str, Any]) -> str:
+    parts = []
+    if process.get("rank") is not None:
+        parts.append(f"rank {process['rank']}")
+    if process.get("worker") is not None:
+        parts.append(f"DataLoader worker {process['worker']}")
+    if process.get("pid"):
+        parts.append(f"pid {process['pid']}")
+    return " of " + ", ".join(parts) if parts else ""
+
+
+def _diagnosis_json(report: Any) -> dict[str, Any]:
+    diagnosis = report.diagnosis
+    data = diagnosis.to_json() if hasattr(diagnosis, "to_json") else {}
+    details = diagnosis.details or {}
+    shown = data.get("details") if isinstance(data.get("details"), dict) else {}
+    live = {k: v for k, v in details.items() if k in ("probes", "process", "memory", "worker", "reraised_as")
+            and k not in shown}
+    if live:
+        data["live"] = live
+    data["seconds_to_diagnosis"] = round(report.seconds, 3)
+    return data
+
+
+# --- run ------------------------------------------------------------------------------
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from ..live.dap import DapError
+    from ..live.launcher import LaunchError, exit_code, free_port, parse_command, signal_name, spawn
+    from ..live.session import LiveSession, Timeouts
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    try:
+        debuggee = parse_command(command)
+    except LaunchError as exc:
+        return _fail(str(exc))
+    reporter = _Reporter(args)
+    host = "127.0.0.1"
+    try:
+        port = free_port(host)
+        child = spawn(debuggee, host, port)
+    except (LaunchError, OSError) as exc:
+        return _fail(str(exc))
+    session = LiveSession(host, port, on_report=reporter.on_report, timeouts=Timeouts(probe=args.probe_timeout))
+    try:
+        try:
+            session.start(retry_while=lambda: child.poll() is None)
+        except DapError as exc:
+            if child.poll() is not None:
+                code = exit_code(child.returncode)
+                return _fail(f"the command exited with code {code} before debugpy accepted a connection "
+                             "(is debugpy installed for that Python? is the port taken?)", code or 2)
+            _stop(child)
+            return _fail(f"could not start the debug session: {exc}")
+        while not session.wait(0.2):
+            if child.poll() is not None:
+                session.wait(3.0)  # let the last events (exit, a final stop) arrive
+                break
+        session.close()
+        returncode = child.wait()
+    except KeyboardInterrupt:
+        session.close()
+        returncode = _wait_after_interrupt(child)
+    code = exit_code(returncode)
+    reporter.finish(code, _note(session, code, signal_name(returncode)))
+    return code
+
+
+def _note(session: Any, code: int, signal: str | None) -> str | None:
+    if session.final is not None:
+        return None
+    if signal:
+        hint = " (SIGKILL: often the kernel's out-of-memory killer)" if signal == "SIGKILL" else ""
+        return f"no Python exception: the process was killed by {signal}{hint}; exit code {code}"
+    errors = "; ".join(session.errors[:2])
+    pending = session.pending
+    if code == 0:
+        handled = f"; {len(pending)} exception(s) were raised and handled" if pending else ""
+        return f"no failure: the process exited with code 0{handled}"
+    note = f"no uncaught Python exception, but the process exited with code {code}"
+    if pending:
+        last = pending[-1]
+        note += f" after handling {last.exception_type}: {last.message[:200]}"
+    return note + (f" ({errors})" if errors else "")
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    child.terminate()
+    try:
+        child.wait(5)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
+def _wait_after_interrupt(child: subprocess.Popen[bytes]) -> int:
+    # The child got the same SIGINT from the terminal; give it time to stop.
+    try:
+        return child.wait(10)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        _stop(child)
+        return child.returncode
+
+
+# --- attach ------------------------------------------------------------------------------
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    host, sep, port_text = address.rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", address
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"invalid address {address!r}: expected HOST:PORT") from None
+    if not 0 < port < 65536:
+        raise ValueError(f"invalid port {port}")
+    return host, port
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def attach_command(args: argparse.Namespace) -> int:
+    from ..live.dap import DapError
+    from ..live.session import LiveSession, Timeouts
+
+    try:
+        host, port = parse_address(args.address)
+    except ValueError as exc:
+        return _fail(str(exc))
+    if not is_loopback(host) and not args.allow_remote:
+        return _fail(f"{host} is not a loopback address; pass --allow-remote to connect to another machine")
+    reporter = _Reporter(args)
+    session = LiveSession(host, port, on_report=reporter.on_report,
+                          timeouts=Timeouts(connect=3.0, probe=args.probe_timeout))
+    try:
+        session.start()
+    except DapError as exc:
+        return _fail(str(exc))
+    except socket.gaierror as exc:
+        return _fail(f"cannot resolve {host}: {exc}")
+    try:
+        while not session.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        session.close()
+        return 130
+    session.close()
+    if session.final is not None:
+        code = 1
+    else:
+        code = session.root_exit_code if session.root_exit_code is not None else 0
+    reporter.finish(code, _note(session, code, None))
+    return code

@@ -1,0 +1,1 @@
+"""Live diagnosis: drive debugpy over DAP, stop at the failure, probe, explain."""
