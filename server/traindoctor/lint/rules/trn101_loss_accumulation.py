@@ -45,6 +45,10 @@ _DETACHING_METHODS = {"item", "detach", "detach_", "tolist", "numpy"}
 _PLAIN_ATTRIBUTES = {"data", "shape", "dtype", "device", "grad", "requires_grad", "ndim", "is_cuda", "size",
                      "grad_fn", "is_leaf"}
 # Tensor methods that return plain Python values.
+# Results without autograd history: comparisons, indices, integer/bool casts.
+_NO_HISTORY_OPS = {"eq", "ne", "lt", "le", "gt", "ge", "equal", "argmax", "argmin", "argsort", "isnan", "isinf",
+                   "isfinite", "isclose", "long", "int", "bool", "nonzero", "count_nonzero", "sign", "round",
+                   "floor", "ceil", "logical_and", "logical_or", "logical_not", "bucketize", "searchsorted"}
 _NON_TENSOR_METHODS = {"size", "dim", "numel", "nelement", "element_size", "stride", "get_device",
                        "is_contiguous", "data_ptr"}
 _DETACHING_BUILTINS = {"float", "int", "bool", "str", "len", "round", "repr", "print", "isinstance", "type"}
@@ -114,6 +118,8 @@ class _Scope:
     backward_names: set[str] = field(default_factory=set)
     backward_nodes: dict[str, cst.CSTNode] = field(default_factory=dict)
     returned_names: set[str] = field(default_factory=set)
+    # name -> names its assigned values were computed from (to see what feeds a backward)
+    sources: dict[str, set[str]] = field(default_factory=dict)
     training: bool = False  # backward or an optimizer step somewhere in the scope
     loops_with_steps: set[int] = field(default_factory=set)
     rebound: dict[int, set[str]] = field(default_factory=dict)  # loop id -> names assigned inside it
@@ -217,7 +223,7 @@ class LossAccumulationKeepsGraph(Rule):
             func = expr.func
             if isinstance(func, cst.Attribute):
                 method = func.attr.value
-                if method in _DETACHING_METHODS or method in _NON_TENSOR_METHODS:
+                if method in _DETACHING_METHODS or method in _NON_TENSOR_METHODS or method in _NO_HISTORY_OPS:
                     return None
                 receiver = self._history(func.value)
                 if receiver is not None:
@@ -228,6 +234,8 @@ class LossAccumulationKeepsGraph(Rule):
             if kind is not None:
                 return (kind, expr)
             qualified = self.facts.qualify(func) or ""
+            if qualified.rsplit(".", 1)[-1] in _NO_HISTORY_OPS:
+                return None
             if qualified.startswith("torch.") or qualified in ("sum", "max", "min"):
                 for arg in expr.args:
                     found = self._history(arg.value)
@@ -298,6 +306,10 @@ class LossAccumulationKeepsGraph(Rule):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         history = self._history(node.value)
+        used = _names_in(node.value)
+        for target in node.targets:
+            for name in _names_in(target.target):
+                self._scopes[-1].sources.setdefault(name, set()).update(used)
         if len(node.targets) == 1 and isinstance(node.value, cst.BinaryOperation):
             self._check_rebinding_sum(node, node.targets[0].target, node.value)
         for target in node.targets:
@@ -422,6 +434,15 @@ class LossAccumulationKeepsGraph(Rule):
         ))
 
     def _finish(self, scope: _Scope) -> None:
+        if not scope.candidates:
+            return
+        feeding_backward = set(scope.backward_names)
+        frontier = list(feeding_backward)
+        while frontier:  # names the backpropagated values were computed from
+            for source in scope.sources.get(frontier.pop(), ()):
+                if source not in feeding_backward:
+                    feeding_backward.add(source)
+                    frontier.append(source)
         for candidate in scope.candidates:
             kind = candidate.kind
             origin = candidate.origin
@@ -430,8 +451,8 @@ class LossAccumulationKeepsGraph(Rule):
                     continue
                 kind = "loss"
                 origin = scope.backward_nodes.get(candidate.pending_name or "")
-            if candidate.accumulator in scope.backward_names:
-                continue  # the sum is what is backpropagated: one graph by design
+            if candidate.accumulator in feeding_backward:
+                continue  # what is collected is backpropagated later: one graph by design
             loop_trains = id(candidate.loop) in scope.loops_with_steps
             if candidate.accumulator in scope.returned_names and not loop_trains:
                 continue  # e.g. summing per-head losses inside one training step
@@ -554,6 +575,36 @@ for x, y in loader:
     loss = criterion(model(x), y)
     loss.backward()
     epoch_loss += loss.data
+""",
+    ]
+
+    VALID += [
+        # comparisons and argmax carry no history
+        """import torch
+for x, y in loader:
+    output = model(x)
+    loss = criterion(output, y)
+    loss.backward()
+    optimizer.step()
+    pred = output.argmax(dim=1, keepdim=True)
+    correct += pred.eq(y.view_as(pred)).sum()
+    hits += torch.argmax(output, 1).eq(y).sum()
+""",
+        # REINFORCE: log-probs collected on purpose, backpropagated after the episode
+        """import torch
+from torch.distributions import Categorical
+def finish_episode(policy, env, optimizer):
+    log_probs = []
+    for t in range(1000):
+        probs = policy(state)
+        m = Categorical(probs)
+        action = m.sample()
+        log_probs.append(m.log_prob(action))
+        total_reward += reward
+    policy_loss = -(torch.stack(log_probs) * returns).sum()
+    optimizer.zero_grad()
+    policy_loss.backward()
+    optimizer.step()
 """,
     ]
 
