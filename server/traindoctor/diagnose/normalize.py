@@ -79,6 +79,9 @@ def normalize(text: str) -> list[Line]:
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     text = text.replace("\r\n", "\n")
+    if "\t" in text:
+        text = text.replace("\t", "    ")
+    text = _CONTROL.sub("", text)
     lines: list[Line] = []
     in_rich = False
     rich_path: str | None = None
@@ -87,7 +90,7 @@ def normalize(text: str) -> list[Line]:
         for segment in raw.split("\r") if "\r" in raw else (raw,):
             if not segment:
                 continue
-            line = _clean(segment)
+            line = segment
             rank = None
             if line.startswith("["):
                 found = _RANK.match(line)
@@ -100,26 +103,22 @@ def normalize(text: str) -> list[Line]:
                 if found and found.end() > 0:
                     line = line[found.end():]
                     prefixed = True
-            stripped = line.strip()
-            if stripped.startswith(("╭", "╰", _RANK_BAR)) or in_rich:
-                converted, in_rich, rich_path = _rich(stripped, in_rich, rich_path)
+            first = line.lstrip()[:1]
+            if in_rich or first in _BOX_START:
+                converted, in_rich, rich_path = _rich(line.strip(), in_rich, rich_path)
                 lines.extend(Line(c, rank, number) for c in converted)
                 continue
-            if stripped[:1] in "|+" and stripped[1:2] in (" ", "-", "+", ""):
-                line = _GROUP_BAR.sub(r"\1", line, count=1)
+            if first in _GROUP_START:
+                stripped = line.lstrip()
+                if stripped[1:2] in (" ", "-", "+", ""):
+                    line = _GROUP_BAR.sub(r"\1", line, count=1)
             lines.append(Line(line.rstrip(), rank, number, prefixed))
     return lines
 
 
 _RANK_BAR = _RICH_BAR
-
-
-def _clean(segment: str) -> str:
-    if "\t" in segment:
-        segment = segment.replace("\t", "    ")
-    if _CONTROL.search(segment):
-        segment = _CONTROL.sub("", segment)
-    return segment
+_BOX_START = ("╭", "╰", _RICH_BAR)
+_GROUP_START = ("|", "+")
 
 
 def _rich(stripped: str, in_rich: bool, rich_path: str | None) -> tuple[list[str], bool, str | None]:

@@ -177,6 +177,9 @@ def _bare_exception(text: str) -> re.Match[str] | None:
     shows only the error)."""
     if not text or text[0] == " ":
         return None
+    colon = text.find(":")
+    if colon <= 0 or " " in text[:colon]:
+        return None  # cheap reject: most log lines are not `Type: message`
     found = _EXC.match(text)
     if found and found.group("msg") is not None and _STRONG_TYPE.search(found.group("type")):
         return found

@@ -1,0 +1,67 @@
+"""Benchmark: diagnose a 10,000-line training log (goal: under 100 ms).
+
+The log is realistic noise around a failure: timestamped logging lines, tqdm
+carriage-return redraws, rank prefixes, ANSI colours, a handled traceback early
+on and the fatal one near the end. Run:  .venv/bin/python bench/bench_diagnose.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from traindoctor.diagnose import diagnose_text
+
+ROOT = Path(__file__).resolve().parents[1]
+FATAL = (ROOT / "tests" / "diagnose" / "data" / "formats" / "ranks_oom_fragmentation.log").read_text()
+HANDLED = (ROOT / "tests" / "diagnose" / "data" / "formats" / "multiple_tracebacks.log").read_text()
+
+
+def make_log(lines: int) -> str:
+    out: list[str] = []
+    step = 0
+    while len(out) < lines - 40:
+        step += 1
+        kind = step % 5
+        if kind == 0:
+            bar = "\r".join(f"Epoch {step // 100}: {p:3d}%|####| {p}/100 [00:0{p % 10}<00:01, 9.{p % 10}it/s]"
+                            for p in range(0, 100, 20))
+            out.append(bar)
+        elif kind == 1:
+            out.append(f"2024-05-02 09:{step % 60:02d}:{step % 60:02d},{step % 1000:03d} INFO train step={step} "
+                       f"loss={1 / (step + 1):.4f} lr=3.0e-04 grad_norm=0.{step % 97:02d}")
+        elif kind == 2:
+            out.append(f"[rank{step % 4}]:[I1202 10:{step % 60:02d}:00.000000 ProcessGroupNCCL.cpp:{step}] "
+                       f"[Rank {step % 4}] ProcessGroupNCCL broadcast unique ID through store took 0.{step} ms")
+        elif kind == 3:
+            out.append(f"\x1b[32m[metrics]\x1b[0m step {step}: acc=0.{step % 1000:03d} f1=0.{step % 777:03d}")
+        else:
+            out.append(f"W1202 10:00:{step % 60:02d}.000000 {1000 + step} torch/_dynamo/x.py:{step}] recompiling")
+        if step == 500:
+            out.extend(HANDLED.splitlines()[:6])
+    out.extend(FATAL.splitlines())
+    return "\n".join(out[:lines]) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    log = make_log(args.lines)
+    diagnosis = diagnose_text(log, correlate=False)  # warm-up: loads and compiles the signatures
+    assert diagnosis.kind == "cuda-oom", diagnosis.title
+    timings = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        diagnose_text(log, correlate=False)
+        timings.append((time.perf_counter() - start) * 1000)
+    print(f"diagnose {log.count(chr(10))} lines ({len(log) / 1024:.0f} KiB): "
+          f"median {statistics.median(timings):.1f} ms, best {min(timings):.1f} ms, worst {max(timings):.1f} ms "
+          f"(goal < 100 ms) -> {diagnosis.kind}, rank {diagnosis.rank}, {diagnosis.location.path}:{diagnosis.location.line}")
+
+
+if __name__ == "__main__":
+    main()
