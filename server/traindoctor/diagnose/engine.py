@@ -30,8 +30,9 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
 
     `probes` (from a live debugger, may be None) enrich the result:
     tensors with NaN/Inf counts become evidence (and turn an unrecognised
-    failure into nan-inf), a `cuda_memory` probe's value (a dict of byte counts:
-    allocated, reserved, free, total, max_allocated) becomes OOM evidence,
+    failure into nan-inf), a `cuda_memory` probe's value, or the `env` probe's
+    "cuda_memory" entry (a dict of byte counts: allocated, reserved, free, total)
+    becomes evidence, the `env` probe's value goes to details["live_env"],
     `probes.frame` is the location when the text has no user frame, and
     `probes.rank` the rank when the text does not say.
     """
@@ -255,15 +256,17 @@ def _probe_evidence(probes: Probes, evidence: list[str], details: dict[str, Any]
     for tensor in _nan_tensors(probes)[:5]:
         evidence.append(f"live: tensor `{tensor.name}` {list(tensor.shape)} {tensor.dtype} on {tensor.device} has "
                         f"{tensor.nan_count or 0} NaN and {tensor.inf_count or 0} Inf values")
+    env = probes.get("env")
+    env_value = env.value if env is not None and env.ok and isinstance(env.value, dict) else {}
     memory = probes.get("cuda_memory")
-    if memory is not None and memory.ok and isinstance(memory.value, dict):
-        parts = [f"{k} {human_size(v)}" for k, v in memory.value.items() if isinstance(v, (int, float))]
+    stats = memory.value if memory is not None and memory.ok else env_value.get("cuda_memory")
+    if isinstance(stats, dict):
+        parts = [f"{k} {human_size(v)}" for k, v in stats.items() if isinstance(v, (int, float))]
         if parts:
             evidence.append("live CUDA memory: " + ", ".join(parts))
-            details["live_cuda_memory"] = dict(memory.value)
-    env = probes.get("env")
-    if env is not None and env.ok and isinstance(env.value, dict):
-        details["live_env"] = dict(env.value)
+            details["live_cuda_memory"] = dict(stats)
+    if env_value:
+        details["live_env"] = dict(env_value)
 
 
 def _progress(lines: list[Line], before: int) -> dict[str, int]:
