@@ -6,7 +6,9 @@ Runs on CPU in a few seconds on synthetic data:  python examples/train_classifie
     and the dataset's augmentation draws from its own RandomState (every worker the same);
   - TRN202: numpy is used for augmentation but never seeded;
   - TRN101: the epoch loss is accumulated with its autograd graph (memory grows every step);
-  - TRN401: the entropy regulariser takes log() of softmax probabilities that can be 0.
+  - TRN402: the entropy regulariser takes log() of softmax probabilities, which underflow to 0
+    (log -> -inf, NaN gradients): log_softmax is the stable form;
+  - TRN401: the input standardisation divides by a std that is 0 for a constant row.
 """
 
 import argparse
@@ -44,6 +46,7 @@ class MLP(nn.Module):
         self.net = nn.Sequential(nn.Linear(dim, 64), nn.ReLU(), nn.Linear(64, classes))
 
     def forward(self, x):
+        x = (x - x.mean(dim=-1, keepdim=True)) / x.std(dim=-1, keepdim=True)
         return self.net(x)
 
 
