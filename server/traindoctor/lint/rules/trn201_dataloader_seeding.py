@@ -41,7 +41,7 @@ _SEED_HELPER = re.compile(
     r"(?:all_|random_|global_|torch_|the_|rng_|experiment_)?seeds?"
     r"(?:_everything|_all|_torch|_rngs?|_random|_everywhere|_globally)?"
     r"|seed_?(?:everything|all|torch|rngs?|random|everywhere|experiment)"
-    r"|set_determinism|(?:set|make|enable)_?determinis(?:m|tic)"
+    r"|(?:set|make|enable|use)_?(?:full_)?determinis(?:m|tic)(?:_mode)?"
     r")$"
 )
 
@@ -84,7 +84,7 @@ _DATASET_WRAPPERS = {
     "torch.utils.data.ConcatDataset", "torch.utils.data.dataset.Subset",
 }
 
-_LIBRARY_LABEL = {"torch": "torch", "numpy": "numpy", "random": "random"}
+_PORT = re.compile(r"\bport\b|_port\b|\bport_")
 
 
 def _last(name: str) -> str:
@@ -360,10 +360,10 @@ class SeedingCollector(FactCollector):
             self.add("trn2.seed", SeedCall(kind, node, qualified, stmt, function, workers, in_worker))
             return
         library = draw_library(qualified, node)
-        if library is not None:
+        if library is not None and not (library != "torch" and self._picks_a_port()):
             self.add("trn2.draw", Draw(library, node, qualified))
         function, klass = self.walk.function, self.walk.klass
-        if function is None or klass is None:
+        if function is None or klass is None or self._is_model_class(klass):
             return
         method = function.name.value
         if library is not None:
@@ -376,6 +376,22 @@ class SeedingCollector(FactCollector):
             self.add("trn201.method", MethodFact(klass, method, "self_call", func.attr.value, node))
         elif isinstance(node.func, cst.Name):
             self.add("trn201.method", MethodFact(klass, method, "name_call", node.func.value, node))
+
+    def _is_model_class(self, klass: cst.ClassDef) -> bool:
+        """Models (nn.Module, LightningModule) are not datasets; skipping them
+        keeps the records small (their forward calls many self.layers)."""
+        cache = self.__dict__.setdefault("_model_classes", {})
+        if klass not in cache:
+            cache[klass] = any(
+                (self.facts.qualify(base.value) or "").endswith(("nn.Module", "LightningModule"))
+                for base in klass.bases
+            )
+        return cache[klass]
+
+    def _picks_a_port(self) -> bool:
+        """`port = random.randint(20000, 30000)`: a free port, not training randomness."""
+        stmt = self._statement()
+        return stmt is not None and _PORT.search(cst.Module([]).code_for_node(stmt).lower()) is not None
 
     def _statement(self) -> cst.SimpleStatementLine | None:
         for ancestor in reversed(self.walk.stack):
@@ -457,7 +473,7 @@ def _dataset_randomness(facts: FileFacts, klass: cst.ClassDef) -> DatasetRandomn
     random_names = set(facts.get("trn201.random_name"))
     method_names = {fact.method for fact in methods}
     # Methods reachable from __getitem__ through self.method(...) calls.
-    reachable = {"__getitem__", "__getitems__"}
+    reachable = {"__getitem__", "__getitems__", "__iter__"}  # map- and iterable-style datasets
     changed = True
     while changed:
         changed = False
