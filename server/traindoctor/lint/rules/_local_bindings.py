@@ -71,8 +71,8 @@ class Bindings(cst.BatchableCSTVisitor):
     def _bind_target(self, target: cst.BaseExpression, value: Bound) -> None:
         frame = self._frames()[-1]
         if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_target(element.value, UNKNOWN)
+            for element, part in zip(target.elements, _parts(target, value)):
+                self._bind_target(element.value, part)
             return
         if isinstance(target, cst.StarredElement):
             self._bind_target(target.value, UNKNOWN)
@@ -125,7 +125,15 @@ def record_module_binding(collector, node: cst.Assign, kind: str) -> None:
         if name is not None:
             collector.add(kind, (name, node.value))
         elif isinstance(target.target, (cst.Tuple, cst.List)):
-            for element in target.target.elements:
+            for element, part in zip(target.target.elements, _parts(target.target, node.value)):
                 inner = dotted_name(element.value)
                 if inner is not None:
-                    collector.add(kind, (inner, UNKNOWN))
+                    collector.add(kind, (inner, part))
+
+
+def _parts(target: cst.Tuple | cst.List, value: Bound) -> list[Bound]:
+    """`a, b = 1, x` binds a to 1 and b to x; other unpackings are unknown."""
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements)):
+        return [e.value for e in value.elements]
+    return [UNKNOWN] * len(target.elements)

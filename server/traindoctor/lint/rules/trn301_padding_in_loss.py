@@ -39,7 +39,7 @@ _PAD_NAME = re.compile(
     r"^(?:\w+_)?pad(?:ding)?_?(?:idx|id|index|ix|token_?id|token_?idx|token_?index|value|val|tok_?id)$|^PAD$",
     re.IGNORECASE)
 _PAD_STRINGS = {"[PAD]", "<pad>", "<PAD>", "[pad]", "<Pad>", "<|pad|>", "<|padding|>"}
-_TARGET_WORDS = re.compile(r"label|target|tgt|trg|^ys?$|answer|gold", re.IGNORECASE)
+_TARGET_WORDS = re.compile(r"label|target|tgt|trg|^ys?$|answer|gold|^tags?$|tag_ids|_tags$", re.IGNORECASE)
 _MASK_WORDS = re.compile(r"mask|active|valid|keep|non_?pad|not_?pad|nonpad", re.IGNORECASE)
 _TOKEN_PADDING = {"True", "max_length", "longest"}
 _DEFAULT_IGNORE = "-100"
@@ -476,8 +476,10 @@ class PaddingInLoss(Bindings, Rule):
         literals = {self._resolve_literal_text(c) for c in candidates}
         unambiguous = len(candidates) == 1 or (len(literals) == 1 and None not in literals)
         if len(candidates) > 1 and unambiguous:
-            # several spellings of one value: prefer a literal, it is visible everywhere
-            pad = next(iter(literals))  # type: ignore[assignment]
+            # several spellings of one value: prefer a name the fix can use (it
+            # says what the value means), else the literal
+            named = [c for c in candidates if _literal(cst.parse_expression(c)) is None and self._visible(c, site)]
+            pad = named[0] if named else next(iter(literals))  # type: ignore[assignment]
         safe = unambiguous and self._visible(pad, site)
         loss_name = _code(site.ctor.func) + "()" if site.ctor is not None else _code(site.call.func)
         if ignore is None:

@@ -45,6 +45,9 @@ _SIGMOIDS = {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expi
 _SOFTMAX_MODULES = {"torch.nn.Softmax", "torch.nn.modules.activation.Softmax"}
 _SIGMOID_MODULES = {"torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid"}
 _RELUS = {"torch.relu", "torch.nn.functional.relu", "torch.nn.functional.relu6", "torch.abs", "torch.square"}
+# |x| and x**2 are 0 at 0 for any x: a sqrt of them has an inf gradient there,
+# but a log of them is usually a deliberate log-magnitude of a nonzero value.
+_MAGNITUDES = {"torch.abs", "torch.square"}
 _SPREADS = {"torch.std", "torch.var", "torch.norm", "torch.linalg.norm", "torch.linalg.vector_norm",
             "numpy.std", "numpy.var", "numpy.linalg.norm", "torch.nn.functional.mse_loss"}
 _SUMS = {"torch.sum", "numpy.sum", "torch.mean", "numpy.mean"}
@@ -204,13 +207,15 @@ class _UnsafeMath(Bindings, Rule):
             if name is None:
                 return None
             bound = self.lookup(name)
-            if isinstance(bound, cst.BaseExpression):
+            bound_here = isinstance(bound, cst.BaseExpression)
+            if bound_here:
                 kind = self.classify(bound, depth - 1)
                 if kind is not None:
                     return kind
-            # an unknown value: what people name probabilities and masks
+            # an unknown value: what people name probabilities (when it comes
+            # from outside) and masks (`mask = batch["attention_mask"]`)
             last = name.rsplit(".", 1)[-1]
-            if _PROB_NAME.match(last):
+            if _PROB_NAME.match(last) and not bound_here:
                 return PROB
             if _MASK_NAME.match(last):
                 return MASK
@@ -269,6 +274,8 @@ class _UnsafeMath(Bindings, Rule):
                 return SQUARES
             return ZERO
         if isinstance(op, cst.Divide):
+            if left in (SQUARES, SPREAD):
+                return left
             return ZERO if left not in (None, SAFE) else None
         return None
 
@@ -293,7 +300,7 @@ class _UnsafeMath(Bindings, Rule):
                 return SIGMOID
         if callee in _RELUS or (method in ("relu", "abs", "square") and receiver is not None
                                 and not self._is_module(receiver) and not call.args):
-            return SQUARES if callee == "torch.square" or method == "square" else ZERO
+            return SQUARES if callee in _MAGNITUDES or method in ("square", "abs") else ZERO
         if callee in ("torch.clamp", "torch.clip") or (method in ("clamp", "clip", "clamp_", "clamp_min")
                                                        and receiver is not None):
             floor = _arg(call, 1 if receiver is None else 0, "min")
@@ -453,6 +460,12 @@ class LogOfSoftmax(_UnsafeMath):
         fix = None
         if isinstance(arg, cst.Call) and origin is arg:
             fix = _log_softmax_fix(self, node, arg)
+        elif origin is not None and self.resolve(arg) is origin:
+            # `probs = softmax(x)` ... `log(probs)`: recomputing from `x` is right
+            # only if `x` was not rebound in between, so the fix is offered, not applied
+            offered = _log_softmax_fix(self, node, origin)
+            if offered is not None:
+                fix = FixSpec(offered.title + " on the logits", offered.changes, safe=False)
         related = [Related(origin, f"the {source} whose output is logged")] if origin is not None and origin is not arg \
             else []
         self.report(node, message, fix=fix, related=related)
