@@ -270,7 +270,7 @@ class SeedingCollector(FactCollector):
                     if (isinstance(small, cst.Assign) and len(small.targets) == 1
                             and isinstance(small.targets[0].target, cst.Name)
                             and isinstance(small.value, cst.Integer)):
-                        self.add("trn201.const", (small.targets[0].target.value, small.value.value))
+                        self.add("trn201.const", (small.targets[0].target.value, small.value.evaluated_value))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar) and node.module is not None:
@@ -430,9 +430,8 @@ class _Program:
         self.helper_defs = set(facts.get("trn202.helper_def"))
 
     def reproducibility_intent(self) -> SeedCall | None:
-        for seed in self.seeds:
-            return seed
-        return None
+        """The first seed call or determinism switch, if the program has one."""
+        return self.seeds[0] if self.seeds else None
 
     def workers_seeded_by_framework(self) -> bool:
         return self.facts.has("trn201.workers_seeded") or any(s.workers for s in self.seeds)
@@ -565,9 +564,6 @@ def _constructed_randomness(facts: FileFacts, construct: cst.Call, function: cst
 # --- TRN201 --------------------------------------------------------------------------
 
 
-_SEED_WORKER_DOC = "https://pytorch.org/docs/stable/notes/randomness.html#dataloader"
-
-
 _TRN201_INVALID = [
     # global seed + workers
     "import torch\nfrom torch.utils.data import DataLoader\n\ntorch.manual_seed(0)\n"
@@ -605,6 +601,7 @@ _TRN201_INVALID = [
     "class Data:\n    def setup(self):\n        self.train = Images(load())\n"
     "    def train_dataloader(self):\n        return DataLoader(self.train, num_workers=4)\n",
 ]
+
 
 class UnseededDataLoaderWorkers(Rule):
     CODE = "TRN201"
@@ -694,7 +691,7 @@ class UnseededDataLoaderWorkers(Rule):
         if isinstance(value, cst.Name):
             constants = dict(self.facts.get("trn201.const"))  # type: ignore[arg-type]
             found = constants.get(value.value)
-            return found is not None and int(found, 0) == 0
+            return found == 0
         return False
 
     # -- the fix --
@@ -894,6 +891,7 @@ _TRN202_INVALID = [
     "import numpy as np\nimport torch\n\ndef main(args):\n    torch.manual_seed(args.seed)\n"
     "    torch.cuda.manual_seed_all(args.seed)\n    x = np.random.rand(2)\n",
 ]
+
 
 _SEED_FUNCTION = {"torch": "torch.manual_seed", "numpy": "np.random.seed", "random": "random.seed"}
 _ORDER = ("torch", "cuda", "cuda_all", "numpy", "random")
