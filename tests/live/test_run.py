@@ -1,0 +1,165 @@
+"""`traindoctor run`: real torch scripts that really fail, under real debugpy."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from live_helpers import SCRIPTS, plain, run_json, tensor, traindoctor
+
+pytestmark = pytest.mark.slow
+
+
+def _location(diagnosis):
+    location = diagnosis["location"]
+    return Path(location["path"]).name, location["line"], location["function"]
+
+
+def test_nan_under_anomaly_mode_names_the_nan_tensors():
+    outcome = run_json("nan_anomaly.py")
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "nan-inf"
+    assert _location(diagnosis) == ("nan_anomaly.py", 11, "train_step")
+    # sqrt(out - 10) is NaN everywhere; `root` is the first such tensor in the frame.
+    root = tensor(diagnosis, "root")
+    assert root["nan_count"] == 8 and root["shape"] == [8, 1]
+    assert tensor(diagnosis, "loss")["nan_count"] == 1
+    assert tensor(diagnosis, "out")["nan_count"] == 0
+    assert "`root` is the first tensor in the frame holding NaN" in diagnosis["root_cause"]
+    assert outcome.code == 1 == plain("nan_anomaly.py").code
+
+
+def test_shape_mismatch_reports_the_shapes_and_the_layer():
+    outcome = run_json("shape_mismatch.py")
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "shape-mismatch"
+    assert _location(diagnosis) == ("shape_mismatch.py", 7, "train_step")
+    assert tensor(diagnosis, "inputs")["shape"] == [8, 10]
+    evidence = "\n".join(diagnosis["evidence"])
+    assert "Linear(in_features=30, out_features=5" in evidence  # the layer that expects 30
+    modules = diagnosis["details"]["probes"]["modules"]
+    assert modules[0]["name"] == "model" and modules[0]["params"] == 10 * 20 + 20 + 30 * 5 + 5
+    optimizers = diagnosis["details"]["probes"]["optimizers"]
+    assert optimizers[0]["type"] == "SGD" and optimizers[0]["lr"] == [0.1]
+    # The child's stdout streams through before the JSON line.
+    assert outcome.stdout.splitlines()[0] == "starting"
+    assert outcome.code == 1
+
+
+def test_host_allocation_failure_shows_the_memory_arithmetic():
+    diagnosis = run_json("host_oom.py").diagnosis
+    assert diagnosis["kind"] == "host-oom"
+    assert _location(diagnosis) == ("host_oom.py", 12, "<module>")
+    memory = diagnosis["details"]["memory"]
+    params = (256 * 512 + 512 + 512 * 10 + 10) * 4
+    assert memory["parameters"] == params
+    assert memory["gradients"] == params
+    assert memory["optimizer_state"] >= 2 * params  # Adam: exp_avg and exp_avg_sq
+    assert memory["requested"] == 4 * (1 << 50)
+    assert memory["host_available"] > 0
+    assert any(line.startswith("Model memory: parameters") for line in diagnosis["evidence"])
+    assert any(line.startswith("Host memory: requested 4.00 PiB") for line in diagnosis["evidence"])
+
+
+def test_inplace_modification():
+    outcome = run_json("inplace.py")
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "inplace-modification"
+    assert _location(diagnosis) == ("inplace.py", 16, "<module>")
+    assert tensor(diagnosis, "weight")["requires_grad"] is True
+    assert outcome.code == 1
+
+
+def test_dataloader_worker_exception_is_diagnosed_in_the_worker():
+    outcome = run_json("dataloader_worker.py")
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "dataloader-worker"
+    assert _location(diagnosis)[1:] == (13, "__getitem__")
+    process = diagnosis["details"]["process"]
+    assert process["worker"] == 0 and process["subprocess"] is True
+    # The probes ran in the worker's own frame: its sample tensor is there.
+    assert tensor(diagnosis, "sample")["shape"] == [3]
+    assert diagnosis["details"]["probes"]["env"]["worker"]["num_workers"] == 2
+    assert "Failed in DataLoader worker process 0." in diagnosis["evidence"]
+    assert outcome.code == 1
+
+
+@pytest.mark.skipif(shutil.which("torchrun") is None and not (Path(__file__).parents[2] / ".venv/bin/torchrun").exists(),
+                    reason="torchrun not installed")
+def test_torchrun_names_the_failing_rank():
+    outcome = traindoctor(
+        "run", "--format", "json", "--", "torchrun", "--standalone", "--nproc-per-node", "2",
+        str(SCRIPTS / "torchrun_rank.py"), timeout=90,
+    )
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "shape-mismatch"
+    assert diagnosis["rank"] == 1
+    assert diagnosis["details"]["process"]["rank"] == 1
+    assert _location(diagnosis) == ("torchrun_rank.py", 14, "main")
+    assert tensor(diagnosis, "features")["shape"] == [3, 4]
+    assert tensor(diagnosis, "projection")["shape"] == [5, 2]
+    assert outcome.code != 0
+
+
+def test_text_output_goes_to_stderr_right_away():
+    outcome = traindoctor("run", "--", "python", str(SCRIPTS / "shape_mismatch.py"))
+    assert outcome.code == 1
+    assert outcome.stdout == "starting\n"
+    assert "traindoctor: live diagnosis of pid" in outcome.stderr
+    assert "[shape-mismatch" in outcome.stderr
+    # The diagnosis comes before the child's own traceback, which still prints.
+    assert outcome.stderr.index("live diagnosis") < outcome.stderr.rindex("RuntimeError: mat1 and mat2")
+
+
+def test_a_run_that_does_not_fail_is_unchanged():
+    reference = plain("trains_ok.py")
+    outcome = traindoctor("run", "--", "python", str(SCRIPTS / "trains_ok.py"))
+    assert outcome.code == 0
+    assert outcome.stdout == reference.stdout
+    assert "warning line" in outcome.stderr
+    assert outcome.stderr.strip().splitlines()[-1] == "traindoctor: no failure: the process exited with code 0"
+
+
+def test_exit_code_passes_through():
+    outcome = run_json("trains_ok.py", "3")
+    assert outcome.code == 3 == plain("trains_ok.py", "3").code
+    assert outcome.payload == {
+        "failure": False, "exit_code": 3, "diagnosis": None,
+        "note": "no uncaught Python exception, but the process exited with code 3",
+    }
+
+
+def test_probes_change_nothing_in_the_process():
+    reference = plain("probes_readonly.py")
+    outcome = run_json("probes_readonly.py")
+    assert outcome.code == 0
+    # Probes ran in flaky_step (a handled exception) yet RNG, versions and output are untouched.
+    assert outcome.stdout.splitlines()[:-1] == reference.stdout.splitlines()
+    assert outcome.payload["note"] == "no failure: the process exited with code 0; 1 exception(s) were raised and handled"
+
+
+def test_a_process_killed_without_an_exception():
+    outcome = traindoctor("run", "--", "python", str(SCRIPTS / "killed.py"))
+    assert outcome.code == 137
+    assert outcome.stdout == "about to die\n"
+    assert "killed by SIGKILL" in outcome.stderr.splitlines()[-1]
+
+
+def test_record_is_written(tmp_path):
+    outcome = traindoctor("run", "--record", str(tmp_path), "--", "python", str(SCRIPTS / "shape_mismatch.py"))
+    assert outcome.code == 1
+    records = list(tmp_path.glob("*.md"))
+    assert len(records) == 1
+    assert "shape" in records[0].read_text().lower()
+
+
+def test_python_dash_m_module(tmp_path):
+    (tmp_path / "trainpkg").mkdir()
+    (tmp_path / "trainpkg" / "__init__.py").write_text("")
+    (tmp_path / "trainpkg" / "train.py").write_text((SCRIPTS / "shape_mismatch.py").read_text())
+    outcome = traindoctor("run", "--format", "json", "--", "python", "-m", "trainpkg.train", cwd=tmp_path)
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "shape-mismatch"
+    assert _location(diagnosis)[1:] == (7, "train_step")
