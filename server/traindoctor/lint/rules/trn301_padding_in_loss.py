@@ -43,6 +43,7 @@ _TARGET_WORDS = re.compile(r"label|target|tgt|trg|^ys?$|answer|gold|^tags?$|tag_
 _MASK_WORDS = re.compile(r"mask|active|valid|keep|non_?pad|not_?pad|nonpad", re.IGNORECASE)
 _TOKEN_PADDING = {"True", "max_length", "longest"}
 _DEFAULT_IGNORE = "-100"
+_CLASS_COUNT = re.compile(r"label|class|categor", re.IGNORECASE)
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -432,9 +433,11 @@ class PaddingInLoss(Bindings, Rule):
             method = node.func.attr.value
             args = [a.value for a in node.args if a.keyword is None]
             if method in ("view", "reshape") and args and _literal(args[0]) == "-1":
-                if (is_logits and len(args) == 2) or (not is_logits and len(args) == 1):
+                # `logits.view(-1, vocab_size)`; `view(-1, self.num_labels)` is also
+                # how HF writes *sequence* classification, so class counts do not count
+                if is_logits and len(args) == 2 and not _CLASS_COUNT.search(_code(args[1])):
                     return True
-            if method == "flatten" and (not is_logits or args):
+            if method == "flatten" and is_logits and args:
                 return True
             if is_logits and method in ("transpose", "permute", "swapaxes"):
                 return True
@@ -472,6 +475,9 @@ class PaddingInLoss(Bindings, Rule):
     # -- reporting -----------------------------------------------------------------------------
 
     def _report(self, site: _LossSite, candidates: list[str], ignore: cst.Arg | None, pads: list[Hashable]) -> None:
+        candidates = [c for c in candidates if _parses(c)]
+        if not candidates:
+            return
         pad = candidates[0]
         literals = {self._resolve_literal_text(c) for c in candidates}
         unambiguous = len(candidates) == 1 or (len(literals) == 1 and None not in literals)
@@ -621,6 +627,14 @@ class PaddingInLoss(Bindings, Rule):
                 "    for src, trg in loader:\n        trg = pad_sequence(trg, batch_first=True)\n"
                 "        out = model(src)\n        loss = crit(out.view(-1, out.shape[-1]), trg.view(-1))\n"),
     ]
+
+
+def _parses(text: str) -> bool:
+    try:
+        cst.parse_expression(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return False
+    return True
 
 
 def _is_ignore_text(text: str) -> bool:
