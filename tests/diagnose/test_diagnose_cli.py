@@ -84,7 +84,13 @@ def test_demo_log_points_at_the_example_and_its_lint_finding() -> None:
     data = json.loads(done.stdout)
     assert data["kind"] == "cuda-oom"
     example = REPO / "examples" / "train_classifier.py"
-    location = data["location"]
-    assert location["path"].endswith("examples/train_classifier.py")
-    # the log quotes the example's source: it must still match the file
-    assert example.read_text().splitlines()[location["line"] - 1].strip() == location["code"]
+    assert data["location"]["path"].endswith("examples/train_classifier.py")
+    # The log quotes the example's source: when the example changes, update the log's frames.
+    source = example.read_text().splitlines()
+    quoted = [f for f in data["frames"] if f["path"].endswith("examples/train_classifier.py")]
+    assert len(quoted) == 3
+    for frame in quoted:
+        assert source[frame["line"] - 1].strip() == frame["code"], f"examples/tracebacks/cuda_oom.log is stale: {frame}"
+    # correlation: the TRN101 accumulation in the example is the line to change
+    assert "TRN101" in [f["code"] for f in data["related_findings"]]
+    assert data["details"]["line_to_change"]["code"] == "TRN101"

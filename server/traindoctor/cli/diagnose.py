@@ -26,7 +26,7 @@ _MAX_BYTES = 64 * 1024 * 1024
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("diagnose", help="explain a crash: traceback or training log -> root cause and fixes")
-    parser.add_argument("file", nargs="?", default="-", metavar="FILE", help="log or traceback file; - or none: stdin")
+    parser.add_argument("file", nargs="?", default=None, metavar="FILE", help="log or traceback file; - or none: stdin")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--record", metavar="DIR", help="also write a Markdown debug record into DIR")
     parser.add_argument("--no-correlate", action="store_true", help="do not lint the files on the stack")
@@ -47,6 +47,12 @@ def _read(name: str) -> bytes:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.file is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            print("traindoctor: no input: pass a log FILE, or pipe a log into `traindoctor diagnose -`",
+                  file=sys.stderr)
+            return 2
+        args.file = "-"
     try:
         data = _read(args.file)
     except IsADirectoryError:

@@ -107,13 +107,13 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
         related = tuple(c.finding for c in correlations)
         for c in correlations[:5]:
             f = c.finding
-            evidence.append(f"{f.code} at {f.path}:{f.range.start.line + 1}: {f.message}")
+            evidence.append(f"{f.code} at {_shown(f.path, base_dir)}:{f.range.start.line + 1}: {f.message}")
         if correlations:
             confidence = min(0.99, confidence + 0.05 + (0.05 if any(c.on_stack for c in correlations) else 0))
             first = correlations[0].finding
             fixes.insert(0, FixSuggestion(
                 first.fix.title if first.fix else f"Fix {first.code} ({first.name})",
-                f"{first.path}:{first.range.start.line + 1}: {first.message}"))
+                f"{_shown(first.path, base_dir)}:{first.range.start.line + 1}: {first.message}"))
             details["line_to_change"] = {"path": first.path, "line": first.range.start.line + 1,
                                          "code": first.code}
 
@@ -140,6 +140,14 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
         rank=rank,
         details=details,
     )
+
+
+def _shown(path: str, base_dir: Path) -> str:
+    """A path as the user knows it: relative to the project when inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(base_dir.resolve()))
+    except (ValueError, OSError):
+        return path
 
 
 def _one_line(exc: ExceptionInfo) -> str:

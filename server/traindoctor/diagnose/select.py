@@ -88,21 +88,25 @@ def classify_chain(chain: Chain) -> Candidate:
 
 
 def scan_log(lines: list[Line], joined: str, offsets: list[int]) -> list[Candidate]:
+    """One candidate per log-scope signature and rank, with up to 4 matching lines as evidence.
+    The first pattern of a signature that matches is the one that describes it best."""
     hits: list[Candidate] = []
     for signature in log_signatures():
-        seen_ranks: set[int | None] = set()
+        by_rank: dict[int | None, Candidate] = {}
         for pattern in signature.patterns:
             for found in pattern.finditer(joined):
                 index = bisect.bisect_right(offsets, found.start()) - 1
                 line = lines[index]
-                if line.rank in seen_ranks and len(hits) > 0 and hits[-1].signature is signature:
-                    hits[-1].evidence.append(line.text.strip()) if len(hits[-1].evidence) < 4 else None
-                    continue
-                seen_ranks.add(line.rank)
-                facts = {k: v for k, v in found.groupdict().items() if v is not None}
-                hits.append(Candidate(signature, facts, line=index, rank=line.rank, evidence=[line.text.strip()]))
-            if any(h.signature is signature for h in hits):
-                break  # the first pattern that matches describes it best
+                hit = by_rank.get(line.rank)
+                if hit is None:
+                    facts = {k: v for k, v in found.groupdict().items() if v is not None}
+                    by_rank[line.rank] = Candidate(signature, facts, line=index, rank=line.rank,
+                                                   evidence=[line.text.strip()])
+                elif len(hit.evidence) < 4 and line.text.strip() not in hit.evidence:
+                    hit.evidence.append(line.text.strip())
+            if by_rank:
+                break
+        hits.extend(by_rank.values())
     return hits
 
 
@@ -238,7 +242,7 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
             notes[rank] = _describe(max(of_rank, key=lambda c: c.key))
     if elastic:
         for failure in elastic.others + ([elastic.root] if elastic.root else []):
-            if failure.rank is None or failure.rank in notes and failure is not elastic.root:
+            if failure.rank is None:
                 continue
             if failure.signal == "SIGTERM" or failure.exitcode == -15:
                 notes.setdefault(failure.rank, "stopped by torchrun (SIGTERM) after the first failure")
