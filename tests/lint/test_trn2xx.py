@@ -187,3 +187,31 @@ def test_random_transform_handed_to_a_library_dataset():
     [finding] = _ours(source)
     assert finding.range.start.line + 1 == 9
     assert "`train_tf`" in finding.message
+
+
+@pytest.mark.slow
+def test_partially_seeded_script_differs_between_runs_until_fixed(tmp_path: Path):
+    """The real failure TRN202 describes: torch is seeded, numpy is not, so two
+    runs with the same seed draw different noise; after the fix they agree."""
+    source = (
+        "import numpy as np\nimport torch\n\nSEED = 7\n\n\ndef main():\n    torch.manual_seed(SEED)\n"
+        "    weights = torch.randn(3)\n    noise = np.random.normal(size=3)\n"
+        "    print(weights.tolist(), noise.tolist())\n\n\nmain()\n"
+    )
+    [finding] = _ours(source)
+    assert finding.code == "TRN202" and finding.range.start.line + 1 == 8
+
+    def outputs(text: str) -> list[str]:
+        script = tmp_path / "train.py"
+        script.write_text(text)
+        runs = [subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+                for _ in range(2)]
+        assert all(run.returncode == 0 for run in runs), runs[0].stderr[-2000:]
+        return [run.stdout for run in runs]
+
+    first, second = outputs(source)
+    assert first != second
+    fixed, applied = fix_source(source, "train.py", CONFIG)
+    assert applied == 1 and "    np.random.seed(SEED)\n" in fixed
+    first, second = outputs(fixed)
+    assert first == second
