@@ -27,7 +27,7 @@ import libcst as cst
 
 from ..context import dotted_name
 from ..rule import FactCollector, FixSpec, Invalid, Related, Replace, Rule
-from ._local_bindings import Bindings, record_module_binding
+from ._local_bindings import PARAMETER, Bindings, record_module_binding
 
 _FUNCTIONAL = {"torch.nn.functional.cross_entropy", "torch.nn.functional.nll_loss"}
 _CLASSES = {"torch.nn.CrossEntropyLoss", "torch.nn.NLLLoss", "torch.nn.modules.loss.CrossEntropyLoss",
@@ -319,12 +319,14 @@ class PaddingInLoss(Bindings, Rule):
             return bound if (self.facts.qualify(bound.func) or "") in _CLASSES else None
         if isinstance(bound, (cst.Name, cst.Attribute)):
             return "functional" if (self.facts.qualify(bound) or "") in _FUNCTIONAL else None
-        if bound is not None:
+        if bound is not None and bound != PARAMETER:
             return None
-        klass = self.walk.klass.name.value if self.walk.klass is not None else ""
+        # A parameter named like the loss object the script builds and passes in
+        # (`def train(model, iterator, optimizer, criterion)`) is that object.
+        klass = self.walk.klass.name.value if self.walk.klass is not None and bound is None else ""
         matches = [ctor for owner, target, ctor in self.facts.get("trn301.ctor")  # type: ignore[misc]
                    if target == key and owner in ("", klass)]
-        if not matches and key.startswith("self."):
+        if not matches and key.startswith("self.") and bound is None:
             matches = [ctor for owner, target, ctor in self.facts.get("trn301.ctor")  # type: ignore[misc]
                        if target == key]
         return matches[-1] if matches else None
@@ -487,6 +489,8 @@ class PaddingInLoss(Bindings, Rule):
             named = [c for c in candidates if _literal(cst.parse_expression(c)) is None and self._visible(c, site)]
             pad = named[0] if named else next(iter(literals))  # type: ignore[assignment]
         safe = unambiguous and self._visible(pad, site)
+        if unambiguous and not safe and len(literals) == 1 and None not in literals:
+            pad, safe = next(iter(literals)), True  # type: ignore[assignment]  # the value itself is visible
         loss_name = _code(site.ctor.func) + "()" if site.ctor is not None else _code(site.call.func)
         if ignore is None:
             message = (f"`{loss_name}` over padded targets without `ignore_index`: padding positions (value "
@@ -524,9 +528,22 @@ class PaddingInLoss(Bindings, Rule):
         root = pad.split(".")[0]
         if root == "self":
             return False
-        if self.facts.imported(root) is not None or root in self._module_level():
+        if self.facts.imported(root) is not None:
             return True
+        if root in self._module_level():
+            return self._defined_before(root, site.ctor)
         return site.ctor is None and self.lookup(root) is not None
+
+    def _defined_before(self, name: str, ctor: cst.Call | None) -> bool:
+        """A module-level constructor runs at import: the name must be bound
+        above it (module-level records are in file order)."""
+        if ctor is None:
+            return True
+        order = self.facts.get("trn301.global")
+        ctor_at = next((i for i, (_, value) in enumerate(order) if value is ctor), None)  # type: ignore[misc]
+        if ctor_at is None:
+            return True  # built inside a function or class: runs later
+        return any(bound == name for bound, _ in order[:ctor_at])  # type: ignore[misc]
 
     VALID = [
         # ignore_index matches the pad value
