@@ -560,6 +560,8 @@ class UnsafeLog(_UnsafeMath):
 
     def _check_log(self, node: cst.Call, arg: cst.BaseExpression, family: str) -> None:
         kind = self.classify(arg)
+        if family in ("math", "numpy") and kind in (SOFTMAX, SIGMOID):
+            kind = PROB  # Python/NumPy values have no log_softmax twin: TRN402 does not apply
         if kind not in (PROB, ZERO, COUNT, SPREAD):
             # masks are logged on purpose (-inf attention biases); softmax and
             # sigmoid outputs are TRN402's, one finding per problem; a bare
@@ -641,7 +643,8 @@ class UnsafeLog(_UnsafeMath):
         else:
             message = (f"division by `{name}`, which is 0 for constant or all-zero inputs: the result is inf/NaN "
                        f"and so is every gradient")
-            new = f"({_code(denominator)} + {_EPSILON})"
+            bare = denominator.with_changes(lpar=[], rpar=[]) if denominator.lpar else denominator
+            new = f"({_code(bare)} + {_EPSILON})"
             title = "Add a tiny epsilon to the denominator"
         fix = FixSpec(title, (Replace(denominator, new),))
         self.report(node, message, fix=fix)
