@@ -193,7 +193,7 @@ def _note(session: Any, code: int, signal: str | None) -> str | None:
     if session.final is not None:
         return None
     if signal:
-        hint = " (SIGKILL: often the kernel's out-of-memory killer)" if signal == "SIGKILL" else ""
+        hint = " (often the kernel's out-of-memory killer)" if signal == "SIGKILL" else ""
         return f"no Python exception: the process was killed by {signal}{hint}; exit code {code}"
     errors = "; ".join(session.errors[:2])
     pending = session.pending

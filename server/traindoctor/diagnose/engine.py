@@ -16,11 +16,11 @@ from .correlate import correlate as correlate_findings
 from .extract import derive, human_size
 from .normalize import Line, decode, normalize
 from .parse import Block, Chain, parse_chains
+from .select import PROGRESS as _PROGRESS
 from .select import Candidate, Selection, deepest_user_frame, exception_text, select
 
 # Kinds where the failing Python line is expected; without it we are less sure.
 _NO_LOCATION_EXPECTED = {"distributed", "cuda-env", "host-oom", "dataloader-worker", "other"}
-_PROGRESS = re.compile(r"(?i)\b(epoch|step|iter(?:ation)?|batch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*(\d+))?")
 
 
 def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate: bool = True,

@@ -34,13 +34,14 @@ class Candidate:
     line: int | None = None  # for log hits: index of the matching line
     rank: int | None = None
     evidence: list[str] = field(default_factory=list)
+    handled: bool = False  # training went on after this traceback: it did not end the run
 
     @property
     def key(self) -> tuple:
         has_exception = self.block is not None and self.block.exception is not None
         has_user = self.chain is not None and any(f.is_user for f in self.chain.frames)
         position = self.chain.start if self.chain is not None else (self.line or 0)
-        return (self.signature.priority, has_exception, has_user, position)
+        return (not self.handled, self.signature.priority, has_exception, has_user, position)
 
 
 @dataclass
@@ -193,6 +194,7 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
         position += len(line.text) + 1
     elastic = elastic_summary(lines)
     chain_candidates = [classify_chain(chain) for chain in chains]
+    _mark_handled(lines, chain_candidates)
     if elastic and elastic.root and elastic.root_section:
         start, end = elastic.root_section
         for candidate in chain_candidates:
@@ -249,6 +251,29 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
             elif failure.exitcode is not None:
                 notes.setdefault(failure.rank, f"exited with code {failure.exitcode}")
     return Selection(winner, root_rank, notes, elastic)
+
+
+PROGRESS = re.compile(r"(?i)\b(epoch|step|iter(?:ation)?|batch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*(\d+))?")
+_HANDLED_PROGRESS_LINES = 2
+
+
+def _mark_handled(lines: list[Line], candidates: list[Candidate]) -> None:
+    """A traceback followed by more training progress (epoch/step lines) of its
+    rank, before the next traceback, was caught and logged: not the fatal error."""
+    starts = sorted(c.chain.start for c in candidates if c.chain is not None)
+    for candidate in candidates:
+        chain = candidate.chain
+        if chain is None or chain.final.exception is None:
+            continue
+        later = [s for s in starts if s >= chain.end]
+        stop = min(later[0] if later else len(lines), chain.end + 500)
+        progress = 0
+        for line in lines[chain.end:stop]:
+            if line.rank == chain.rank and PROGRESS.search(line.text):
+                progress += 1
+                if progress >= _HANDLED_PROGRESS_LINES:
+                    candidate.handled = True
+                    break
 
 
 def _rank_failure_signature() -> Signature:

@@ -72,7 +72,7 @@ class _ParsedBlock:
     """One block's parse tree and the results derived from it, each cached
     under the key of what it depends on besides the text."""
 
-    __slots__ = ("text", "module", "aliases", "_positions", "_records", "_reports", "_lines")
+    __slots__ = ("text", "module", "aliases", "_positions", "_records", "_record_key", "_reports", "_lines")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -85,7 +85,8 @@ class _ParsedBlock:
         self.aliases = top_level_aliases(self.module)
         self._positions: dict[cst.CSTNode, CodeRange] | None = None
         self._records: tuple[Hashable, list[tuple[str, Hashable]]] | None = None
-        self._reports: tuple[Hashable, list[_Report]] | None = None
+        self._record_key: tuple[Hashable, ...] = ()
+        self._reports: tuple[Hashable, list[_Report], frozenset[int]] | None = None
         self._lines: list[str] | None = None
 
     def positions(self) -> dict[cst.CSTNode, CodeRange]:
@@ -109,16 +110,37 @@ class _ParsedBlock:
             visitors = [collector(walk, records) for collector in collectors]
             _traverse(self.module, walk, visitors)
             self._records = (key, records)
+            self._record_key = tuple((kind, self._semantic(value)) for kind, value in records)
         return self._records[1]
 
-    def reports(self, facts: FileFacts, rules: Sequence[type[Rule]]) -> list[_Report]:
-        if self._reports is None or self._reports[0] != facts:
-            sink = ReportSink()
-            walk = WalkState(facts)
-            visitors = [rule(walk, sink) for rule in rules]
-            _traverse(self.module, walk, visitors)
-            self._reports = (facts, sink.reports)
-        return self._reports[1]
+    def record_key(self) -> tuple[Hashable, ...]:
+        """The records with nodes replaced by their source text: equal when the
+        block says the same things, whether or not it was parsed again."""
+        return self._record_key
+
+    def _semantic(self, value: Hashable) -> Hashable:
+        if isinstance(value, cst.CSTNode):
+            return (type(value).__name__, self.module.code_for_node(value))
+        if isinstance(value, (tuple, frozenset)):
+            return tuple(self._semantic(item) for item in value)
+        return value
+
+    def reports(self, facts: FileFacts, facts_key: Hashable, rules: Sequence[type[Rule]],
+                owners: dict[int, int]) -> list[_Report]:
+        """Rule results for this block. Reused while the file-wide facts say
+        the same and the other blocks' nodes they point at are still current."""
+        cached = self._reports
+        if cached is not None and cached[0] == facts_key and all(i in owners for i in cached[2]):
+            return cached[1]
+        sink = ReportSink()
+        walk = WalkState(facts)
+        visitors = [rule(walk, sink) for rule in rules]
+        _traverse(self.module, walk, visitors)
+        foreign = frozenset(
+            id(node) for report in sink.reports for node in _report_nodes(report) if id(node) in owners
+        )
+        self._reports = (facts_key, sink.reports, foreign)
+        return sink.reports
 
 
 def _traverse(module: cst.Module, walk: WalkState, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
@@ -186,19 +208,25 @@ def ignores_file(source: str) -> bool:
 
 class _Locator:
     """Absolute ranges for nodes of any block; positions are computed only
-    for blocks that own a reported node."""
+    for blocks that own a reported node. A node outside the reporting block
+    can only have reached the rule through a collector's record, so records
+    tell which block owns it (no search through every block)."""
 
-    def __init__(self, blocks: Sequence[Block], parsed: Sequence[_ParsedBlock]) -> None:
+    def __init__(self, blocks: Sequence[Block], parsed: Sequence[_ParsedBlock],
+                 owners: dict[int, int]) -> None:
         self.blocks = blocks
         self.parsed = parsed
+        self.owners = owners
 
     def find(self, node: cst.CSTNode, hint: int) -> tuple[int, CodeRange] | None:
-        order = [hint] + [i for i in range(len(self.parsed)) if i != hint]
-        for index in order:
-            found = self.parsed[index].positions().get(node)
-            if found is not None:
-                return index, found
-        return None
+        found = self.parsed[hint].positions().get(node)
+        if found is not None:
+            return hint, found
+        owner = self.owners.get(id(node))
+        if owner is None or owner == hint:
+            return None
+        found = self.parsed[owner].positions().get(node)
+        return (owner, found) if found is not None else None
 
     def range(self, node: cst.CSTNode, hint: int) -> Range | None:
         found = self.find(node, hint)
@@ -253,8 +281,9 @@ def _findings_for(
     parsed: Sequence[_ParsedBlock],
     per_block: Sequence[list[_Report]],
     config: Config,
+    owners: dict[int, int],
 ) -> list[Finding]:
-    locator = _Locator(blocks, parsed)
+    locator = _Locator(blocks, parsed, owners)
     findings: list[Finding] = []
     for index, reports in enumerate(per_block):
         for report in reports:
@@ -294,6 +323,21 @@ def _findings_for(
     return unique
 
 
+def _report_nodes(report: _Report) -> list[cst.CSTNode]:
+    nodes = [related.node for related in report.related]
+    if report.fix is not None:
+        nodes.extend(change.node for change in report.fix.changes)
+    return nodes
+
+
+def _nodes_in(value: object) -> list[cst.CSTNode]:
+    if isinstance(value, cst.CSTNode):
+        return [value]
+    if isinstance(value, (tuple, list, frozenset)):
+        return [node for item in value for node in _nodes_in(item)]
+    return []
+
+
 def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> list[Finding]:
     """Lint `source` (already checked to be text worth linting)."""
     blocks = split_blocks(source)
@@ -302,10 +346,18 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
     aliases = tuple(alias for p in parsed for alias in p.aliases)
     collectors = tuple(rule.Collector for rule in rules if rule.Collector is not None)
     base = FileFacts(aliases)
-    records = tuple(record for p in parsed for record in p.records(base, collectors))
-    facts = FileFacts(aliases, records)
-    per_block = [p.reports(facts, rules) for p in parsed]
-    findings = _findings_for(path, blocks, parsed, per_block, config)
+    records: list[tuple[str, Hashable]] = []
+    owners: dict[int, int] = {}
+    for index, block in enumerate(parsed):
+        block_records = block.records(base, collectors)
+        records.extend(block_records)
+        for _, value in block_records:
+            for node in _nodes_in(value):
+                owners[id(node)] = index
+    facts = FileFacts(aliases, tuple(records))
+    facts_key = (aliases, tuple(p.record_key() for p in parsed))
+    per_block = [p.reports(facts, facts_key, rules, owners) for p in parsed]
+    findings = _findings_for(path, blocks, parsed, per_block, config, owners)
     if findings and ("#" in source):
         lines = [line for p in parsed for line in p.lines()]
         findings = [f for f in findings if not is_suppressed(lines, f)]

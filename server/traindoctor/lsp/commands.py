@@ -181,9 +181,13 @@ async def diagnose_traceback(ls: "TrainDoctorServer", *args: Any) -> Any:
     except Exception as exc:
         raise _unavailable("traceback diagnosis", exc) from None
     loop = asyncio.get_running_loop()
-    diagnosis = await loop.run_in_executor(
-        ls.engine_pool, lambda: diagnose_text(text, base_dir=ls.first_workspace_dir())
-    )
+    try:
+        diagnosis = await loop.run_in_executor(
+            ls.engine_pool, lambda: diagnose_text(text, base_dir=ls.first_workspace_dir())
+        )
+    except Exception as exc:
+        logger.exception("diagnoseTraceback failed")
+        raise CommandError(f"traindoctor: traceback diagnosis failed: {type(exc).__name__}: {exc}") from None
     await _publish_diagnosis(ls, diagnosis)
     return to_json(diagnosis)
 
@@ -197,15 +201,19 @@ async def diagnose_live(ls: "TrainDoctorServer", *args: Any) -> Any:
     except Exception as exc:
         raise _unavailable("live diagnosis", exc) from None
     loop = asyncio.get_running_loop()
-    diagnosis = await loop.run_in_executor(
-        ls.engine_pool,
-        lambda: diagnose_from_dap(
-            payload.get("exceptionInfo") or {},
-            payload.get("stackTrace") or {},
-            payload.get("probes") or {},
-            base_dir=ls.first_workspace_dir(),
-        ),
-    )
+    try:
+        diagnosis = await loop.run_in_executor(
+            ls.engine_pool,
+            lambda: diagnose_from_dap(
+                payload.get("exceptionInfo") or {},
+                payload.get("stackTrace") or {},
+                payload.get("probes") or {},
+                base_dir=ls.first_workspace_dir(),
+            ),
+        )
+    except Exception as exc:
+        logger.exception("diagnoseLive failed")
+        raise CommandError(f"traindoctor: live diagnosis failed: {type(exc).__name__}: {exc}") from None
     await _publish_diagnosis(ls, diagnosis)
     return to_json(diagnosis)
 

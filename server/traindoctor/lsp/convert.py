@@ -56,6 +56,7 @@ class ClientFeatures:
     diagnostic_refresh: bool = False
     configuration: bool = False
     work_done_progress: bool = False
+    watch_files: bool = False  # dynamic registration of workspace/didChangeWatchedFiles
 
     @classmethod
     def of(cls, caps: lsp.ClientCapabilities) -> "ClientFeatures":
@@ -74,6 +75,7 @@ class ClientFeatures:
             diagnostic_refresh=bool(cap("workspace.diagnostics.refresh_support", False)),
             configuration=bool(cap("workspace.configuration", False)),
             work_done_progress=bool(cap("window.work_done_progress", False)),
+            watch_files=bool(cap("workspace.did_change_watched_files.dynamic_registration", False)),
         )
 
 

@@ -37,6 +37,7 @@ class TrainDoctorServer(LanguageServer):
         self._pushed: set[str] = set()  # uris with non-empty pushed diagnostics
         self._reported: set[str] = set()  # configuration problems already shown
         self._workspace_lint: dict[str, list[lsp.Diagnostic]] = {}  # lintWorkspace results, closed files
+        self.diagnosis_epoch = 0  # changes whenever a published diagnosis does (pull result ids)
         # Our own pool: pygls's pool also reads stdin, and must never wait on a lint.
         self.engine_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="traindoctor-lint")
 
@@ -87,6 +88,24 @@ class TrainDoctorServer(LanguageServer):
             return
         self.apply_settings(values[0] if values else None)
 
+    async def watch_pyproject(self) -> None:
+        """Ask the client to tell us when a pyproject.toml changes on disk."""
+        if not self.client.watch_files:
+            return
+        registration = lsp.Registration(
+            id="traindoctor-pyproject",
+            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
+                watchers=[lsp.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+            ),
+        )
+        try:
+            await asyncio.wait_for(
+                self.client_register_capability_async(lsp.RegistrationParams(registrations=[registration])), 10
+            )
+        except Exception as exc:  # optional: without it, pyproject edits apply on the next change
+            logger.info("client did not register the pyproject.toml watcher: %s", exc)
+
     def config_for(self, doc: DocumentState):
         config, problem = self.settings.config_for(doc.path, self.first_workspace_dir())
         if problem:
@@ -126,7 +145,7 @@ class TrainDoctorServer(LanguageServer):
             return
         if snapshot is None or not doc.is_current(generation) or self.documents.get(doc.uri) is not doc:
             return
-        if snapshot.error:
+        if snapshot.error and (doc.latest is None or doc.latest.error != snapshot.error):
             self.log(f"{doc.path or doc.uri}: {snapshot.error}")
         doc.finish(snapshot)
         self.publish(doc.uri)
@@ -135,7 +154,7 @@ class TrainDoctorServer(LanguageServer):
         """The lint result for the text as it is now (linting it if needed)."""
         if doc.latest is not None and doc.latest.generation == doc.generation:
             return doc.latest
-        if doc.scheduled < doc.generation or doc.pending is None:
+        if doc.scheduled < doc.generation or doc.pending is None or doc.pending.done():
             self.schedule_lint(doc, 0)
         return await asyncio.wait_for(doc.wait_for(doc.generation), timeout=60)
 
@@ -189,6 +208,7 @@ class TrainDoctorServer(LanguageServer):
         """Replace every published diagnosis with these (one diagnosis on screen at a time)."""
         touched = set(self.diagnosis_diagnostics) | set(by_uri)
         self.diagnosis_diagnostics = {uri: diags for uri, diags in by_uri.items() if diags}
+        self.diagnosis_epoch += 1
         for uri in touched:
             self._publish_any(uri)
 
@@ -235,6 +255,12 @@ def create_server() -> TrainDoctorServer:
     async def on_initialized(ls: TrainDoctorServer, params: lsp.InitializedParams) -> None:
         await ls.pull_settings()
         ls.relint_open_documents()
+        await ls.watch_pyproject()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def on_watched_files(ls: TrainDoctorServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+            ls.relint_open_documents()  # [tool.traindoctor] may have changed
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: TrainDoctorServer, params: lsp.DidChangeConfigurationParams) -> None:
@@ -263,6 +289,7 @@ def create_server() -> TrainDoctorServer:
         was_waiting = doc.scheduled > (doc.latest.generation if doc.latest else 0)
         doc.bump()
         if ls.diagnosis_diagnostics.pop(uri, None):
+            ls.diagnosis_epoch += 1
             ls.publish(uri)  # the diagnosis described the old text
         lint_on_change = doc.latest.config.lint_on_change if doc.latest else True
         if ls.settings.lint_on_change is not None:
@@ -304,7 +331,7 @@ def create_server() -> TrainDoctorServer:
             return lsp.RelatedFullDocumentDiagnosticReport(items=ls.diagnosis_diagnostics.get(uri, []))
         target = max(doc.scheduled, 1)
         snapshot = await asyncio.wait_for(doc.wait_for(target), timeout=60)
-        result_id = f"{snapshot.generation}.{id(ls.diagnosis_diagnostics.get(uri))}"
+        result_id = f"{snapshot.generation}.{ls.diagnosis_epoch}"
         if params.previous_result_id == result_id:
             return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
         return lsp.RelatedFullDocumentDiagnosticReport(items=ls.diagnostics_for(uri), result_id=result_id)
@@ -330,9 +357,15 @@ def create_server() -> TrainDoctorServer:
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: TrainDoctorServer, params: lsp.HoverParams):
         doc = ls.documents.get(params.text_document.uri)
-        if doc is None or doc.latest is None:
+        if doc is None:
             return None
-        return hover.hover(doc.latest, params.position, ls.client)
+        try:  # positions must refer to the text on screen; a lint takes a fraction of a second
+            snapshot = await asyncio.wait_for(asyncio.shield(ls.current_snapshot(doc)), timeout=2)
+        except asyncio.TimeoutError:
+            snapshot = doc.latest
+        if snapshot is None or snapshot.generation != doc.generation:
+            return None
+        return hover.hover(snapshot, params.position, ls.client)
 
     @server.feature(lsp.SHUTDOWN)
     def on_shutdown(ls: TrainDoctorServer, params: None) -> None:

@@ -28,6 +28,7 @@ from typing import Literal
 import libcst as cst
 
 from ..context import dotted_name
+from ..walk import iter_nodes
 from ..rule import FactCollector, FixSpec, Invalid, Related, Replace, Rule
 
 Kind = Literal["loss", "output"]
@@ -127,19 +128,15 @@ class _Scope:
 
 
 def _names_in(expr: cst.CSTNode) -> set[str]:
+    """Names and dotted names used in `expr`."""
     found: set[str] = set()
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
+    for node in iter_nodes(expr):
+        if type(node) is cst.Name:
             found.add(node.value)
-
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
+        elif type(node) is cst.Attribute:
             name = dotted_name(node)
             if name is not None:
                 found.add(name)
-            return True
-
-    expr.visit(_Collect())
     return found
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 import libcst as cst
 
 from ..context import FileFacts, dotted_name
@@ -189,10 +190,11 @@ def random_transform(qualified: str, call: cst.Call) -> bool:
 
 
 # --- facts -----------------------------------------------------------------------
+# Records are NamedTuples: hashable, and the engine finds the nodes inside
+# tuples to locate related nodes and fix anchors that live in other blocks.
 
 
-@dataclass(frozen=True)
-class SeedCall:
+class SeedCall(NamedTuple):
     kind: str  # see classify_seed
     call: cst.Call
     name: str  # as qualified
@@ -202,15 +204,13 @@ class SeedCall:
     in_worker: bool = False  # inside a worker_init_fn: seeds a worker, not the program
 
 
-@dataclass(frozen=True)
-class Draw:
+class Draw(NamedTuple):
     library: str
     call: cst.Call
     name: str
 
 
-@dataclass(frozen=True)
-class MethodFact:
+class MethodFact(NamedTuple):
     """Something seen inside a method of a class."""
 
     klass: cst.ClassDef
@@ -220,8 +220,7 @@ class MethodFact:
     node: cst.CSTNode
 
 
-@dataclass(frozen=True)
-class AttrBinding:
+class AttrBinding(NamedTuple):
     """`self.attr = <call>` inside a class: an own RNG object or a random transform."""
 
     klass: cst.ClassDef
@@ -231,8 +230,7 @@ class AttrBinding:
     node: cst.CSTNode
 
 
-@dataclass(frozen=True)
-class Binding:
+class Binding(NamedTuple):
     """`target = <call>`: resolves names passed to DataLoader to datasets."""
 
     scope: cst.CSTNode | None  # the enclosing function, class (for self.x) or None
