@@ -43,6 +43,7 @@ _TARGET_WORDS = re.compile(r"label|target|tgt|trg|^ys?$|answer|gold|^tags?$|tag_
 _MASK_WORDS = re.compile(r"mask|active|valid|keep|non_?pad|not_?pad|nonpad", re.IGNORECASE)
 _TOKEN_PADDING = {"True", "max_length", "longest"}
 _DEFAULT_IGNORE = "-100"
+_SOURCE_WORDS = re.compile(r"src|source|input|enc(oder)?_", re.IGNORECASE)
 _CLASS_COUNT = re.compile(r"label|class|categor", re.IGNORECASE)
 
 
@@ -395,6 +396,9 @@ class PaddingInLoss(Bindings, Rule):
                 continue
             if text not in ordered:
                 ordered.append(text)
+        # SRC_PAD_IDX and TRG_PAD_IDX: the targets' pad is the one that matters
+        if any(_TARGET_WORDS.search(t) for t in ordered):
+            ordered = [t for t in ordered if not _SOURCE_WORDS.search(t)]
         return ordered
 
     def _resolve_literal_text(self, text: str) -> str | None:
@@ -546,6 +550,17 @@ class PaddingInLoss(Bindings, Rule):
         return any(bound == name for bound, _ in order[:ctor_at])  # type: ignore[misc]
 
     VALID = [
+        # the criterion passed in is the one built with the pad index
+        "import torch.nn as nn\nTRG_PAD_IDX = TRG.vocab.stoi[TRG.pad_token]\n"
+        "criterion = nn.CrossEntropyLoss(ignore_index=TRG_PAD_IDX)\n"
+        "def train(model, iterator, criterion):\n    for batch in iterator:\n"
+        "        out = model(batch.src, batch.trg)[1:].view(-1, model.output_dim)\n"
+        "        loss = criterion(out, batch.trg[1:].view(-1))\n",
+        # HF sequence classification: view(-1, num_labels) over class ids
+        "import torch.nn as nn\ndef compute_loss(self, model, inputs, tokenizer):\n"
+        "    enc = tokenizer(inputs['text'], padding='max_length')\n    labels = inputs.pop('labels')\n"
+        "    logits = model(**enc).logits\n"
+        "    return nn.CrossEntropyLoss()(logits.view(-1, self.model.config.num_labels), labels.view(-1))\n",
         # ignore_index matches the pad value
         "import torch.nn as nn\nfrom torch.nn.utils.rnn import pad_sequence\nPAD_IDX = 0\n"
         "criterion = nn.CrossEntropyLoss(ignore_index=PAD_IDX)\n"
@@ -592,6 +607,25 @@ class PaddingInLoss(Bindings, Rule):
         "def f(logits, labels):\n    return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))\n",
     ]
     INVALID = [
+        # bentrevett-style: the criterion is built at top level and passed in
+        Invalid("import torch.nn as nn\nSRC_PAD_IDX, TRG_PAD_IDX = 1, 1\ncriterion = nn.CrossEntropyLoss()\n"
+                "def train(model, iterator, optimizer, criterion):\n    for batch in iterator:\n"
+                "        output = model(batch.src, batch.trg)[1:].view(-1, model.output_dim)\n"
+                "        loss = criterion(output, batch.trg[1:].view(-1))\n", line=3,
+                fixed="import torch.nn as nn\nSRC_PAD_IDX, TRG_PAD_IDX = 1, 1\n"
+                "criterion = nn.CrossEntropyLoss(ignore_index=TRG_PAD_IDX)\n"
+                "def train(model, iterator, optimizer, criterion):\n    for batch in iterator:\n"
+                "        output = model(batch.src, batch.trg)[1:].view(-1, model.output_dim)\n"
+                "        loss = criterion(output, batch.trg[1:].view(-1))\n"),
+        Invalid("import torch\nfrom torch.nn import functional as nnf\nfrom torch.nn.utils.rnn import pad_sequence\n"
+                "def collate(batch):\n    targets = pad_sequence(batch, batch_first=True, padding_value=-1)\n"
+                "    return targets\n"
+                "def step(logp, targets):\n    return nnf.nll_loss(logp.transpose(1, 2), targets, ignore_index=0)\n",
+                line=8,
+                fixed="import torch\nfrom torch.nn import functional as nnf\nfrom torch.nn.utils.rnn import pad_sequence\n"
+                "def collate(batch):\n    targets = pad_sequence(batch, batch_first=True, padding_value=-1)\n"
+                "    return targets\n"
+                "def step(logp, targets):\n    return nnf.nll_loss(logp.transpose(1, 2), targets, ignore_index=-1)\n"),
         Invalid("import torch\nimport torch.nn as nn\nfrom torch.nn.utils.rnn import pad_sequence\n"
                 "def collate(batch):\n    labels = pad_sequence([b[1] for b in batch], batch_first=True)\n"
                 "    return labels\n"
