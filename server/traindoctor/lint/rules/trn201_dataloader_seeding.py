@@ -228,6 +228,7 @@ class AttrBinding(NamedTuple):
     kind: str  # "rng" | "transform"
     label: str
     node: cst.CSTNode
+    method: str  # where it is assigned: an RNG made in `__init__` is copied to every worker
 
 
 class Binding(NamedTuple):
@@ -336,11 +337,16 @@ class SeedingCollector(FactCollector):
                     self.add("trn201.generator", (function, name))
 
     def _attr_binding(self, klass: cst.ClassDef, attr: str, value: cst.Call) -> None:
-        qualified = self.facts.qualify(value.func) or ""
+        method = self.walk.function.name.value if self.walk.function is not None else ""
+        func = value.func
+        # torch.Generator().manual_seed(0) returns the generator
+        if isinstance(func, cst.Attribute) and func.attr.value == "manual_seed" and isinstance(func.value, cst.Call):
+            func = func.value.func
+        qualified = self.facts.qualify(func) or ""
         if qualified in _OWN_RNG_TYPES:
-            self.add("trn201.attr", AttrBinding(klass, attr, "rng", _OWN_RNG_TYPES[qualified], value))
+            self.add("trn201.attr", AttrBinding(klass, attr, "rng", _OWN_RNG_TYPES[qualified], value, method))
         elif _contains_random_transform(self.facts, value):
-            self.add("trn201.attr", AttrBinding(klass, attr, "transform", qualified, value))
+            self.add("trn201.attr", AttrBinding(klass, attr, "transform", qualified, value, method))
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.facts.qualify(node.func)
@@ -357,6 +363,10 @@ class SeedingCollector(FactCollector):
             in_worker = function is not None and "worker" in function.name.value.lower()
             self.add("trn2.seed", SeedCall(kind, node, qualified, stmt, function, workers, in_worker))
             return
+        if _last(qualified) == "DataLoader":
+            init_fn = _arg(node, "worker_init_fn", _POS_WORKER_INIT_FN)
+            if isinstance(init_fn, cst.Name):
+                self.add("trn201.worker_fn", init_fn.value)
         library = draw_library(qualified, node)
         if library is not None and not (library != "torch" and self._picks_a_port()):
             self.add("trn2.draw", Draw(library, node, qualified))
@@ -374,6 +384,11 @@ class SeedingCollector(FactCollector):
             self.add("trn201.method", MethodFact(klass, method, "self_call", func.attr.value, node))
         elif isinstance(node.func, cst.Name):
             self.add("trn201.method", MethodFact(klass, method, "name_call", node.func.value, node))
+        for arg in node.args:  # torch.randint(..., generator=self.gen), shuffle(x, random_state=self.rs)
+            if (arg.keyword is not None and arg.keyword.value in ("generator", "rng", "random_state")
+                    and isinstance(arg.value, cst.Attribute) and isinstance(arg.value.value, cst.Name)
+                    and arg.value.value.value == "self"):
+                self.add("trn201.method", MethodFact(klass, method, "self_call", arg.value.attr.value, node))
 
     def _is_model_class(self, klass: cst.ClassDef) -> bool:
         """Models (nn.Module, LightningModule) are not datasets; skipping them
@@ -423,7 +438,11 @@ class _Program:
 
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
-        self.seeds: list[SeedCall] = [s for s in facts.get("trn2.seed") if isinstance(s, SeedCall)]
+        worker_fns = set(facts.get("trn201.worker_fn"))
+        self.seeds: list[SeedCall] = [
+            s._replace(in_worker=True) if s.function is not None and s.function.name.value in worker_fns else s
+            for s in facts.get("trn2.seed") if isinstance(s, SeedCall)
+        ]
         self.draws: list[Draw] = [d for d in facts.get("trn2.draw") if isinstance(d, Draw)]
         self.helper_defs = set(facts.get("trn202.helper_def"))
 
@@ -478,7 +497,9 @@ def _dataset_randomness(facts: FileFacts, klass: cst.ClassDef) -> DatasetRandomn
             if fact.what == "self_call" and fact.method in reachable and fact.detail in method_names and fact.detail not in reachable:
                 reachable.add(fact.detail)
                 changed = True
-    rngs = {a.attr: a for a in attrs if a.kind == "rng"}
+    # An RNG re-created outside __init__ (lazily, per worker) is not a shared copy.
+    recreated = {a.attr for a in attrs if a.method != "__init__"}
+    rngs = {a.attr: a for a in attrs if a.kind == "rng" and a.method == "__init__" and a.attr not in recreated}
     transforms = {a.attr: a for a in attrs if a.kind == "transform"}
     first: DatasetRandomness | None = None
     name = klass.name.value
@@ -598,6 +619,11 @@ _TRN201_INVALID = [
     "    def __getitem__(self, i):\n        return self.aug(self.x[i])\n\n"
     "class Data:\n    def setup(self):\n        self.train = Images(load())\n"
     "    def train_dataloader(self):\n        return DataLoader(self.train, num_workers=4)\n",
+    # a torch.Generator owned by the dataset, used through generator=
+    "import numpy as np\nimport torch\nfrom torch.utils.data import Dataset, DataLoader\n\n"
+    "class Masks(Dataset):\n    def __init__(self):\n        self.gen = torch.Generator().manual_seed(0)\n"
+    "    def __getitem__(self, i):\n        return torch.randint(0, 9, (1,), generator=self.gen)\n"
+    "loader = DataLoader(Masks(), num_workers=2)\n",
 ]
 
 
@@ -724,8 +750,10 @@ class UnseededDataLoaderWorkers(Rule):
                 body.append(f"    {numpy_name}.random.seed(worker_seed)")
             body.append(f"    {random_name}.seed(worker_seed)")
             if own_rng is not None and isinstance(own_rng.node, cst.Call):
-                ctor = _code(own_rng.node.func)
-                rebuilt = f"{ctor}().manual_seed(worker_seed)" if own_rng.label == "torch.Generator" else f"{ctor}(worker_seed)"
+                if own_rng.label == "torch.Generator":
+                    rebuilt = f"{torch_name or 'torch'}.Generator().manual_seed(worker_seed)"
+                else:
+                    rebuilt = f"{_code(own_rng.node.func)}(worker_seed)"
                 attr = own_rng.attr
                 body += [
                     f"    dataset = {torch_name or 'torch'}.utils.data.get_worker_info().dataset",
@@ -850,6 +878,12 @@ class UnseededDataLoaderWorkers(Rule):
         "import torch\nfrom torch.utils.data import DataLoader, random_split\n"
         "train, val = random_split(ds, [0.9, 0.1], generator=torch.Generator().manual_seed(0))\n"
         "loader = DataLoader(train, num_workers=4)\n",
+        # the dataset creates its RNG lazily, inside each worker: not a shared copy
+        "import numpy as np\nimport torch\nfrom torch.utils.data import Dataset, DataLoader\n\n"
+        "class Lazy(Dataset):\n    def __init__(self):\n        self.rng = None\n"
+        "    def __getitem__(self, i):\n        if self.rng is None:\n"
+        "            self.rng = np.random.default_rng()\n        return self.rng.random()\n"
+        "loader = DataLoader(Lazy(), num_workers=2)\n",
     ]
     INVALID = [
         Invalid(
@@ -869,6 +903,7 @@ class UnseededDataLoaderWorkers(Rule):
         Invalid(_TRN201_INVALID[4], line=5),
         Invalid(_TRN201_INVALID[5], line=18),
         Invalid(_TRN201_INVALID[6], line=16),
+        Invalid(_TRN201_INVALID[7], line=10),
     ]
 
 
