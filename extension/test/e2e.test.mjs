@@ -1,0 +1,210 @@
+// The extension in a real VS Code (code-server) with the real Python server: lint diagnostics,
+// the TRN101 quick fix, "Diagnose this traceback" and live diagnosis under debugpy.
+// Run through scripts/e2e.sh (npm run test:e2e), which installs the tools and builds the .vsix.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { execFileSync } from 'child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'fs';
+import { join } from 'path';
+import { Editor, ROOT, Workbench } from './harness.mjs';
+
+const FIXTURES = join(ROOT, 'extension', 'test', 'fixtures');
+const SCREENSHOTS = process.env.E2E_SCREENSHOTS ?? join(ROOT, 'docs', 'screenshots');
+const ARTIFACTS = join(ROOT, '.e2e', 'artifacts');
+const VSIX = process.env.E2E_VSIX;
+const PYTHON = process.env.E2E_PYTHON ?? join(ROOT, '.venv', 'bin', 'python');
+
+const editor = new Editor(join(ROOT, '.e2e', 'run'));
+// User settings of the scratch editor: the repository's Python for the server, and a quiet workbench.
+const SETTINGS = {
+  'traindoctor.interpreter': PYTHON,
+  'files.hotExit': 'off',
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
+  'chat.disableAIFeatures': true,
+  'telemetry.telemetryLevel': 'off',
+  'security.workspace.trust.enabled': false,
+  'git.enabled': false,
+  'git.openRepositoryInParentFolders': 'never',
+  'editor.minimap.enabled': false,
+};
+let wb;
+
+/** 1-based line of the first line of `file` (in the workspace) that contains `text`. */
+function lineOf(file, text) {
+  const lines = readFileSync(join(editor.workspace, file), 'utf8').split('\n');
+  const index = lines.findIndex((line) => line.includes(text));
+  assert.notEqual(index, -1, `${text} not in ${file}`);
+  return index + 1;
+}
+
+/** Runs a test body; on failure keeps a screenshot and the logs' location for the CI artifacts. */
+function scenario(name, body, timeout = 120_000) {
+  test(name, { timeout }, async () => {
+    try {
+      await body();
+    } catch (error) {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      const shot = join(ARTIFACTS, `failed-${name.replace(/\W+/g, '-').slice(0, 60)}.png`);
+      await wb?.screenshot(shot).catch(() => undefined);
+      console.error(`screenshot: ${shot}\nlogs: ${editor.logs} and ${editor.userData}/logs`);
+      throw error;
+    }
+  });
+}
+
+/** The status bar item shows a check or a warning count once the server runs. */
+function serverRunning(timeout = 60_000) {
+  return wb.until('the traindoctor server to run', () => statusItem().locator('.codicon-check, .codicon-warning').count(), timeout);
+}
+
+function statusItem() {
+  return wb.page.locator('.statusbar-item', { hasText: 'traindoctor' });
+}
+
+before(async () => {
+  assert.ok(VSIX, 'E2E_VSIX names the packaged extension (scripts/e2e.sh sets it)');
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  mkdirSync(ARTIFACTS, { recursive: true });
+  editor.prepare({
+    vsix: VSIX,
+    fixtures: join(FIXTURES, 'workspace'),
+    settings: SETTINGS,
+  });
+  // The log names the workspace's own train_oom.py, as a log copied from that machine would.
+  const log = readFileSync(join(FIXTURES, 'cuda_oom.log.in'), 'utf8').replaceAll('{WORKSPACE}', editor.workspace);
+  writeFileSync(join(editor.workspace, 'cuda_oom.log'), log);
+  wb = new Workbench(await editor.start());
+  await serverRunning();
+});
+
+after(async () => {
+  await editor.stop();
+});
+
+scenario('opening a training script shows TRN101/201/301/401 at their lines', async () => {
+  const file = 'train_four_bugs.py';
+  const expected = {
+    TRN101: lineOf(file, 'total_loss += loss'),
+    TRN201: lineOf(file, 'loader = DataLoader('),
+    TRN301: lineOf(file, 'loss = F.cross_entropy('),
+    TRN401: lineOf(file, 'torch.log('),
+  };
+  await wb.openFile(file);
+  await wb.showProblems(file);
+  let seen = [];
+  const missing = () => Object.entries(expected).filter(([code, line]) => !seen.some((p) => p.code === code && p.line === line));
+  await wb
+    .until('all four findings', async () => {
+      seen = await wb.problems();
+      return missing().length === 0;
+    })
+    .catch(() => assert.fail(`missing ${JSON.stringify(missing())}; Problems panel: ${JSON.stringify(seen.map(({ code, line }) => ({ code, line })))}`));
+  for (const problem of seen.filter((p) => expected[p.code])) {
+    assert.equal(problem.file, file);
+  }
+  await wb.screenshot(join(SCREENSHOTS, 'problems.png'));
+});
+
+scenario('the TRN101 quick fix changes the code and the diagnostic disappears', async () => {
+  const file = 'train_four_bugs.py';
+  const line = lineOf(file, 'total_loss += loss');
+  await wb.openFile(file);
+  await wb.quickInput('Control+G', `${line}:20`, `${line}`);
+  await wb.page.keyboard.press('Control+.');
+  // The lightbulb menu lists the rule's fix ("Accumulate `loss.item()` ...") and "Ignore TRN101 on this line".
+  const fix = wb.page.locator('.action-widget .monaco-list-row.action', { hasText: /item\(\)/ }).first();
+  await fix.waitFor();
+  await wb.screenshot(join(SCREENSHOTS, 'quick-fix.png'));
+  await fix.click();
+  await wb.page.keyboard.press('Control+S');
+  await wb.until('the fix on disk', () => readFileSync(join(editor.workspace, file), 'utf8').includes('total_loss += loss.item()'));
+  await wb.showProblems(file);
+  let seen = [];
+  await wb
+    .until('TRN101 to disappear', async () => {
+      seen = await wb.problems();
+      return !seen.some((p) => p.code === 'TRN101') && seen.some((p) => p.code === 'TRN401');
+    })
+    .catch(() => assert.fail(`Problems panel after the fix: ${JSON.stringify(seen.map(({ code, line: l }) => ({ code, line: l })))}`));
+});
+
+scenario('"Diagnose this traceback" on a CUDA OOM log shows the diagnosis and marks the user frame', async () => {
+  const userLine = lineOf('train_oom.py', 'loss.backward()');
+  await wb.openFile('cuda_oom.log');
+  await wb.page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+  await wb.page.keyboard.press('Control+A');
+  await wb.command('traindoctor: Diagnose this traceback');
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="traceback"]');
+  const body = panel.locator('body');
+  assert.match((await body.getAttribute('data-kind')) ?? '', /oom/i);
+  assert.match(await body.innerText(), /out of memory|OOM/i);
+  await wb.showProblems('train_oom.py');
+  let seen = [];
+  await wb
+    .until('a diagnostic on the user frame', async () => {
+      seen = await wb.problems();
+      return seen.some((p) => p.file === 'train_oom.py' && p.line === userLine);
+    })
+    .catch(() => assert.fail(`expected train_oom.py:${userLine}; Problems panel: ${JSON.stringify(seen.map(({ file, code, line }) => ({ file, code, line })))}`));
+  await wb.screenshot(join(SCREENSHOTS, 'diagnose-traceback.png'));
+});
+
+scenario('runWithDiagnosis on a NaN under anomaly mode shows the live diagnosis at the failing line', async () => {
+  const failingLine = 'entropy.backward()';
+  await wb.openFile('train_nan.py');
+  await wb.command('traindoctor: Run with diagnosis on failure');
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="live"]', 90_000);
+  const text = await panel.locator('body').innerText();
+  assert.match(text, /nan/i);
+  // The probed tensor that holds the NaN is named (entropy = 0 * log(0)) in the evidence.
+  const evidence = await panel.locator('.evidence li').allInnerTexts();
+  assert.ok(evidence.some((item) => /\bentropy\b/.test(item) && /\bnan\b/i.test(item)), `evidence: ${JSON.stringify(evidence)}`);
+  const decorated = await wb.until('the inline diagnosis at the failing line', () =>
+    wb.page.evaluate(() => {
+      for (const line of document.querySelectorAll('.monaco-editor .view-line')) {
+        for (const element of line.querySelectorAll('span')) {
+          if (getComputedStyle(element, '::after').content.includes('traindoctor')) {
+            return { line: line.textContent, inline: getComputedStyle(element, '::after').content };
+          }
+        }
+      }
+      return undefined;
+    }),
+  );
+  assert.ok(decorated.line.includes(failingLine), `decorated line: ${decorated.line}`);
+  assert.match(decorated.inline, /nan/i);
+  await wb.command('View: Close Primary Side Bar');
+  await wb.command('View: Hide Panel');
+  await wb.screenshot(join(SCREENSHOTS, 'live-diagnosis.png'));
+  await wb.command('View: Toggle Primary Side Bar Visibility');
+  await wb.page.keyboard.press('Shift+F5');
+}, 180_000);
+
+scenario('settings reach the server, and an interpreter without traindoctor gets a clear message', async () => {
+  await wb.openFile('train_four_bugs.py');
+  await wb.showProblems('train_four_bugs.py');
+  await wb.until('TRN201 in the Problems panel', async () => (await wb.problems()).some((p) => p.code === 'TRN201'));
+  await wb.editUserSettings({ ...SETTINGS, 'traindoctor.ignore': ['TRN201'] }, editor.settingsFile);
+  let seen = [];
+  await wb
+    .until('traindoctor.ignore to hide TRN201', async () => {
+      seen = await wb.problems();
+      return !seen.some((p) => p.code === 'TRN201') && seen.some((p) => p.code === 'TRN401');
+    })
+    .catch(() => assert.fail(`Problems panel: ${JSON.stringify(seen.map(({ code, line }) => ({ code, line })))}`));
+
+  // A real interpreter that lacks the package: a fresh venv without site-packages.
+  const bare = join(editor.dir, 'bare-venv');
+  execFileSync(PYTHON, ['-m', 'venv', '--without-pip', bare]);
+  await wb.editUserSettings({ ...SETTINGS, 'traindoctor.interpreter': join(bare, 'bin', 'python') }, editor.settingsFile);
+  const toast = wb.page.locator('.notification-toast', { hasText: 'traindoctor is not installed in' });
+  await toast.waitFor({ timeout: 60_000 });
+  assert.match(await toast.innerText(), /pip install traindoctor/);
+  await statusItem().locator('.codicon-error').waitFor();
+  await wb.screenshot(join(ARTIFACTS, 'missing-traindoctor.png'));
+
+  await wb.editUserSettings(SETTINGS, editor.settingsFile);
+  await serverRunning();
+});

