@@ -24,6 +24,7 @@ class EditorClient(LanguageClient):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.published: list[lsp.PublishDiagnosticsParams] = []
+        self.registrations: list[lsp.Registration] = []
         self.texts: dict[str, str] = {}
         self.versions: dict[str, int] = {}
         self.encoding: str = "utf-16"
@@ -197,6 +198,11 @@ def make_client() -> EditorClient:
         default_publish(client, params)
 
     features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
+
+    def register_capability(client: EditorClient, params: lsp.RegistrationParams):
+        client.registrations.extend(params.registrations)
+
+    features[lsp.CLIENT_REGISTER_CAPABILITY] = register_capability
     register_lsp_features(client, features)
     return client
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from lsp_helpers import FIXTURES, code_points, position_of
@@ -166,3 +167,38 @@ async def test_bad_input_never_crashes_the_server(client, workspace: Path):
     broken = uris["syntax.py"]
     client.edit(broken, lsp.Range(lsp.Position(1, 11), lsp.Position(1, 12)), "")
     assert await client.current_diagnostics(broken) == []
+
+
+async def test_debounce_coalesces_a_burst_into_one_lint(client, workspace: Path):
+    client.set_configuration({"lintDelay": 400}, section="traindoctor")
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    uri = client.open(workspace / "train.py")
+    await client.current_diagnostics(uri)
+    await asyncio.sleep(0.3)  # the configuration round trip
+    published = len(client.published)
+    line = _line_of(FIXTURE, "def train(")
+    for index in range(20):
+        column = len(client.texts[uri].splitlines()[line])
+        client.edit(uri, lsp.Range(lsp.Position(line, column), lsp.Position(line, column)), "#" if index == 0 else "x")
+    diagnostics = await client.current_diagnostics(uri)
+    assert "TRN101" in {d.code for d in diagnostics}
+    if not client.pulls:
+        await asyncio.sleep(0.6)  # nothing else may follow
+        versions = [p.version for p in client.published[published:] if p.uri == uri]
+        assert versions == [client.versions[uri]], versions
+
+
+async def test_server_answers_while_a_long_lint_runs(client, workspace: Path):
+    small = client.open(workspace / "train.py")
+    [trn101] = [d for d in await client.current_diagnostics(small) if d.code == "TRN101"]
+    # A long file: the fixture's training function, 60 times under new names (~1,000 lines).
+    body = FIXTURE[FIXTURE.index("def train(") : FIXTURE.index('if __name__ == "__main__":')]
+    big_text = FIXTURE + "\n\n".join(body.replace("def train(", f"def train_{i}(") for i in range(60))
+    big = client.open(workspace / "big.py", big_text)
+    big_diagnostics = asyncio.ensure_future(client.current_diagnostics(big))
+    await asyncio.sleep(0.05)
+    hover = await client.text_document_hover_async(lsp.HoverParams(lsp.TextDocumentIdentifier(small), trn101.range.start))
+    assert hover is not None and "TRN101" in hover.contents.value
+    assert not big_diagnostics.done(), "the hover waited for the long lint"
+    diagnostics = await big_diagnostics
+    assert len([d for d in diagnostics if d.code == "TRN101"]) == 61

@@ -209,3 +209,35 @@ async def test_shutdown_and_exit_are_clean(workspace: Path):
         assert client._server.returncode == 0
     finally:
         await client.stop()
+
+
+async def test_pyproject_edited_on_disk_applies_to_open_documents(client, workspace: Path):
+    uri = client.open(workspace / "train.py")
+    assert "TRN101" in _codes(await client.current_diagnostics(uri))
+    pyproject = workspace / "pyproject.toml"
+    pyproject.write_text('[tool.traindoctor]\nignore = ["TRN101"]\n', encoding="utf-8")
+    watching = [r for r in client.registrations if r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    caps = client.capabilities.workspace.did_change_watched_files
+    assert bool(watching) == bool(caps and caps.dynamic_registration)
+    client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(uri=pyproject.as_uri(), type=lsp.FileChangeType.Created)])
+    )
+    assert "TRN101" not in _codes(await client.eventually(uri, lambda ds: "TRN101" not in _codes(ds)))
+
+
+async def test_lint_workspace_can_be_cancelled_from_the_progress_ui(client, workspace: Path):
+    for index in range(40):
+        (workspace / f"copy_{index:02d}.py").write_text(FIXTURE, encoding="utf-8")
+    run = asyncio.ensure_future(
+        client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="traindoctor.lintWorkspace"))
+    )
+    for _ in range(400):
+        reports = next(iter(client.progress_reports.values()), [])
+        if any(r.kind == "report" for r in reports):
+            break
+        await asyncio.sleep(0.025)
+    [token] = client.progress_reports
+    client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(run, 60)
+    assert result["cancelled"] is True and result["files"] < 41, result
+    assert client.progress_reports[token][-1].kind == "end"
