@@ -97,6 +97,8 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     title = signature.title_for(facts)
     root_cause = signature.root_cause_for(facts)
     fixes = [FixSuggestion(t, d) for t, d in signature.fixes_for(facts)]
+    # A worker error of a known kind: its own fixes follow the worker ones.
+    fixes.extend(FixSuggestion(t, d) for t, d in details.pop("inner_fixes", [])[:2])
     confidence = _confidence(signature, exception, location, chain)
     if signature.kind == "other" and exception is None:
         confidence = 0.05
@@ -195,9 +197,12 @@ def _kind_facts(kind: str, signature_id: str, facts: dict[str, Any], details: di
                 facts["inner_site"] = f"{site.path}:{site.line}"
             from .select import classify_chain
 
-            inner_kind = classify_chain(Chain((inner,))).signature
-            if inner_kind.kind != "other":
-                details["inner_kind"] = inner_kind.kind
+            inner_match = classify_chain(Chain((inner,)))
+            if inner_match.signature.kind != "other":
+                details["inner_kind"] = inner_match.signature.kind
+                inner_facts = dict(inner_match.facts)
+                inner_facts.update(derive(inner_match.signature.kind, inner_facts, exception_text(inner)))
+                details["inner_fixes"] = inner_match.signature.fixes_for(inner_facts)
             evidence.append(facts["inner_exception"])
     elif kind == "nan-inf":
         for other in chains:
