@@ -7,7 +7,6 @@ templates -> correlate with lint findings -> Diagnosis.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 

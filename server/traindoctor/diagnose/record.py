@@ -8,7 +8,6 @@ import datetime as _dt
 import platform
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from ..model import Diagnosis
