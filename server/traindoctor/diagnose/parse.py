@@ -22,6 +22,8 @@ _FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<path>[^"]*)", line (?P<line>\d+)
 _CARET = re.compile(r"^[\s~^]+$")
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*)(?::(?:\s?(?P<msg>.*)))?$")
 _STRONG_TYPE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Fault|Timeout|Group)$")
+# A `Type: message` line with no frames counts only for failures, not warnings.
+_BARE_TYPE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout)$")
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"
 # IPython / Jupyter
@@ -186,7 +188,7 @@ def _bare_exception(text: str) -> re.Match[str] | None:
     if colon <= 0 or " " in text[:colon]:
         return None  # cheap reject: most log lines are not `Type: message`
     found = _EXC.match(text)
-    if found and found.group("msg") is not None and _STRONG_TYPE.search(found.group("type")):
+    if found and found.group("msg") is not None and _BARE_TYPE.search(found.group("type")):
         return found
     return None
 
