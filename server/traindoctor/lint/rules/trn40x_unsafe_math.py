@@ -348,6 +348,18 @@ class _UnsafeMath(Bindings, Rule):
             return self.classify(first, depth - 1) if first is not None else None
         return None
 
+    def one_minus_sigmoid(self, arg: cst.BaseExpression) -> cst.BaseExpression | None:
+        """`s` of `1 - s` when `s` is a sigmoid output: log(1 - sigmoid(x)) is logsigmoid(-x)."""
+        while isinstance(arg, (cst.Name, cst.Attribute)):
+            resolved = self.resolve(arg, 1)
+            if resolved is arg:
+                return None
+            arg = resolved
+        if isinstance(arg, cst.BinaryOperation) and isinstance(arg.operator, cst.Subtract) \
+                and _number(arg.left) == 1.0 and self.classify(arg.right) == SIGMOID:
+            return arg.right
+        return None
+
     def _is_module(self, receiver: cst.BaseExpression) -> bool:
         """`torch.softmax` reached through an attribute is a function, not a method."""
         name = self.facts.qualify(receiver) or ""
@@ -448,6 +460,8 @@ class LogOfSoftmax(_UnsafeMath):
             kind = self.classify(arg)
             if kind in (SOFTMAX, SIGMOID):
                 self._report_log(node, arg, kind, family)
+            elif self.one_minus_sigmoid(arg) is not None:
+                self._report_log_one_minus(node, arg)
             return
         self._check_bce(node)
 
@@ -468,6 +482,21 @@ class LogOfSoftmax(_UnsafeMath):
                 fix = FixSpec(offered.title + " on the logits", offered.changes, safe=False)
         related = [Related(origin, f"the {source} whose output is logged")] if origin is not None and origin is not arg \
             else []
+        self.report(node, message, fix=fix, related=related)
+
+    def _report_log_one_minus(self, node: cst.Call, arg: cst.BaseExpression) -> None:
+        sigmoid = self.one_minus_sigmoid(arg)
+        message = ("`log(1 - sigmoid(x))`: `1 - sigmoid(x)` rounds to exactly 0 for large `x`, giving -inf and NaN "
+                   "gradients; `logsigmoid(-x)` computes the same value stably")
+        fix = None
+        inner = _sigmoid_input(self, sigmoid) if sigmoid is not None else None
+        prefix = _functional_prefix(self)
+        direct = isinstance(arg, cst.BinaryOperation) and arg.right is sigmoid
+        if direct and inner is not None and prefix is not None:
+            negated = f"-{_code(inner)}" if isinstance(inner, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) \
+                else f"-({_code(inner)})"
+            fix = FixSpec("Use logsigmoid(-x)", (Replace(node, f"{prefix}.logsigmoid({negated})"),))
+        related = [Related(sigmoid, "the sigmoid output")] if sigmoid is not None and not direct else []
         self.report(node, message, fix=fix, related=related)
 
     def _check_bce(self, node: cst.Call) -> None:
@@ -534,6 +563,8 @@ class LogOfSoftmax(_UnsafeMath):
                 "    return -torch.log(probs.gather(1, y[:, None])).mean()\n", line=4),
         Invalid("import torch\nfrom torch import log\nimport torch.nn.functional as F\n"
                 "class M:\n    def forward(self, x):\n        p = F.sigmoid(x)\n        return log(p)\n", line=7),
+        Invalid("import torch\nimport torch.nn.functional as F\nneg = torch.log(1 - torch.sigmoid(d(fake)))\n", line=3,
+                fixed="import torch\nimport torch.nn.functional as F\nneg = F.logsigmoid(-d(fake))\n"),
         Invalid("import torch\nimport torch.nn.functional as F\nloss = F.binary_cross_entropy(torch.sigmoid(z), y)\n",
                 line=3, fixed="import torch\nimport torch.nn.functional as F\n"
                 "loss = F.binary_cross_entropy_with_logits(z, y)\n"),
@@ -562,6 +593,8 @@ class UnsafeLog(_UnsafeMath):
         kind = self.classify(arg)
         if family in ("math", "numpy") and kind in (SOFTMAX, SIGMOID):
             kind = PROB  # Python/NumPy values have no log_softmax twin: TRN402 does not apply
+        elif family not in ("math", "numpy") and self.one_minus_sigmoid(arg) is not None:
+            return  # TRN402: logsigmoid(-x)
         if kind not in (PROB, ZERO, COUNT, SPREAD):
             # masks are logged on purpose (-inf attention biases); softmax and
             # sigmoid outputs are TRN402's, one finding per problem; a bare
@@ -683,8 +716,11 @@ class UnsafeLog(_UnsafeMath):
                 "    pt = p * t + (1 - p) * (1 - t)\n    return -torch.log(pt).mean()\n", line=5,
                 fixed="import torch\ndef focal(logits, t):\n    p = torch.sigmoid(logits)\n"
                 "    pt = p * t + (1 - p) * (1 - t)\n    return -torch.log(pt.clamp_min(1e-12)).mean()\n"),
-        Invalid("import torch\ndef bce(p, y):\n    probs = torch.sigmoid(p)\n"
-                "    return -(y * torch.log(probs) + (1 - y) * torch.log(1 - probs)).mean()\n", line=4),
+        Invalid("import torch\ndef bce(probs, y):\n"
+                "    return -(y * torch.log(probs) + (1 - y) * torch.log(1 - probs)).mean()\n", line=3,
+                fixed="import torch\ndef bce(probs, y):\n"
+                "    return -(y * torch.log(probs.clamp_min(1e-12)) + (1 - y) * torch.log((1 - probs).clamp_min(1e-12)))"
+                ".mean()\n"),
         Invalid("import torch\ndef entropy(probs):\n    return -(probs * probs.log()).sum(-1)\n", line=3,
                 fixed="import torch\ndef entropy(probs):\n    return -(probs * probs.clamp_min(1e-12).log()).sum(-1)\n"),
         Invalid("import torch\nfrom torch import log\nh = torch.relu(x)\ny = log(h)\n", line=4,
