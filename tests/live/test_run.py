@@ -163,3 +163,22 @@ def test_python_dash_m_module(tmp_path):
     diagnosis = outcome.diagnosis
     assert diagnosis["kind"] == "shape-mismatch"
     assert _location(diagnosis)[1:] == (7, "train_step")
+
+
+def test_a_probe_that_times_out_is_recorded_and_the_diagnosis_still_comes():
+    outcome = traindoctor("run", "--format", "json", "--probe-timeout", "0.5", "--",
+                          "python", str(SCRIPTS / "slow_tensor.py"))
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "shape-mismatch"
+    errors = diagnosis["details"]["probes"]["errors"]
+    assert errors["tensors"] == "debuggee: no answer to 'evaluate' within 0.5 s"
+    assert diagnosis["details"]["probes"]["env"]["torch"].startswith("2.")  # the probe before it answered
+    assert outcome.code == 1
+
+
+def test_a_process_that_dies_while_being_read():
+    outcome = traindoctor("run", "--", "python", str(SCRIPTS / "dies_while_probed.py"))
+    assert outcome.code == 7
+    assert outcome.stderr.strip().splitlines()[-1] == (
+        "traindoctor: the process died while traindoctor was reading it (at an exception stop); exit code 7"
+    )

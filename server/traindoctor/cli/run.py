@@ -195,6 +195,10 @@ def _note(session: Any, code: int, signal: str | None) -> str | None:
     if signal:
         hint = " (often the kernel's out-of-memory killer)" if signal == "SIGKILL" else ""
         return f"no Python exception: the process was killed by {signal}{hint}; exit code {code}"
+    from ..live.session import DIED_WHILE_READING
+
+    if DIED_WHILE_READING in session.errors:
+        return f"{DIED_WHILE_READING} (at an exception stop); exit code {code}"
     errors = "; ".join(session.errors[:2])
     pending = session.pending
     if code == 0:

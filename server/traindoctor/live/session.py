@@ -41,6 +41,9 @@ from .probes import probe_expressions
 _NOTE_MARK = "       (note:"
 # Deliberate exits and Ctrl-C: the exit code already tells the story.
 _NOT_FAILURES = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
+# How debugpy's adapter answers pending requests once the debuggee process died.
+_GONE_MARKERS = ("disconnected unexpectedly", "No more messages")
+DIED_WHILE_READING = "the process died while traindoctor was reading it"
 # TRAINDOCTOR_LIVE_TRACE=1 logs every DAP event to stderr (for debugging traindoctor itself).
 _TRACE = os.environ.get("TRAINDOCTOR_LIVE_TRACE") == "1"
 
@@ -79,6 +82,7 @@ class _Process:
     name: str | None = None
     exit_code: int | None = None
     pending: list[StopReport] = field(default_factory=list)
+    stopped: bool = False  # inside an exception stop (reading it)
 
 
 class LiveSession:
@@ -210,7 +214,8 @@ class LiveSession:
                     break
         except DapError as exc:
             if self.final is None:
-                self._note_error(f"{process.label}: {exc}")
+                gone = connection.closed.is_set() or any(m in str(exc) for m in _GONE_MARKERS)
+                self._note_error(DIED_WHILE_READING if gone and process.stopped else f"{process.label}: {exc}")
         finally:
             connection.close()
             if process is self._root:
@@ -270,6 +275,7 @@ class LiveSession:
             connection.request("continue", {"threadId": thread_id}, timeout=request_timeout)
             return
         started = time.monotonic()
+        process.stopped = True
         info = connection.request("exceptionInfo", {"threadId": thread_id}, timeout=request_timeout)
         unhandled = info.get("breakMode") == "unhandled"
         exception_type = str((info.get("details") or {}).get("typeName") or info.get("exceptionId") or "")
@@ -290,6 +296,7 @@ class LiveSession:
             with self._lock:
                 process.pending.append(report)
             connection.request("continue", {"threadId": thread_id}, timeout=request_timeout)
+            process.stopped = False
             return
         self._finish(report)
 
@@ -344,7 +351,7 @@ class LiveSession:
                 timeout=min(self.timeouts.probe, remaining),
             )
         except DapError as exc:
-            if connection.closed.is_set():
+            if connection.closed.is_set() or any(m in str(exc) for m in _GONE_MARKERS):
                 raise
             return {"error": str(exc)}
 
