@@ -21,7 +21,7 @@ import libcst as cst
 
 from ..context import dotted_name
 from ..rule import FactCollector, FixSpec, Invalid, Related, Replace, Rule
-from ._local_bindings import PARAMETER, Bindings, record_module_binding
+from ._local_bindings import Bindings, record_module_binding
 
 # Abstract values. SOFTMAX/SIGMOID: outputs of those functions (possibly
 # reshaped or indexed); PROB: a probability by name; ZERO: anything else that
@@ -63,7 +63,7 @@ _BCE_MODULES = {"torch.nn.BCELoss", "torch.nn.modules.loss.BCELoss"}
 _PROB_NAME = re.compile(r"^(?!.*log)(probs?|probabilities|probas?|\w+_probs?|\w+_probabilities|probs?_\w+)$",
                         re.IGNORECASE)
 _MASK_NAME = re.compile(r"^(?:\w+_)?(mask|masks)(?:_\w+)?$|^(non_?pad|not_pad|is_valid|valid_mask)$", re.IGNORECASE)
-_EPS_NAME = re.compile(r"eps|epsilon|tiny|min_(val|value|prob|std|norm)", re.IGNORECASE)
+_EPS_NAME = re.compile(r"(^|_)(eps|epsilon|tiny|smooth|smoothing)(_|\d|$)|^min_(val|value|prob|std|norm)$", re.IGNORECASE)
 _EPSILON = "1e-12"
 
 
