@@ -45,6 +45,14 @@ def test_frames_flag_user_code() -> None:
     assert flags == [("train.py", True), ("module.py", False), ("functional.py", False)]
 
 
+def test_rich_frames_keep_code_and_wrapped_headers() -> None:
+    diagnosis = diagnose_text((DATA / "formats" / "rich_box.log").read_text(), correlate=False)
+    assert [(f.function, f.code) for f in diagnosis.frames] == [
+        ("<module>", "loss = F.mse_loss(out, y)"),
+        ("mse_loss", "expanded_input, expanded_target = torch.broadcast_tensors(input,"),
+    ]
+
+
 def test_bare_killed_reads_progress() -> None:
     diagnosis = diagnose_text((DATA / "formats" / "killed.log").read_text(), correlate=False)
     assert diagnosis.details["progress"] == {"epoch": 0, "step": 3000, "step_total": 9375}

@@ -34,6 +34,7 @@ _PREFIX = re.compile(
 _RICH_BAR = "│"
 _RICH_EDGE = re.compile(r"^\s*[╭╰][─\s\w()]*[╮╯]\s*$")
 _RICH_FRAME = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
+_RICH_FRAME_WRAPPED = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in$")
 _RICH_CODE = re.compile(r"^❱\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")
 _GROUP_BAR = re.compile(r"^(\s*)[|+]-?[+-]*(?:-+ \d+ -+|-+ \.\.\. -+)?\s?")
 
@@ -84,7 +85,7 @@ def normalize(text: str) -> list[Line]:
     text = _CONTROL.sub("", text)
     lines: list[Line] = []
     in_rich = False
-    rich_path: str | None = None
+    rich_path: tuple[str, str] | None = None  # a frame header rich wrapped onto two lines
     for number, raw in enumerate(text.split("\n")):
         # tqdm redraws the bar with \r: every redraw is its own line.
         for segment in raw.split("\r") if "\r" in raw else (raw,):
@@ -121,7 +122,8 @@ _BOX_START = ("╭", "╰", _RICH_BAR)
 _GROUP_START = ("|", "+")
 
 
-def _rich(stripped: str, in_rich: bool, rich_path: str | None) -> tuple[list[str], bool, str | None]:
+def _rich(stripped: str, in_rich: bool, rich_path: tuple[str, str] | None
+          ) -> tuple[list[str], bool, tuple[str, str] | None]:
     """One line of a rich traceback box -> plain traceback lines.
 
     rich prints `╭─ Traceback (most recent call last) ─╮`, then per frame
@@ -137,11 +139,18 @@ def _rich(stripped: str, in_rich: bool, rich_path: str | None) -> tuple[list[str
     if not stripped.startswith(_RICH_BAR):
         return [stripped], False, None
     inner = stripped.strip(_RICH_BAR + " ")
+    if rich_path is not None and inner and " " not in inner:
+        # rich wrapped a long frame header: "path:line in" / "function"
+        return [f'  File "{rich_path[0]}", line {rich_path[1]}, in {inner}'], True, None
     if not inner or inner.startswith(("╭", "╰", _RICH_BAR)):
         return [], in_rich, rich_path
+    wrapped = _RICH_FRAME_WRAPPED.match(inner)
+    if wrapped:
+        return [], True, (wrapped.group("path"), wrapped.group("line"))
     code = _RICH_CODE.match(inner)
     if code:
-        return ["    " + code.group("code").rstrip(" " + _RICH_BAR)], in_rich, rich_path
+        # rich draws indentation guides as bars: drop them from the source line
+        return ["    " + code.group("code").lstrip(" " + _RICH_BAR).rstrip(" " + _RICH_BAR)], in_rich, rich_path
     frame = _RICH_FRAME.match(inner)
     if frame:
         return [f'  File "{frame.group("path")}", line {frame.group("line")}, in {frame.group("func")}'], True, None
