@@ -10,6 +10,19 @@ Public API:
 - `parse_tracebacks(text) -> list[Traceback]`: every traceback chain in a log.
 - `KINDS`: the kinds a diagnosis can name.
 
+`location` is the deepest frame in the user's own code (not site-packages, the
+stdlib, torch or a launcher), as printed; for a NaN caught by anomaly mode it is
+the forward line anomaly mode names (the backward call is in
+details["raise_location"]); for a DataLoader worker error, the dataset line.
+
+`details` (free-form, JSON-safe) may hold: "signature" (the matching signature
+id), "facts" (values extracted from the message), "progress" (last epoch/step
+before the failure), "ranks" (rank -> what it was doing), "root_cause_rank",
+"timed_out_ranks", "memory_bytes" (OOM sizes in bytes), "state_dict" (missing /
+unexpected / size-mismatched keys), "inner_kind" (a worker error's own kind),
+"line_to_change" (the correlated lint finding), "raise_location",
+"live_cuda_memory" and "live_env" (from probes), "internal_error".
+
 Knowledge (patterns, templates, fixes) lives in rules/signatures/*.yaml.
 """
 
