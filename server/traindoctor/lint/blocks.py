@@ -17,6 +17,18 @@ from dataclasses import dataclass
 class Block:
     start_line: int  # 0-based line of the block's first line in the file
     text: str
+    line_count: int = -1  # lines in `text` (-1: not counted yet)
+
+    def lines(self) -> int:
+        return self.line_count if self.line_count >= 0 else len(_lines(self.text))
+
+    def shifted(self, delta: int) -> "Block":
+        return Block(self.start_line + delta, self.text, self.lines())
+
+
+def _lines(text: str) -> list[str]:
+    # Only \n, \r\n and \r end lines for the parsers (str.splitlines also splits on \f etc.).
+    return io.StringIO(text, newline="").readlines()
 
 
 class SourceSyntaxError(ValueError):
@@ -33,8 +45,7 @@ def split_blocks(source: str) -> list[Block]:
         raise SourceSyntaxError(exc.msg or "invalid syntax", exc.lineno) from None
     except (ValueError, MemoryError, RecursionError) as exc:  # e.g. NUL bytes, absurd nesting
         raise SourceSyntaxError(str(exc) or type(exc).__name__, None) from None
-    # Only \n, \r\n and \r end lines for the parsers (str.splitlines also splits on \f etc.).
-    lines = io.StringIO(source, newline="").readlines()
+    lines = _lines(source)
     # 0-based [start, end) line spans of statements; overlapping spans
     # (`a = 1; b = 2`) are merged into one block.
     spans: list[list[int]] = []
@@ -49,13 +60,66 @@ def split_blocks(source: str) -> list[Block]:
     cursor = 0
     for index, (first, last) in enumerate(spans):
         end = last if index + 1 < len(spans) else len(lines)
-        blocks.append(Block(cursor, "".join(lines[cursor:end])))
+        blocks.append(Block(cursor, "".join(lines[cursor:end]), end - cursor))
         cursor = end
     if cursor < len(lines) or not blocks:
         trailing = "".join(lines[cursor:])
         if blocks:
             prev = blocks[-1]
-            blocks[-1] = Block(prev.start_line, prev.text + trailing)
+            blocks[-1] = Block(prev.start_line, prev.text + trailing, len(lines) - prev.start_line)
         else:
-            blocks.append(Block(0, trailing))
+            blocks.append(Block(0, trailing, len(lines)))
     return blocks
+
+
+class BlockSplitter:
+    """Splits successive versions of one document, re-parsing with `ast` only
+    the blocks an edit touched (the rest are shifted). Falls back to a full
+    split when the touched region does not parse on its own."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._blocks: list[Block] = []
+
+    def split(self, source: str) -> list[Block]:
+        new_lines = _lines(source)
+        blocks = self._incremental(new_lines) if self._blocks else None
+        if blocks is None:
+            blocks = split_blocks(source)
+        self._lines, self._blocks = new_lines, blocks
+        return blocks
+
+    def _incremental(self, new_lines: list[str]) -> list[Block] | None:
+        old_lines, old_blocks = self._lines, self._blocks
+        if new_lines == old_lines:
+            return old_blocks
+        limit = min(len(old_lines), len(new_lines))
+        prefix = 0
+        while prefix < limit and old_lines[prefix] == new_lines[prefix]:
+            prefix += 1
+        suffix = 0
+        while (suffix < limit - prefix
+               and old_lines[len(old_lines) - 1 - suffix] == new_lines[len(new_lines) - 1 - suffix]):
+            suffix += 1
+        changed_end_old = len(old_lines) - suffix  # first unchanged line after the edit (old numbering)
+        # Blocks that merely touch the edit are re-split too: an added line at
+        # the end of a function, or a decorator added before one, belongs to them.
+        before = [b for b in old_blocks if b.start_line + b.lines() < prefix]
+        after = [b for b in old_blocks if b.start_line > changed_end_old and b.start_line > prefix]
+        region_start = before[-1].start_line + before[-1].lines() if before else 0
+        region_end_old = after[0].start_line if after else len(old_lines)
+        delta = len(new_lines) - len(old_lines)
+        region_end_new = region_end_old + delta
+        if region_end_new < region_start:
+            return None
+        region = "".join(new_lines[region_start:region_end_new])
+        if region:
+            try:
+                middle = [b.shifted(region_start) for b in split_blocks(region)]
+            except SourceSyntaxError:
+                return None
+        else:
+            middle = []
+        if after and middle and not middle[-1].text.endswith(("\n", "\r")):
+            return None  # the region ends mid-line: cannot happen with whole-line edits
+        return before + middle + [b.shifted(delta) for b in after]

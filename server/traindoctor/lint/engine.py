@@ -26,7 +26,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from ..catalog import get_rule
 from ..config import Config
 from ..model import Finding, Fix, Position, Range, RelatedLocation, TextEdit
-from .blocks import Block, split_blocks
+from .blocks import Block, BlockSplitter
 from .context import FileFacts, WalkState, top_level_aliases
 from .walk import walk as walk_tree
 from .rule import FactCollector, FixSpec, InsertAfter, InsertBefore, Related, Replace, Rule
@@ -66,6 +66,9 @@ class ReportSink:
     def add(self, code: str, node: cst.CSTNode, message: str | None, fix: FixSpec | None,
             related: tuple[Related, ...]) -> None:
         self.reports.append(_Report(code, node, message, fix, related))
+
+
+_SCOPE_NODES = (cst.FunctionDef, cst.ClassDef)
 
 
 class _ParsedBlock:
@@ -119,6 +122,10 @@ class _ParsedBlock:
         return self._record_key
 
     def _semantic(self, value: Hashable) -> Hashable:
+        if isinstance(value, _SCOPE_NODES):
+            # A recorded function or class stands for a scope: its name, not
+            # its body (which other records describe), keys it.
+            return (type(value).__name__, value.name.value)
         if isinstance(value, cst.CSTNode):
             return (type(value).__name__, self.module.code_for_node(value))
         if isinstance(value, (tuple, frozenset)):
@@ -156,6 +163,7 @@ class LintCache:
 
     def __init__(self) -> None:
         self._blocks: dict[str, _ParsedBlock] = {}
+        self.splitter = BlockSplitter()
 
     def blocks_for(self, blocks: Sequence[Block]) -> list[_ParsedBlock]:
         parsed = []
@@ -340,7 +348,7 @@ def _nodes_in(value: object) -> list[cst.CSTNode]:
 
 def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> list[Finding]:
     """Lint `source` (already checked to be text worth linting)."""
-    blocks = split_blocks(source)
+    blocks = cache.splitter.split(source)
     parsed = cache.blocks_for(blocks)
     rules = all_rules()
     aliases = tuple(alias for p in parsed for alias in p.aliases)

@@ -68,6 +68,10 @@ class Bindings(cst.BatchableCSTVisitor):
 
     # -- updates ------------------------------------------------------------------
 
+    def tracks_bindings(self) -> bool:
+        """Rules that have nothing to check in this file return False: no bookkeeping."""
+        return True
+
     def _bind_target(self, target: cst.BaseExpression, value: Bound) -> None:
         frame = self._frames()[-1]
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -97,20 +101,30 @@ class Bindings(cst.BatchableCSTVisitor):
             frames.pop()
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
+        if not self.tracks_bindings():
+            return
         for target in original_node.targets:
             self._bind_target(target.target, original_node.value)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        if not self.tracks_bindings():
+            return
         if original_node.value is not None:
             self._bind_target(original_node.target, original_node.value)
 
     def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        if not self.tracks_bindings():
+            return
         self._bind_target(original_node.target, UNKNOWN)
 
     def visit_For(self, node: cst.For) -> None:
+        if not self.tracks_bindings():
+            return
         self._bind_target(node.target, UNKNOWN)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
+        if not self.tracks_bindings():
+            return
         if node.asname is not None:
             self._bind_target(node.asname.name, UNKNOWN)
 

@@ -234,6 +234,14 @@ class PaddingInLoss(Bindings, Rule):
     Collector = _PaddingFacts
     GLOBALS_KIND = "trn301.global"
 
+    def tracks_bindings(self) -> bool:
+        """Without padding anywhere in the file there is nothing to check."""
+        active = self.__dict__.get("_active")
+        if active is None:
+            active = self.facts.has("trn301.pad") or self.facts.has("trn301.pad_string")
+            self.__dict__["_active"] = active
+        return active
+
     def _pending(self) -> list[tuple[list[_LossSite], list[bool]]]:
         pending = self.__dict__.get("_pending_sites")
         if pending is None:
@@ -263,10 +271,14 @@ class PaddingInLoss(Bindings, Rule):
         self._pending()[-1][1][0] = True
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not self.tracks_bindings():
+            return
         if isinstance(node.operator, cst.Multiply) and (self._masky(node.left) or self._masky(node.right)):
             self._note_mask()
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
+        if not self.tracks_bindings():
+            return
         for element in node.slice:
             if isinstance(element.slice, cst.Index) and self._masky(element.slice.value):
                 self._note_mask()
@@ -284,6 +296,8 @@ class PaddingInLoss(Bindings, Rule):
     # -- loss calls -----------------------------------------------------------------------
 
     def visit_Call(self, node: cst.Call) -> None:
+        if not self.tracks_bindings():
+            return
         callee = self.facts.qualify(node.func) or ""
         if callee.rsplit(".", 1)[-1] in ("masked_select", "masked_fill", "masked_fill_", "where", "masked_mean"):
             self._note_mask()
