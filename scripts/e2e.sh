@@ -60,5 +60,5 @@ VSIX=$ROOT/traindoctor-$(node -p 'require("./package.json").version').vsix
 ls -la "$VSIX"
 
 step "tests"
-E2E_VSIX=$VSIX node --test --test-concurrency=1 --test-reporter=spec extension/test/e2e.test.mjs
+E2E_VSIX=$VSIX node --test --test-concurrency=1 --test-reporter=spec extension/test/e2e.test.mjs extension/test/untrusted.test.mjs
 step "done"

@@ -89,7 +89,8 @@ export class Editor {
     return join(this.userData, 'User', 'settings.json');
   }
 
-  async start() {
+  /** `trust`: leave workspace trust on, so that the folder opens in Restricted Mode. */
+  async start({ trust = false } = {}) {
     this.port = await freePort();
     const out = join(this.logs, 'code-server.log');
     const { openSync } = await import('fs');
@@ -103,7 +104,7 @@ export class Editor {
         '--auth', 'none',
         '--disable-telemetry',
         '--disable-update-check',
-        '--disable-workspace-trust',
+        ...(trust ? [] : ['--disable-workspace-trust']),
         '--disable-getting-started-override',
         '--reconnection-grace-time', '5',
         '--user-data-dir', this.userData,
