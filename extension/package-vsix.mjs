@@ -25,7 +25,9 @@ function node22OrNewer() {
 
 const vsce = join(root, 'node_modules', '@vscode', 'vsce', 'vsce');
 // --no-dependencies: the esbuild bundle already contains vscode-languageclient.
-execFileSync(node22OrNewer(), [vsce, 'package', '--no-dependencies', '--allow-missing-repository', '--out', out], {
+// --no-rewrite-relative-links: README images stay relative to the repository (no hosting URL is assumed).
+const args = ['package', '--no-dependencies', '--allow-missing-repository', '--no-rewrite-relative-links', '--out', out];
+execFileSync(node22OrNewer(), [vsce, ...args], {
   cwd: root,
   stdio: 'inherit',
 });
