@@ -53,6 +53,15 @@ def test_rich_frames_keep_code_and_wrapped_headers() -> None:
     ]
 
 
+def test_ipython_frames_in_cells() -> None:
+    diagnosis = diagnose_text((DATA / "formats" / "ipython9_color_real.log").read_text(), correlate=False)
+    assert [(f.path, f.line, f.function, f.is_user) for f in diagnosis.frames] == [
+        ("Cell In[1]", 4, "<cell>", True),
+        ("Cell In[1]", 3, "train_step", True),
+        ("/home/u/nb/helper.py", 3, "linear", True),
+    ]
+
+
 def test_bare_killed_reads_progress() -> None:
     diagnosis = diagnose_text((DATA / "formats" / "killed.log").read_text(), correlate=False)
     assert diagnosis.details["progress"] == {"epoch": 0, "step": 3000, "step_total": 9375}

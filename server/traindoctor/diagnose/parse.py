@@ -294,8 +294,10 @@ def _parse_ipython(lines: list[Line], indices: list[int], texts: list[str], i: i
             if found:
                 close()
                 groups = found.groupdict()
+                # IPython prints the signature ("linear(x, w)"); keep the name
+                func = (groups.get("func") or "<cell>").strip()
                 current = {"path": groups["path"], "line": groups.get("line"),
-                           "func": (groups.get("func") or "<cell>").strip()}
+                           "func": func[:func.index("(")] if func.endswith(")") and "(" in func else func}
                 break
         else:
             arrow = _IPY_ARROW.match(text)
