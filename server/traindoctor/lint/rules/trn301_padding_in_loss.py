@@ -20,6 +20,7 @@ when the loss is an object, since that is where `ignore_index=` goes.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Hashable, Iterable
 
@@ -45,6 +46,15 @@ _TOKEN_PADDING = {"True", "max_length", "longest"}
 _DEFAULT_IGNORE = "-100"
 _SOURCE_WORDS = re.compile(r"src|source|input|enc(oder)?_", re.IGNORECASE)
 _CLASS_COUNT = re.compile(r"label|class|categor", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_expression(text: str) -> cst.BaseExpression | None:
+    """Pad values are recorded as text; the same few are resolved many times."""
+    try:
+        return cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        return None
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -416,10 +426,7 @@ class PaddingInLoss(Bindings, Rule):
         return ordered
 
     def _resolve_literal_text(self, text: str) -> str | None:
-        try:
-            return self._resolve_literal(cst.parse_expression(text))
-        except cst.ParserSyntaxError:
-            return None
+        return self._resolve_literal(_parse_expression(text)) if _parse_expression(text) is not None else None
 
     def _resolve_literal(self, node: cst.BaseExpression, depth: int = 3) -> str | None:
         literal = _literal(node)
