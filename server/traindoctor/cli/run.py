@@ -202,7 +202,7 @@ def _note(session: Any, code: int, signal: str | None) -> str | None:
     errors = "; ".join(session.errors[:2])
     pending = session.pending
     if code == 0:
-        handled = f"; {len(pending)} exception(s) were raised and handled" if pending else ""
+        handled = f"; {session.handled} exception(s) left user code and were handled" if session.handled else ""
         return f"no failure: the process exited with code 0{handled}"
     note = f"no uncaught Python exception, but the process exited with code {code}"
     if pending:

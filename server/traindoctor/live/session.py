@@ -8,8 +8,8 @@ probes in the deepest user frame, and builds the Diagnosis.
 debugpy stops twice for a failure in the user's code: first when the exception
 leaves user code (`userUnhandled`, breakMode "always") and again when it ends
 the process (`uncaught`, breakMode "unhandled"). Only the second proves a
-failure; the first is kept as pending evidence, since the library may still
-handle it. A DataLoader worker's exception is handled by torch inside the
+failure; in a subprocess the first is kept as pending evidence, since the
+library may still handle it. A DataLoader worker's exception is handled by torch inside the
 worker and re-raised in the parent, so a pending stop in a child whose
 exception type the final exception names is the better explanation: it carries
 the worker's own frame and tensors.
@@ -44,6 +44,8 @@ _NOT_FAILURES = ("SystemExit", "KeyboardInterrupt", "GeneratorExit")
 # How debugpy's adapter answers pending requests once the debuggee process died.
 _GONE_MARKERS = ("disconnected unexpectedly", "No more messages")
 DIED_WHILE_READING = "the process died while traindoctor was reading it"
+# Handled exceptions probed per subprocess (each costs a few hundred ms).
+_MAX_PROBED_HANDLED = 3
 # TRAINDOCTOR_LIVE_TRACE=1 logs every DAP event to stderr (for debugging traindoctor itself).
 _TRACE = os.environ.get("TRAINDOCTOR_LIVE_TRACE") == "1"
 
@@ -83,6 +85,7 @@ class _Process:
     exit_code: int | None = None
     pending: list[StopReport] = field(default_factory=list)
     stopped: bool = False  # inside an exception stop (reading it)
+    handled: int = 0  # exceptions that left user code but were handled (userUnhandled stops)
 
 
 class LiveSession:
@@ -131,6 +134,11 @@ class LiveSession:
     def pending(self) -> list[StopReport]:
         with self._lock:
             return [r for p in self._processes for r in p.pending]
+
+    @property
+    def handled(self) -> int:
+        with self._lock:
+            return sum(p.handled for p in self._processes)
 
     @property
     def root_exit_code(self) -> int | None:
@@ -271,8 +279,13 @@ class LiveSession:
     def _on_exception(self, process: _Process, thread_id: Any) -> None:
         connection = process.connection
         request_timeout = self.timeouts.request
-        if self.final is not None:
+
+        def resume() -> None:
             connection.request("continue", {"threadId": thread_id}, timeout=request_timeout)
+            process.stopped = False
+
+        if self.final is not None:
+            resume()
             return
         started = time.monotonic()
         process.stopped = True
@@ -282,8 +295,17 @@ class LiveSession:
         exception_type = exception_type.split(_NOTE_MARK)[0].strip()
         message = str(info.get("description") or "")
         if exception_type.rsplit(".", 1)[-1] in _NOT_FAILURES:
-            connection.request("continue", {"threadId": thread_id}, timeout=request_timeout)
+            resume()
             return
+        if not unhandled:
+            process.handled += 1
+            # Only a subprocess's handled exception can be the story (torch's worker
+            # loop catches the dataset's error); in the root process the uncaught
+            # stop that follows a real failure has the same frames. Bounded, so
+            # code that raises and handles exceptions routinely stays fast.
+            if not process.subprocess or len(process.pending) >= _MAX_PROBED_HANDLED:
+                resume()
+                return
         earlier = next(
             (r for r in process.pending if r.exception_type == exception_type and r.message == message), None
         )
@@ -295,8 +317,7 @@ class LiveSession:
         if not unhandled:
             with self._lock:
                 process.pending.append(report)
-            connection.request("continue", {"threadId": thread_id}, timeout=request_timeout)
-            process.stopped = False
+            resume()
             return
         self._finish(report)
 
