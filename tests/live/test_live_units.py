@@ -81,6 +81,7 @@ def test_probes_evaluated_here_read_a_frame_without_changing_it():
         torch.manual_seed(0)
         weights = torch.randn(3, 2, requires_grad=True)
         broken = torch.tensor([1.0, float("nan"), float("inf")])
+        step, note, lr = 7, "x" * 100, float("nan")
         model = torch.nn.Linear(2, 2)
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
         state_before = torch.get_rng_state()
@@ -102,6 +103,8 @@ def test_probes_evaluated_here_read_a_frame_without_changing_it():
     assert out["optimizers"][0]["type"] == "Adam" and out["optimizers"][0]["lr"] == [0.01]
     assert out["env"]["torch"] == torch.__version__
     assert out["cuda_memory_summary"] is None  # CUDA never initialised here
+    scalars = {v["name"]: v["value"] for v in out["scalars"]}
+    assert scalars["step"] == 7 and scalars["note"] == "x" * 80 and scalars["lr"] == "nan"
 
 
 def test_commands_become_debugpy_commands(tmp_path):

@@ -83,6 +83,7 @@ def test_dataloader_worker_exception_is_diagnosed_in_the_worker():
     assert tensor(diagnosis, "sample")["shape"] == [3]
     assert diagnosis["details"]["probes"]["env"]["worker"]["num_workers"] == 2
     assert "Failed in DataLoader worker process 0." in diagnosis["evidence"]
+    assert "Values in the failing frame: index = 5." in diagnosis["evidence"]  # the bad sample
     assert outcome.code == 1
 
 

@@ -46,6 +46,8 @@ def enrich(diagnosis: Diagnosis, probes: Probes | None) -> Diagnosis:
         notes.extend(_explain_split(probes.tensors, "dtype", evidence))
     if kind == "inplace-modification":
         notes.extend(_explain_inplace(message, probes.tensors, evidence))
+    if kind == "dataloader-worker" or probes.worker is not None:
+        _describe_frame(probes, evidence)
     if kind in ("cuda-oom", "host-oom"):
         memory = _memory_arithmetic(kind, message, probes, evidence)
         if memory:
@@ -113,6 +115,19 @@ def _shape(t: TensorSummary) -> str:
 
 def _describe(t: TensorSummary) -> str:
     return f"`{t.name}` {_shape(t)} {t.dtype} on {t.device}"
+
+
+def _describe_frame(probes: Probes, evidence: list[str]) -> None:
+    """The failing frame's simple values and tensors (e.g. the sample index in a worker)."""
+    result = probes.get("scalars")
+    values = [v for v in (result.value if result and result.ok and isinstance(result.value, list) else [])
+              if isinstance(v, dict)]
+    if values:
+        shown = ", ".join(f"{v.get('name')} = {v.get('value')!r}" for v in values[:8])
+        evidence.append(f"Values in the failing frame: {shown}.")
+    tensors = [t for t in probes.tensors if t.scope != "module"]
+    if tensors:
+        evidence.append("Tensors in the failing frame: " + ", ".join(_describe(t) for t in tensors[:4]) + ".")
 
 
 # --- NaN / inf ---------------------------------------------------------------

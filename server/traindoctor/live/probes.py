@@ -26,6 +26,7 @@ MAX_MODULES = 8
 MAX_OPTIMIZERS = 4
 MAX_LAYERS = 24
 MAX_TEXT = 12_000
+MAX_SCALARS = 24
 
 # Shared helpers, prepended to every probe body. `ns` is the evaluation
 # namespace (globals + locals), `fg` the frame's globals.
@@ -208,6 +209,20 @@ if torch is not None:
 __td_out = json.dumps(found)
 '''
 
+_SCALARS = r'''
+found = []
+for k, v, scope in candidates():
+    if len(found) >= MAXS:
+        break
+    if scope == 'module' or k == 'self':
+        continue
+    if v is None or type(v) in (bool, int, float):
+        found.append({'name': k, 'type': type(v).__name__, 'value': v if not isinstance(v, float) or v == v and abs(v) != float('inf') else repr(v)})
+    elif type(v) is str:
+        found.append({'name': k, 'type': 'str', 'value': v[:80]})
+__td_out = json.dumps(found)
+'''
+
 _ENV = r'''
 os = mods.get('os')
 env = {'python': import_sys.version.split()[0], 'pid': os.getpid() if os else None,
@@ -295,6 +310,7 @@ _CONSTANTS = {
     "MAXO": MAX_OPTIMIZERS,
     "MAXL": MAX_LAYERS,
     "MAXX": MAX_TEXT,
+    "MAXS": MAX_SCALARS,
 }
 
 # name -> (body, when): `when` says when the session evaluates it ("always" or "oom").
@@ -303,6 +319,7 @@ _PROBES: dict[str, tuple[str, str]] = {
     "tensors": (_TENSORS, "always"),
     "modules": (_MODULES, "always"),
     "optimizers": (_OPTIMIZERS, "always"),
+    "scalars": (_SCALARS, "always"),
     "traceback": (_TRACEBACK, "always"),
     "cuda_memory_summary": (_MEMORY_SUMMARY, "oom"),
 }

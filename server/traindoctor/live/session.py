@@ -408,7 +408,10 @@ class LiveSession:
                 continue
             for pending in process.pending:
                 type_name = pending.exception_type.rsplit(".", 1)[-1]
-                if pending.probes is not None and type_name and type_name in report.message:
+                # The re-raise quotes the original: "Caught ValueError in DataLoader
+                # worker process 0. Original Traceback ... ValueError: <message>".
+                if (pending.probes is not None and type_name and type_name in report.message
+                        and pending.message.strip() in report.message):
                     return pending
         return None
 
