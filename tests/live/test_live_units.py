@@ -178,3 +178,15 @@ def test_inplace_and_device_evidence_name_the_tensors():
                      Probes(tensors=tensors))
     assert "the frame mixes devices" in devices.root_cause
     assert "On device cuda:0: `labels`." in devices.evidence
+
+
+def test_unrecognised_failures_show_the_frame_values():
+    probes = Probes(
+        results=(ProbeResult("scalars", True, [{"name": "a", "type": "int", "value": 1},
+                                               {"name": "b", "type": "int", "value": 0}]),),
+        tensors=(TensorSummary("x", (2,), "float32", "cpu", scope="frame"),
+                 TensorSummary("table", (9,), "float32", "cpu", scope="module")),
+    )
+    result = enrich(_diagnosis("other", "division by zero"), probes)
+    assert "Values in the failing frame: a = 1, b = 0." in result.evidence
+    assert "Tensors in the failing frame: `x` (2,) float32 on cpu." in result.evidence

@@ -46,7 +46,7 @@ def enrich(diagnosis: Diagnosis, probes: Probes | None) -> Diagnosis:
         notes.extend(_explain_split(probes.tensors, "dtype", evidence))
     if kind == "inplace-modification":
         notes.extend(_explain_inplace(message, probes.tensors, evidence))
-    if kind == "dataloader-worker" or probes.worker is not None:
+    if kind in ("dataloader-worker", "other") or probes.worker is not None:
         _describe_frame(probes, evidence)
     if kind in ("cuda-oom", "host-oom"):
         memory = _memory_arithmetic(kind, message, probes, evidence)
