@@ -190,3 +190,16 @@ def test_unrecognised_failures_show_the_frame_values():
     result = enrich(_diagnosis("other", "division by zero"), probes)
     assert "Values in the failing frame: a = 1, b = 0." in result.evidence
     assert "Tensors in the failing frame: `x` (2,) float32 on cpu." in result.evidence
+
+
+def test_debugpy_launcher_frames_are_dropped_from_the_live_traceback():
+    live = parse_probe_results({"traceback": {"result": repr(json.dumps(
+        "Traceback (most recent call last):\n"
+        '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+        '  File "/venv/lib/site-packages/debugpy/server/cli.py", line 568, in main\n    run()\n    ^^^^^\n'
+        '  File "/work/train.py", line 3, in <module>\n    step()\n'
+        "ValueError: bad\n    second message line\n"))}})
+    assert traceback_text({}, live) == (
+        'Traceback (most recent call last):\n  File "/work/train.py", line 3, in <module>\n    step()\n'
+        "ValueError: bad\n    second message line\n"
+    )
