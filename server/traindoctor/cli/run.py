@@ -184,6 +184,11 @@ def run_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         session.close()
         returncode = _wait_after_interrupt(child)
+    except BaseException:
+        # Never leave the child paused in the debugger: let it run on, then report.
+        session.close()
+        child.wait()
+        raise
     code = exit_code(returncode)
     reporter.finish(code, _note(session, code, signal_name(returncode)))
     return code
@@ -191,7 +196,8 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _note(session: Any, code: int, signal: str | None) -> str | None:
     if session.final is not None:
-        return None
+        failed = [e for e in session.errors if e.startswith("could not report")]
+        return failed[0] if failed else None
     if signal:
         hint = " (often the kernel's out-of-memory killer)" if signal == "SIGKILL" else ""
         return f"no Python exception: the process was killed by {signal}{hint}; exit code {code}"

@@ -398,6 +398,8 @@ class LiveSession:
                 self.final = report
         try:
             self._on_report(report)
+        except Exception as exc:  # printing must not kill the session thread
+            self._note_error(f"could not report the diagnosis: {type(exc).__name__}: {exc}")
         finally:
             self.finished.set()
 
