@@ -104,6 +104,19 @@ def test_torchrun_names_the_failing_rank():
     assert outcome.code != 0
 
 
+def test_mp_spawn_rank_is_diagnosed_in_the_rank():
+    # torch.multiprocessing catches the rank's error and re-raises it in the parent;
+    # the diagnosis comes from the rank's own stop.
+    outcome = run_json("mp_spawn_rank.py")
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "shape-mismatch"
+    assert diagnosis["rank"] == 1
+    assert _location(diagnosis) == ("mp_spawn_rank.py", 16, "worker")
+    assert tensor(diagnosis, "weights")["shape"] == [3, 4]
+    assert diagnosis["details"]["process"]["subprocess"] is True
+    assert outcome.code == 1
+
+
 def test_text_output_goes_to_stderr_right_away():
     outcome = traindoctor("run", "--", "python", str(SCRIPTS / "shape_mismatch.py"))
     assert outcome.code == 1
