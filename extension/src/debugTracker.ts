@@ -44,7 +44,7 @@ export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFa
   }
 
   private async diagnose(session: vscode.DebugSession, threadId: number | undefined): Promise<void> {
-    if (!this.server.isRunning()) {
+    if (!(await this.server.ready())) {
       log().warn(`Stopped on an exception in "${session.name}" but ${this.server.notRunningMessage()}`);
       return;
     }

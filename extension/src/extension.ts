@@ -20,7 +20,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(server, panel, decorations, new StatusBar(server));
 
   const requireServer = <T>(run: (s: ServerManager) => Promise<T>) => async (): Promise<T | undefined> => {
-    if (!server!.isRunning()) {
+    if (!(await server!.ready())) {
       void vscode.window.showErrorMessage(server!.notRunningMessage());
       return undefined;
     }
@@ -40,7 +40,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('traindoctor.clearDiagnosis', async () => {
       decorations.clear();
       panel.close();
-      if (server!.isRunning()) {
+      if (await server!.ready()) {
         await server!.executeCommand('traindoctor.clearDiagnosis');
       }
     }),

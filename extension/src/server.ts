@@ -69,6 +69,12 @@ export class ServerManager implements vscode.Disposable {
     return this.current.kind === 'running';
   }
 
+  /** True once a pending start has finished and the server runs (commands can arrive during activation). */
+  async ready(): Promise<boolean> {
+    await this.queue;
+    return this.isRunning();
+  }
+
   notRunningMessage(): string {
     switch (this.current.kind) {
       case 'untrusted':
@@ -88,8 +94,10 @@ export class ServerManager implements vscode.Disposable {
   }
 
   private enqueue(step: () => Promise<void>): Promise<void> {
-    this.queue = this.queue.then(step, step);
-    return this.queue;
+    const run = this.queue.then(step);
+    // The queue itself never rejects, so one failed step does not block the next.
+    this.queue = run.catch((error) => log().error(`Server lifecycle: ${error instanceof Error ? error.message : String(error)}`));
+    return run;
   }
 
   private setState(state: ServerState): void {

@@ -12,7 +12,7 @@ const TRACEBACK_HINT = /Traceback \(most recent call last\)|\b\w*(Error|Exceptio
 
 /** "Diagnose this traceback": editor selection, terminal selection, clipboard, then an input box. */
 export async function diagnoseTraceback(server: ServerManager, panel: DiagnosisPanel): Promise<Diagnosis | undefined> {
-  if (!server.isRunning()) {
+  if (!(await server.ready())) {
     void vscode.window.showErrorMessage(server.notRunningMessage());
     return undefined;
   }

@@ -166,6 +166,36 @@ export class Workbench {
     await this.page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor();
   }
 
+  async goTo(line, column) {
+    const widget = this.page.locator('.quick-input-widget');
+    await this.page.keyboard.press('Control+G');
+    await widget.waitFor({ state: 'visible' });
+    await this.page.keyboard.type(`${line}:${column}`);
+    await this.page.keyboard.press('Enter');
+    await widget.waitFor({ state: 'hidden' });
+  }
+
+  /**
+   * Opens the code action menu (Ctrl+.) at line:column and returns its entry matching `title`.
+   * Ctrl+. right after moving the cursor sometimes races the code action request: try again.
+   */
+  async quickFixMenu(line, column, title, attempts = 3) {
+    for (let attempt = 1; ; attempt++) {
+      await this.goTo(line, column);
+      await this.page.keyboard.press('Control+.');
+      const entry = this.page.locator('.action-widget .monaco-list-row.action', { hasText: title }).first();
+      try {
+        await entry.waitFor({ timeout: 5_000 });
+        return entry;
+      } catch (error) {
+        if (attempt === attempts) {
+          throw error;
+        }
+        await this.page.keyboard.press('Escape');
+      }
+    }
+  }
+
   /** Runs a command from the palette by its title as shown there ("traindoctor: Diagnose this traceback"). */
   async command(title) {
     await this.quickInput('F1', title, title);
