@@ -241,3 +241,33 @@ async def test_lint_workspace_can_be_cancelled_from_the_progress_ui(client, work
     result = await asyncio.wait_for(run, 60)
     assert result["cancelled"] is True and result["files"] < 41, result
     assert client.progress_reports[token][-1].kind == "end"
+
+
+async def test_pull_client_is_asked_to_refresh_after_server_side_changes_only(workspace: Path):
+    from pytest_lsp import client_capabilities
+
+    caps = client_capabilities("neovim")
+    caps.workspace.diagnostics = lsp.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    client = await CONFIG.start()
+    try:
+        client.set_configuration({"lintDelay": 0}, section="traindoctor")
+        result = await client.initialize_session(
+            lsp.InitializeParams(capabilities=caps, workspace_folders=[lsp.WorkspaceFolder(workspace.as_uri(), "ws")])
+        )
+        client.encoding = str(result.capabilities.position_encoding)
+        uri = client.open(workspace / "train.py")
+        assert "TRN101" in _codes(await client.current_diagnostics(uri))
+        client.edit(uri, lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), "# typed\n")
+        await client.current_diagnostics(uri)
+        await asyncio.sleep(0.3)
+        assert client.diagnostic_refresh_count == 0, "the client pulls after its own edits"
+        _settings_changed(client, {"ignore": ["TRN101"]})
+        for _ in range(200):
+            if client.diagnostic_refresh_count:
+                break
+            await asyncio.sleep(0.05)
+        assert client.diagnostic_refresh_count >= 1
+        assert "TRN101" not in _codes(await client.current_diagnostics(uri))
+        await asyncio.wait_for(client.shutdown_session(), 20)
+    finally:
+        await client.stop()

@@ -40,6 +40,7 @@ class DocumentState:
     path: str | None  # None for untitled or non-file documents
     generation: int = 0
     scheduled: int = 0  # the generation of the last lint run that was started
+    refresh_on_finish: bool = False  # a pull client must be told (server-side change)
     cache: LintCache = field(default_factory=LintCache)
     # The engine's cache is not safe to use from two threads at once.
     cache_lock: threading.Lock = field(default_factory=threading.Lock)

@@ -148,7 +148,8 @@ class TrainDoctorServer(LanguageServer):
         if snapshot.error and (doc.latest is None or doc.latest.error != snapshot.error):
             self.log(f"{doc.path or doc.uri}: {snapshot.error}")
         doc.finish(snapshot)
-        self.publish(doc.uri)
+        refresh, doc.refresh_on_finish = doc.refresh_on_finish, False
+        self.publish(doc.uri, refresh=refresh)
 
     async def current_snapshot(self, doc: DocumentState) -> LintSnapshot:
         """The lint result for the text as it is now (linting it if needed)."""
@@ -159,8 +160,10 @@ class TrainDoctorServer(LanguageServer):
         return await asyncio.wait_for(doc.wait_for(doc.generation), timeout=60)
 
     def relint_open_documents(self) -> None:
+        """After a settings change: the client did not edit, so a pull client is told."""
         for doc in list(self.documents.values()):
             doc.bump()
+            doc.refresh_on_finish = True
             self.schedule_lint(doc, 0)
 
     # --- publishing ------------------------------------------------------------
@@ -170,13 +173,14 @@ class TrainDoctorServer(LanguageServer):
         lint = list(doc.latest.diagnostics) if doc is not None and doc.latest is not None else []
         return lint + self.diagnosis_diagnostics.get(uri, [])
 
-    def publish(self, uri: str) -> None:
-        """Push, or with a pull client ask it to pull again. Files the editor has not
-        opened are always pushed: a pull client only pulls for open documents."""
+    def publish(self, uri: str, refresh: bool = True) -> None:
+        """Push, or with a pull client ask it to pull again (`refresh`: the change did not
+        come from the client's own edit, which it pulls for anyway). Files the editor has
+        not opened are always pushed: a pull client only pulls for open documents."""
         if self.client.pull_diagnostics and uri in self.documents:
             if uri in self._pushed:  # pushed while closed: clear that copy, now pulled
                 self._push(uri, [], None)
-            if self.client.diagnostic_refresh:
+            if refresh and self.client.diagnostic_refresh:
                 self.workspace_diagnostic_refresh(None)
             return
         doc = self.documents.get(uri)
@@ -290,7 +294,7 @@ def create_server() -> TrainDoctorServer:
         doc.bump()
         if ls.diagnosis_diagnostics.pop(uri, None):
             ls.diagnosis_epoch += 1
-            ls.publish(uri)  # the diagnosis described the old text
+            ls.publish(uri, refresh=False)  # the diagnosis described the old text; the client pulls after its edit
         lint_on_change = doc.latest.config.lint_on_change if doc.latest else True
         if ls.settings.lint_on_change is not None:
             lint_on_change = ls.settings.lint_on_change
