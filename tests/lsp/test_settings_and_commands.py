@@ -271,3 +271,72 @@ async def test_pull_client_is_asked_to_refresh_after_server_side_changes_only(wo
         await asyncio.wait_for(client.shutdown_session(), 20)
     finally:
         await client.stop()
+
+
+def _stop_under_debugpy(script: Path) -> dict:
+    """Run `script` under a real debugpy, stop on its uncaught exception and collect what
+    an editor's debug tracker sends: exceptionInfo, stackTrace and the probe results."""
+    import os
+    import socket
+
+    from traindoctor.live.dap import DapConnection
+    from traindoctor.live.probes import probe_expressions
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    environment = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+    debuggee = subprocess.Popen(
+        [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", str(script)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=script.parent,
+    )
+    try:
+        connection = DapConnection.connect("127.0.0.1", port, timeout=30, retry_while=lambda: debuggee.poll() is None)
+        connection.request("initialize", {"adapterID": "debugpy", "linesStartAt1": True, "columnsStartAt1": True,
+                                          "pathFormat": "path"})
+        attach = connection.send_request("attach", {"justMyCode": True})
+        while (event := connection.next_event(30)) and event.get("event") != "initialized":
+            pass
+        connection.request("setExceptionBreakpoints", {"filters": ["uncaught"]})
+        connection.request("configurationDone")
+        connection.wait_response(attach, "attach", 30)
+        while True:
+            event = connection.next_event(60)
+            assert event is not None, "the debuggee never stopped"
+            if event.get("event") == "stopped" and event["body"].get("reason") == "exception":
+                break
+        thread_id = event["body"]["threadId"]
+        exception_info = connection.request("exceptionInfo", {"threadId": thread_id})
+        stack_trace = connection.request("stackTrace", {"threadId": thread_id})
+        frame_id = stack_trace["stackFrames"][0]["id"]
+        probes = {}
+        for probe in probe_expressions():
+            try:
+                probes[probe["name"]] = connection.request(
+                    "evaluate", {"expression": probe["expression"], "frameId": frame_id, "context": "watch"})
+            except Exception as exc:
+                probes[probe["name"]] = {"error": str(exc)}
+        connection.request("disconnect", {"terminateDebuggee": True})
+        connection.close()
+        return {"exceptionInfo": exception_info, "stackTrace": stack_trace, "probes": probes}
+    finally:
+        if debuggee.poll() is None:
+            debuggee.kill()
+        debuggee.wait()
+
+
+@pytest.mark.slow
+async def test_diagnose_live_with_a_real_debugpy_stop(client, workspace: Path):
+    pytest.importorskip("traindoctor.live.from_dap")
+    script = workspace / "crash.py"
+    script.write_text(CRASH, encoding="utf-8")
+    payload = await asyncio.to_thread(_stop_under_debugpy, script)
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="traindoctor.diagnoseLive", arguments=[payload])
+    )
+    assert result["kind"] == "shape-mismatch", result["kind"]
+    crash_line = CRASH.splitlines().index("    model(features)")
+    # crash.py is not open in the editor: the diagnosis is pushed to it, whatever the client.
+    diagnostics = await client.wait_for_publish(script.as_uri(), lambda p: bool(p.diagnostics))
+    [diagnosis] = diagnostics
+    assert diagnosis.range.start.line == crash_line and diagnosis.message.startswith(result["title"])
