@@ -202,3 +202,15 @@ async def test_server_answers_while_a_long_lint_runs(client, workspace: Path):
     assert not big_diagnostics.done(), "the hover waited for the long lint"
     diagnostics = await big_diagnostics
     assert len([d for d in diagnostics if d.code == "TRN101"]) == 61
+
+
+async def test_crlf_and_untitled_documents(client, workspace: Path):
+    crlf = client.open(workspace / "crlf.py", FIXTURE.replace("\n", "\r\n"))
+    untitled = "untitled:Untitled-1"
+    client.texts[untitled], client.versions[untitled] = FIXTURE, 1
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(lsp.TextDocumentItem(uri=untitled, language_id="python", version=1, text=FIXTURE))
+    )
+    expected = _expected(FIXTURE, "x.py")
+    assert _got(client, FIXTURE, await client.current_diagnostics(crlf)) == expected
+    assert _got(client, FIXTURE, await client.current_diagnostics(untitled)) == expected
