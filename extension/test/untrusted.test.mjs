@@ -18,7 +18,7 @@ function processesNaming(needle) {
 
 after(() => editor.stop());
 
-test('an untrusted workspace starts no traindoctor process until it is trusted', { timeout: 120_000 }, async () => {
+test('an untrusted workspace starts no traindoctor process until it is trusted; then Lint workspace works', { timeout: 120_000 }, async () => {
   assert.ok(process.env.E2E_VSIX, 'E2E_VSIX names the packaged extension (scripts/e2e.sh sets it)');
   // A private wrapper around the interpreter (not exec'd, so it stays in `ps`): it tells this
   // editor's server from any other traindoctor process on the machine.
@@ -53,4 +53,10 @@ test('an untrusted workspace starts no traindoctor process until it is trusted',
   await wb.until('the traindoctor status item', () =>
     wb.page.locator('.statusbar-item', { hasText: 'traindoctor' }).locator('.codicon-check, .codicon-warning').count(),
   );
+
+  // Lint workspace reaches files that were never opened.
+  await wb.command('View: Close All Editors'); // the Workspace Trust editor is modal
+  await wb.command('traindoctor: Lint workspace');
+  await wb.showProblems('train_nan.py');
+  await wb.until('findings in the unopened train_nan.py', async () => (await wb.problems()).some((p) => p.file === 'train_nan.py' && /^TRN/.test(p.code)));
 });
