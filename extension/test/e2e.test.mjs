@@ -28,6 +28,7 @@ const SETTINGS = {
   'git.enabled': false,
   'git.openRepositoryInParentFolders': 'never',
   'editor.minimap.enabled': false,
+  'terminal.integrated.gpuAcceleration': 'off', // the DOM renderer, so that tests can read the terminal
 };
 let wb;
 
@@ -146,6 +147,24 @@ scenario('"Diagnose this traceback" on a CUDA OOM log shows the diagnosis and ma
     })
     .catch(() => assert.fail(`expected train_oom.py:${userLine}; Problems panel: ${JSON.stringify(seen.map(({ file, code, line }) => ({ file, code, line })))}`));
   await wb.screenshot(join(SCREENSHOTS, 'diagnose-traceback.png'));
+});
+
+scenario('"Diagnose this traceback" takes the terminal selection when no editor has one', async () => {
+  await wb.command('View: Close All Editors'); // also closes the diagnosis panel of the previous test
+  await wb.command('Terminal: Create New Terminal');
+  const terminal = wb.page.locator('.terminal-wrapper.active .xterm-rows').first(); // DOM renderer: see SETTINGS
+  await terminal.waitFor();
+  await wb.page.keyboard.type('cat cuda_oom.log\n');
+  await wb.until('the log in the terminal', async () => /OutOfMemoryError/.test(await terminal.innerText()));
+  await wb.command('Terminal: Select All');
+  // The selection travels through the clipboard; what the user had there must come back.
+  const clipboard = () => wb.page.evaluate(() => navigator.clipboard.readText());
+  await wb.page.evaluate(() => navigator.clipboard.writeText('the user\'s clipboard'));
+  await wb.command('traindoctor: Diagnose this traceback');
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="traceback"]');
+  assert.match((await panel.locator('body').getAttribute('data-kind')) ?? '', /oom/i);
+  assert.equal(await clipboard(), "the user's clipboard");
+  await wb.command('Terminal: Kill All Terminals');
 });
 
 scenario('runWithDiagnosis on a NaN under anomaly mode shows the live diagnosis at the failing line', async () => {
