@@ -57,7 +57,12 @@ export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFa
     const frame = deepestUserFrame(stackTrace.stackFrames ?? []);
     const probes: Record<string, unknown> = {};
     if (frame) {
-      for (const probe of await this.server.probeExpressions()) {
+      // Probes enrich the diagnosis; without them the exception and the stack still diagnose.
+      const expressions = await this.server.probeExpressions().catch((error: unknown) => {
+        log().warn(`No probe expressions from the server: ${error instanceof Error ? error.message : String(error)}`);
+        return [];
+      });
+      for (const probe of expressions) {
         probes[probe.name] = await evaluate(session, probe.expression, frame.id);
       }
     }

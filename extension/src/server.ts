@@ -139,9 +139,15 @@ export class ServerManager implements vscode.Disposable {
     };
     const client = new LanguageClient('traindoctor', 'traindoctor', serverOptions, clientOptions);
     skipServerCommandRegistration(client);
+    // The client restarts a crashed server a few times by itself; mirror that in the status bar.
     client.onDidChangeState((event) => {
-      if (event.newState === State.Stopped && this.client === client && this.current.kind === 'running') {
+      if (this.client !== client) {
+        return;
+      }
+      if (event.newState === State.Stopped && this.current.kind === 'running') {
         this.setState({ kind: 'failed', message: 'the server stopped; see traindoctor: Show logs' });
+      } else if (event.newState === State.Running && this.current.kind === 'failed') {
+        this.setState({ kind: 'running', interpreter, version: check.version });
       }
     });
     this.client = client;
