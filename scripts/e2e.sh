@@ -3,7 +3,8 @@
 # Installs what it needs from the registries into .e2e/ inside the clone (reused when present):
 # Debian chromium (apt, if missing), Node 24 and code-server 4.139.1 (npm); then builds the .vsix,
 # installs it into a fresh code-server and runs extension/test/e2e.test.mjs against the real
-# Python server in .venv. Screenshots go to docs/screenshots/ (override: E2E_SCREENSHOTS=dir).
+# Python server in .venv. Screenshots go to .e2e/artifacts/screenshots/; E2E_UPDATE_SCREENSHOTS=1
+# writes them to docs/screenshots/ (the README's), E2E_SCREENSHOTS=dir anywhere else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -9,8 +9,12 @@ import { join } from 'path';
 import { Editor, ROOT, Workbench } from './harness.mjs';
 
 const FIXTURES = join(ROOT, 'extension', 'test', 'fixtures');
-const SCREENSHOTS = process.env.E2E_SCREENSHOTS ?? join(ROOT, 'docs', 'screenshots');
 const ARTIFACTS = join(ROOT, '.e2e', 'artifacts');
+// Every run keeps its screenshots in .e2e/artifacts/screenshots; E2E_UPDATE_SCREENSHOTS=1 writes
+// them over the README's (docs/screenshots), so that CI runs leave the tracked images alone.
+const SCREENSHOTS =
+  process.env.E2E_SCREENSHOTS ??
+  (process.env.E2E_UPDATE_SCREENSHOTS === '1' ? join(ROOT, 'docs', 'screenshots') : join(ARTIFACTS, 'screenshots'));
 const VSIX = process.env.E2E_VSIX;
 const PYTHON = process.env.E2E_PYTHON ?? join(ROOT, '.venv', 'bin', 'python');
 
