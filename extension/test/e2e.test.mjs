@@ -171,6 +171,24 @@ scenario('"Diagnose this traceback" takes the terminal selection when no editor 
   await wb.command('Terminal: Kill All Terminals');
 });
 
+scenario('"Diagnose this traceback" falls back to the clipboard, then to an input box that takes a log path', async () => {
+  const diagnosisPanel = () => wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="traceback"]');
+  await wb.command('View: Close All Editors');
+  const log = readFileSync(join(editor.workspace, 'cuda_oom.log'), 'utf8');
+  await wb.setClipboardWithEditorsClosed(log);
+  await wb.command('traindoctor: Diagnose this traceback');
+  assert.match((await (await diagnosisPanel()).locator('body').getAttribute('data-kind')) ?? '', /oom/i);
+
+  await wb.command('View: Close All Editors');
+  await wb.setClipboardWithEditorsClosed('nothing to see here');
+  await wb.command('traindoctor: Diagnose this traceback', { waitHidden: false }); // it opens an input box
+  await wb.page.locator('.quick-input-widget', { hasText: 'path of a log file' }).waitFor();
+  await wb.page.keyboard.type('cuda_oom.log');
+  await wb.page.keyboard.press('Enter');
+  assert.match((await (await diagnosisPanel()).locator('body').getAttribute('data-kind')) ?? '', /oom/i);
+  await wb.command('View: Close All Editors');
+});
+
 scenario('runWithDiagnosis on a NaN under anomaly mode shows the live diagnosis at the failing line', async () => {
   const failingLine = 'entropy.backward()';
   await wb.openFile('train_nan.py');

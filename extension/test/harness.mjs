@@ -146,7 +146,7 @@ export class Workbench {
     this.page = page;
   }
 
-  async quickInput(open, text, rowText) {
+  async quickInput(open, text, rowText, { waitHidden = true } = {}) {
     const widget = this.page.locator('.quick-input-widget');
     if (await widget.isVisible()) {
       await this.page.keyboard.press('Escape'); // left open by an earlier step that failed
@@ -157,7 +157,9 @@ export class Workbench {
     const row = widget.locator('.monaco-list-row', { hasText: rowText ?? text }).first();
     await row.waitFor({ state: 'visible' });
     await row.click();
-    await widget.waitFor({ state: 'hidden' });
+    if (waitHidden) {
+      await widget.waitFor({ state: 'hidden' });
+    }
   }
 
   async openFile(name) {
@@ -196,9 +198,15 @@ export class Workbench {
     }
   }
 
+  /** The browser refuses clipboard writes while focus is inside a webview: focus the (empty) editor area first. */
+  async setClipboardWithEditorsClosed(text) {
+    await this.page.locator('.part.editor').click({ position: { x: 40, y: 40 } });
+    await this.page.evaluate((value) => navigator.clipboard.writeText(value), text);
+  }
+
   /** Runs a command from the palette by its title as shown there ("traindoctor: Diagnose this traceback"). */
-  async command(title) {
-    await this.quickInput('F1', title, title);
+  async command(title, options) {
+    await this.quickInput('F1', title, title, options);
   }
 
   /** Opens the Problems panel, showing only `file` (a glob) when given: the list renders only visible rows. */
