@@ -257,8 +257,10 @@ def create_server() -> TrainDoctorServer:
 
     @server.feature(lsp.INITIALIZED)
     async def on_initialized(ls: TrainDoctorServer, params: lsp.InitializedParams) -> None:
+        before = ls.settings
         await ls.pull_settings()
-        ls.relint_open_documents()
+        if ls.settings != before:  # documents opened meanwhile were linted with the old ones
+            ls.relint_open_documents()
         await ls.watch_pyproject()
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
