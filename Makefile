@@ -19,8 +19,12 @@ demo: $(STAMP)
 	$(BIN)/traindoctor check examples/ ; test $$? -le 1
 	$(BIN)/traindoctor diagnose examples/tracebacks/cuda_oom.log ; test $$? -le 1
 
+# Every Python test, then the extension's end-to-end tests in a real VS Code
+# (code-server + Chromium, installed into .e2e/ on first run; E2E=0 skips them).
+E2E ?= 1
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
+	@if [ "$(E2E)" = 1 ]; then bash scripts/e2e.sh; else echo "skipping the VS Code e2e tests (E2E=0)"; fi
 
 # The peers we compare against live in their own environment: TorchFix pins an
 # older libcst and Fixit's server an older pygls than ours.
