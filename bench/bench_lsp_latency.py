@@ -198,7 +198,7 @@ async def main() -> int:
     servers = dict(SERVERS)
     fixit = fixit_command()
     if fixit is None:
-        print("fixit not installed (pip install 'traindoctor[bench]'): measuring traindoctor only", file=sys.stderr)
+        print("fixit not found (run `make bench`, which creates .venv-bench): measuring traindoctor only", file=sys.stderr)
     else:
         servers["fixit"] = fixit
 
