@@ -24,7 +24,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       void vscode.window.showErrorMessage(server!.notRunningMessage());
       return undefined;
     }
-    return run(server!);
+    try {
+      return await run(server!);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`traindoctor: ${error instanceof Error ? error.message : String(error)}`);
+      return undefined;
+    }
   };
 
   context.subscriptions.push(

@@ -21,10 +21,18 @@ export async function diagnoseTraceback(server: ServerManager, panel: DiagnosisP
     return undefined;
   }
   log().info(`Diagnosing a traceback from the ${input.source} (${input.text.length} characters)`);
-  const result = await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Window, title: 'traindoctor: diagnosing traceback' },
-    () => server.executeCommand<unknown>('traindoctor.diagnoseTraceback', [input.text]),
-  );
+  let result: unknown;
+  try {
+    result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'traindoctor: diagnosing traceback' },
+      () => server.executeCommand<unknown>('traindoctor.diagnoseTraceback', [input.text]),
+    );
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    log().error(`diagnoseTraceback failed: ${message}`);
+    void vscode.window.showErrorMessage(`traindoctor could not diagnose the traceback: ${message}`);
+    return undefined;
+  }
   if (!isDiagnosis(result)) {
     void vscode.window.showWarningMessage('traindoctor found no traceback it could diagnose in the text.');
     return undefined;
