@@ -61,5 +61,6 @@ VSIX=$ROOT/traindoctor-$(node -p 'require("./package.json").version').vsix
 ls -la "$VSIX"
 
 step "tests"
+rm -rf .e2e/artifacts  # screenshots and failure evidence of this run only
 E2E_VSIX=$VSIX node --test --test-concurrency=1 --test-reporter=spec extension/test/e2e.test.mjs extension/test/untrusted.test.mjs
 step "done"
