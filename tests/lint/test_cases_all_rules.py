@@ -1,5 +1,6 @@
 """Every rule over every case file (tests/lint/cases/*.py) and the examples:
-a rule must not fire on another rule's cases unless the line says so.
+a rule must not fire on another rule's cases unless the line says so, and the
+fixes of all rules together must parse, converge and clear what they fix.
 
 Lines that must be flagged carry `# expect: TRN101` (several codes allowed);
 the examples list theirs in EXAMPLE_EXPECTED below.
@@ -7,44 +8,40 @@ the examples list theirs in EXAMPLE_EXPECTED below.
 
 from __future__ import annotations
 
-import re
+import ast
 from pathlib import Path
 
 import pytest
+from casefiles import CONFIG, expected_lines, findings_of
 
-from traindoctor.config import Config
-from traindoctor.lint import lint_source
+from traindoctor.lint import fix_source, lint_source
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 CASES = sorted((HERE / "cases").glob("*.py"))
-_EXPECT = re.compile(r"#\s*expect:\s*((?:TRN\d{3}[ ,]*)+)")
 EXAMPLE_EXPECTED = {
-    "train_classifier.py": {("TRN401", 49), ("TRN202", 54), ("TRN201", 58), ("TRN402", 65), ("TRN101", 69)},
-    "train_tagger.py": {("TRN301", 30), ("TRN402", 41)},
+    "train_classifier.py": [(49, "TRN401"), (54, "TRN202"), (58, "TRN201"), (65, "TRN402"), (69, "TRN101")],
+    "train_tagger.py": [(30, "TRN301"), (41, "TRN402")],
 }
 
 
-def _expected(source: str) -> set[tuple[str, int]]:
-    found = set()
-    for number, line in enumerate(source.splitlines(), start=1):
-        match = _EXPECT.search(line)
-        if match:
-            found.update((code, number) for code in re.findall(r"TRN\d{3}", match.group(1)))
-    return found
-
-
-def _found(path: Path) -> set[tuple[str, int]]:
-    result = lint_source(path.read_text(), str(path), Config())
-    assert result.error is None
-    return {(f.code, f.range.start.line + 1) for f in result.findings}
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_case_file_findings(path: Path):
+    source = path.read_text(encoding="utf-8")
+    assert findings_of(source, path=str(path)) == expected_lines(source)
 
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
-def test_case_file(path: Path):
-    assert _found(path) == _expected(path.read_text())
+def test_case_file_fixes_parse_converge_and_clear_safe_findings(path: Path):
+    source = path.read_text(encoding="utf-8")
+    fixed, _ = fix_source(source, str(path), CONFIG)
+    ast.parse(fixed)
+    assert fix_source(fixed, str(path), CONFIG)[0] == fixed
+    left = [f for f in lint_source(fixed, str(path), CONFIG).findings if f.fix is not None and f.fix.safe]
+    assert left == []
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLE_EXPECTED))
 def test_examples(name: str):
-    assert _found(REPO / "examples" / name) == EXAMPLE_EXPECTED[name]
+    path = REPO / "examples" / name
+    assert findings_of(path.read_text(encoding="utf-8"), path=str(path)) == EXAMPLE_EXPECTED[name]

@@ -3,53 +3,18 @@ that the finding is a real metric error and the fix removes it."""
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
-import pytest
 import torch
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pad_sequence
 
-from traindoctor.config import Config
+from casefiles import CONFIG
+
 from traindoctor.lint import fix_source, lint_source
 
 CASES = Path(__file__).parent / "cases"
-CONFIG = Config()
 CODES = ("TRN301",)
-
-
-def expected_lines(source: str, codes: tuple[str, ...]) -> list[tuple[int, str]]:
-    """`# expect: TRN301` markers: (1-based line, code)."""
-    found = []
-    for number, line in enumerate(source.splitlines(), 1):
-        for code in re.findall(r"#\s*expect:\s*([A-Z0-9, ]+)", line):
-            found += [(number, c.strip()) for c in code.split(",") if c.strip() in codes]
-    return found
-
-
-def findings_of(source: str, codes: tuple[str, ...]) -> list[tuple[int, str]]:
-    result = lint_source(source, "case.py", CONFIG)
-    assert result.error is None, result.error
-    return sorted((f.range.start.line + 1, f.code) for f in result.findings if f.code in codes)
-
-
-@pytest.mark.parametrize("case", sorted(CASES.glob("trn3xx_*.py")), ids=lambda p: p.name)
-def test_case_findings_match_expectations(case: Path):
-    source = case.read_text(encoding="utf-8")
-    assert findings_of(source, CODES) == sorted(expected_lines(source, CODES))
-
-
-@pytest.mark.parametrize("case", sorted(CASES.glob("trn3xx_*.py")), ids=lambda p: p.name)
-def test_case_fixes_are_idempotent_and_clear_the_finding(case: Path):
-    source = case.read_text(encoding="utf-8")
-    fixed, _ = fix_source(source, "case.py", CONFIG)
-    ast.parse(fixed)
-    assert fix_source(fixed, "case.py", CONFIG)[0] == fixed
-    still = [f for f in lint_source(fixed, "case.py", CONFIG).findings
-             if f.code in CODES and f.fix is not None and f.fix.safe]
-    assert still == []
 
 
 def test_finding_points_at_constructor_and_names_pad_value():
