@@ -29,7 +29,7 @@ from ..model import Finding, Fix, Position, Range, RelatedLocation, TextEdit
 from .blocks import Block, BlockSplitter
 from .context import FileFacts, WalkState, top_level_aliases
 from .walk import walk as walk_tree
-from .rule import FactCollector, FixSpec, InsertAfter, InsertBefore, Related, Replace, Rule
+from .rule import FactCollector, FixSpec, InsertBefore, Related, Replace, Rule
 
 
 class LintError(Exception):
