@@ -12,6 +12,7 @@ Prints a table with ratios; asserts nothing.
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,9 +68,15 @@ def main() -> int:
     if missing:
         print(f"peers missing ({', '.join(missing)}): run `make bench` to create .venv-bench", file=sys.stderr)
         return 2
-    tree = [str(p) for p in torch_subtrees()]
-    files = sum(1 for p in torch_subtrees() for _ in p.rglob("*.py"))
-    print(f"whole tree: {files} files from torch {', '.join(Path(t).name for t in tree)} (best of {RUNS})")
+    # A copy outside any git work tree: Fixit skips git-ignored paths such as a venv.
+    scratch = tempfile.TemporaryDirectory()
+    tree = []
+    for source in torch_subtrees():
+        target = Path(scratch.name) / source.name
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        tree.append(str(target))
+    files = sum(1 for t in tree for _ in Path(t).rglob("*.py"))
+    print(f"whole tree: {files} files copied from torch {', '.join(Path(t).name for t in tree)} (best of {RUNS})")
     ours = wall(OURS + tree)
     rows = [("traindoctor check", ours)]
     for name, cmd in PEERS.items():
