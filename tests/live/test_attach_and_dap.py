@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
+from editor_dap import stop_and_probe
 from live_helpers import PYTHON, SCRIPTS, env, free_port, tensor, traindoctor
 from traindoctor.live.dap import DapConnection
 from traindoctor.live.from_dap import diagnose_from_dap
-from traindoctor.live.probes import probe_expressions
 
 
 def _listening_debuggee(script: str, port: int) -> subprocess.Popen:
@@ -54,30 +54,8 @@ def test_editor_path_probe_expressions_and_diagnose_from_dap():
     debuggee = _listening_debuggee("nan_anomaly.py", port)
     try:
         connection = DapConnection.connect("127.0.0.1", port, timeout=30, retry_while=lambda: debuggee.poll() is None)
-        connection.request("initialize", {"adapterID": "debugpy", "linesStartAt1": True, "columnsStartAt1": True,
-                                          "pathFormat": "path"})
-        attach = connection.send_request("attach", {"justMyCode": True})
-        while (event := connection.next_event(30)) and event.get("event") != "initialized":
-            pass
-        connection.request("setExceptionBreakpoints", {"filters": ["uncaught"]})
-        connection.request("configurationDone")
-        connection.wait_response(attach, "attach", 30)
-        while True:
-            event = connection.next_event(60)
-            assert event is not None, "debuggee never stopped"
-            if event.get("event") == "stopped" and event["body"].get("reason") == "exception":
-                break
-        thread_id = event["body"]["threadId"]
-        exception_info = connection.request("exceptionInfo", {"threadId": thread_id})
-        stack_trace = connection.request("stackTrace", {"threadId": thread_id})
-        frame_id = stack_trace["stackFrames"][0]["id"]
-        probe_results = {}
-        for probe in probe_expressions():
-            try:
-                probe_results[probe["name"]] = connection.request(
-                    "evaluate", {"expression": probe["expression"], "frameId": frame_id, "context": "watch"})
-            except Exception as exc:  # an evaluation error travels as an error dict
-                probe_results[probe["name"]] = {"error": str(exc)}
+        stop = stop_and_probe(connection)
+        exception_info, stack_trace, probe_results = stop["exceptionInfo"], stop["stackTrace"], stop["probes"]
         probe_results["optimizers"] = {"error": "timed out"}  # a failed probe is recorded, not fatal
         diagnosis = diagnose_from_dap(exception_info, stack_trace, probe_results)
         connection.request("disconnect", {"terminateDebuggee": False})

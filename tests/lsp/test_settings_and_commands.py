@@ -288,8 +288,9 @@ def _stop_under_debugpy(script: Path) -> dict:
     import os
     import socket
 
+    from editor_dap import stop_and_probe
+
     from traindoctor.live.dap import DapConnection
-    from traindoctor.live.probes import probe_expressions
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -301,33 +302,10 @@ def _stop_under_debugpy(script: Path) -> dict:
     )
     try:
         connection = DapConnection.connect("127.0.0.1", port, timeout=30, retry_while=lambda: debuggee.poll() is None)
-        connection.request("initialize", {"adapterID": "debugpy", "linesStartAt1": True, "columnsStartAt1": True,
-                                          "pathFormat": "path"})
-        attach = connection.send_request("attach", {"justMyCode": True})
-        while (event := connection.next_event(30)) and event.get("event") != "initialized":
-            pass
-        connection.request("setExceptionBreakpoints", {"filters": ["uncaught"]})
-        connection.request("configurationDone")
-        connection.wait_response(attach, "attach", 30)
-        while True:
-            event = connection.next_event(60)
-            assert event is not None, "the debuggee never stopped"
-            if event.get("event") == "stopped" and event["body"].get("reason") == "exception":
-                break
-        thread_id = event["body"]["threadId"]
-        exception_info = connection.request("exceptionInfo", {"threadId": thread_id})
-        stack_trace = connection.request("stackTrace", {"threadId": thread_id})
-        frame_id = stack_trace["stackFrames"][0]["id"]
-        probes = {}
-        for probe in probe_expressions():
-            try:
-                probes[probe["name"]] = connection.request(
-                    "evaluate", {"expression": probe["expression"], "frameId": frame_id, "context": "watch"})
-            except Exception as exc:
-                probes[probe["name"]] = {"error": str(exc)}
+        payload = stop_and_probe(connection)
         connection.request("disconnect", {"terminateDebuggee": True})
         connection.close()
-        return {"exceptionInfo": exception_info, "stackTrace": stack_trace, "probes": probes}
+        return payload
     finally:
         if debuggee.poll() is None:
             debuggee.kill()
