@@ -140,6 +140,13 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
     return found
 
 
+def _container_name(expr: cst.BaseExpression) -> str | None:
+    """`history` for `history["loss"]` or `history[k][0]`; dotted names as they are."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return dotted_name(expr)
+
+
 def _with_method(expr: cst.BaseExpression, method: str) -> cst.BaseExpression:
     """`expr.method()`, parenthesised when needed."""
     base = expr
@@ -384,7 +391,7 @@ class LossAccumulationKeepsGraph(Rule):
             if re.search(r"optim|opt$|^opt|scaler|sgd|adam", receiver.split(".")[-1], re.IGNORECASE):
                 self._note_training_step()
         elif method in _ACCUMULATING_METHODS and node.args:
-            receiver = dotted_name(func.value)
+            receiver = _container_name(func.value)
             parent = self.walk.parent
             if receiver is not None and isinstance(parent, cst.Expr):
                 self._consider(node, node.args[-1].value if method == "insert" else node.args[0].value,
@@ -693,6 +700,24 @@ class Trainer:
             self.meter.update(output.loss)
 """,
             line=8,
+        ),
+        # a list inside a dict of histories
+        Invalid(
+            """import torch
+history = {"train_loss": []}
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    history["train_loss"].append(loss)
+""",
+            line=6,
+            fixed="""import torch
+history = {"train_loss": []}
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    history["train_loss"].append(loss.detach())
+""",
         ),
         # collected model outputs in a training loop
         Invalid(
