@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict
 from typing import Any
 
+from ..diagnose.extract import human_size
 from ..model import Diagnosis, Probes, TensorSummary
 
 _MAX_LISTED = 6
@@ -261,8 +262,8 @@ def _memory_arithmetic(kind: str, message: str, probes: Probes, evidence: list[s
     if modules or optimizers:
         evidence.append(
             "Model memory: parameters {} + gradients {} + buffers {} + optimizer state {} = {}.".format(
-                _bytes(memory["parameters"]), _bytes(memory["gradients"]), _bytes(memory["buffers"]),
-                _bytes(memory["optimizer_state"]), _bytes(model_total),
+                human_size(memory["parameters"]), human_size(memory["gradients"]), human_size(memory["buffers"]),
+                human_size(memory["optimizer_state"]), human_size(model_total),
             )
         )
     if kind == "cuda-oom":
@@ -273,13 +274,13 @@ def _memory_arithmetic(kind: str, message: str, probes: Probes, evidence: list[s
             reserved = int(cuda.get("reserved", 0))
             left = allocated - model_total
             memory["activations_and_other"] = max(left, 0)
-            line = (f"CUDA memory: {_bytes(allocated)} allocated, {_bytes(reserved)} reserved "
-                    f"({_bytes(max(reserved - allocated, 0))} cached but unused)")
+            line = (f"CUDA memory: {human_size(allocated)} allocated, {human_size(reserved)} reserved "
+                    f"({human_size(max(reserved - allocated, 0))} cached but unused)")
             if "total" in cuda:
-                line += f", {_bytes(int(cuda.get('free', 0)))} free of {_bytes(int(cuda['total']))}"
+                line += f", {human_size(int(cuda.get('free', 0)))} free of {human_size(int(cuda['total']))}"
             evidence.append(line + ".")
             if modules or optimizers:
-                evidence.append(f"Activations and other tensors: about {_bytes(max(left, 0))} of the allocated memory.")
+                evidence.append(f"Activations and other tensors: about {human_size(max(left, 0))} of the allocated memory.")
         summary = probes.get("cuda_memory_summary")
         if summary and summary.ok and summary.value:
             memory["summary"] = summary.value
@@ -296,20 +297,11 @@ def _memory_arithmetic(kind: str, message: str, probes: Probes, evidence: list[s
             memory["process_rss"] = process.get("VmRSS")
         parts = []
         if request:
-            parts.append(f"requested {_bytes(int(request.group(1)))}")
+            parts.append(f"requested {human_size(int(request.group(1)))}")
         if host.get("MemAvailable") is not None:
-            parts.append(f"{_bytes(int(host['MemAvailable']))} available of {_bytes(int(host.get('MemTotal') or 0))}")
+            parts.append(f"{human_size(int(host['MemAvailable']))} available of {human_size(int(host.get('MemTotal') or 0))}")
         if process.get("VmRSS") is not None:
-            parts.append(f"this process uses {_bytes(int(process['VmRSS']))}")
+            parts.append(f"this process uses {human_size(int(process['VmRSS']))}")
         if parts:
             evidence.append("Host memory: " + ", ".join(parts) + ".")
     return memory
-
-
-def _bytes(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(value) < 1024 or unit == "PiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{n} B"
