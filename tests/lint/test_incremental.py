@@ -69,3 +69,17 @@ def test_incremental_split_and_findings_match_cold(path: Path, edits):
         warm = lint_source(text, str(path), config, cache)
         cold = lint_source(text, str(path), config, LintCache())
         assert warm == cold
+
+
+def test_identical_blocks_stay_distinct_trees():
+    """Found by the property test: a second `import numpy as np` block, the same
+    text as an earlier one, once shared its parse tree with it, and TRN201's
+    fix then anchored its inserted helper at the wrong import."""
+    path = REPO / "examples" / "train_classifier.py"
+    lines = path.read_text().splitlines(keepends=True)
+    cache, config = LintCache(), Config()
+    lint_source("".join(lines), str(path), config, cache)
+    for change in [("insert", 0, "x = 1\n"), ("insert", 0, "x = 1\n"), ("insert", 215, "import numpy as np\n")]:
+        lines = _apply(lines, change)
+        warm = lint_source("".join(lines), str(path), config, cache)
+    assert warm == lint_source("".join(lines), str(path), config, LintCache())

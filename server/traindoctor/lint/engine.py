@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from typing import Hashable, Sequence
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from ..catalog import get_rule
 from ..config import Config
 from ..model import Finding, Fix, Position, Range, RelatedLocation, TextEdit
 from .blocks import Block, BlockSplitter
 from .context import FileFacts, WalkState, top_level_aliases
+from .positions import BlockPositions
 from .walk import walk as walk_tree
 from .rule import FactCollector, FixSpec, InsertBefore, Related, Replace, Rule
 
@@ -86,17 +87,16 @@ class _ParsedBlock:
         except RecursionError:
             raise LintError("syntax error: nesting too deep to parse") from None
         self.aliases = top_level_aliases(self.module)
-        self._positions: dict[cst.CSTNode, CodeRange] | None = None
+        self._positions: BlockPositions | None = None
         self._records: tuple[Hashable, list[tuple[str, Hashable]]] | None = None
         self._record_key: tuple[Hashable, ...] = ()
         self._reports: tuple[Hashable, list[_Report], frozenset[int]] | None = None
         self._lines: list[str] | None = None
 
-    def positions(self) -> dict[cst.CSTNode, CodeRange]:
+    def position_of(self, node: cst.CSTNode) -> CodeRange | None:
         if self._positions is None:
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = dict(wrapper.resolve(PositionProvider))
-        return self._positions
+            self._positions = BlockPositions(self.module, self.text)
+        return self._positions.get(node)
 
     def lines(self) -> list[str]:
         if self._lines is None:
@@ -162,18 +162,23 @@ class LintCache:
     document; not thread-safe (lint one version of a document at a time)."""
 
     def __init__(self) -> None:
-        self._blocks: dict[str, _ParsedBlock] = {}
+        # text -> parsed blocks with that text (identical blocks, e.g. two
+        # `import numpy as np` lines, must stay distinct trees: nodes are
+        # told apart by identity)
+        self._blocks: dict[str, list[_ParsedBlock]] = {}
         self.splitter = BlockSplitter()
 
     def blocks_for(self, blocks: Sequence[Block]) -> list[_ParsedBlock]:
-        parsed = []
+        available = {text: list(parsed) for text, parsed in self._blocks.items()}
+        parsed: list[_ParsedBlock] = []
         for block in blocks:
-            cached = self._blocks.get(block.text)
-            if cached is None:
-                cached = _ParsedBlock(block.text)
-            parsed.append(cached)
+            reusable = available.get(block.text)
+            parsed.append(reusable.pop(0) if reusable else _ParsedBlock(block.text))
         # Keep only what the current text uses: memory stays flat over edits.
-        self._blocks = {p.text: p for p in parsed}
+        kept: dict[str, list[_ParsedBlock]] = {}
+        for item in parsed:
+            kept.setdefault(item.text, []).append(item)
+        self._blocks = kept
         return parsed
 
 
@@ -227,13 +232,13 @@ class _Locator:
         self.owners = owners
 
     def find(self, node: cst.CSTNode, hint: int) -> tuple[int, CodeRange] | None:
-        found = self.parsed[hint].positions().get(node)
+        found = self.parsed[hint].position_of(node)
         if found is not None:
             return hint, found
         owner = self.owners.get(id(node))
         if owner is None or owner == hint:
             return None
-        found = self.parsed[owner].positions().get(node)
+        found = self.parsed[owner].position_of(node)
         return (owner, found) if found is not None else None
 
     def range(self, node: cst.CSTNode, hint: int) -> Range | None:
