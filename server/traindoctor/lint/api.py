@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import ast
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from ..config import Config, load_config
 from ..model import Finding, Position, Range, TextEdit
-from .blocks import SourceSyntaxError
+from .blocks import SourceSyntaxError, source_lines
 from .engine import LintCache, LintError, ignores_file, lint_blocks
 
 # Larger files are generated code or data, not training scripts; parsing them
@@ -87,7 +86,7 @@ def lint_file(path: str | Path, config: Config | None = None) -> LintResult:
 
 def _line_starts(source: str) -> list[int]:
     starts = [0]
-    for line in io.StringIO(source, newline="").readlines():
+    for line in source_lines(source):
         starts.append(starts[-1] + len(line))
     return starts
 
@@ -163,7 +162,7 @@ def _parses(source: str) -> bool:
 def suppression_edit(source: str, finding: Finding) -> TextEdit:
     """The edit that adds `# traindoctor: ignore[CODE]` to the finding's line
     (or extends an existing one), chosen so that the result still parses."""
-    lines = io.StringIO(source, newline="").readlines()
+    lines = source_lines(source)
     candidates = [finding.range.start.line, finding.range.end.line]
     fallback: TextEdit | None = None
     for number in candidates:

@@ -20,13 +20,13 @@ class Block:
     line_count: int = -1  # lines in `text` (-1: not counted yet)
 
     def lines(self) -> int:
-        return self.line_count if self.line_count >= 0 else len(_lines(self.text))
+        return self.line_count if self.line_count >= 0 else len(source_lines(self.text))
 
     def shifted(self, delta: int) -> "Block":
         return Block(self.start_line + delta, self.text, self.lines())
 
 
-def _lines(text: str) -> list[str]:
+def source_lines(text: str) -> list[str]:
     # Only \n, \r\n and \r end lines for the parsers (str.splitlines also splits on \f etc.).
     return io.StringIO(text, newline="").readlines()
 
@@ -45,7 +45,7 @@ def split_blocks(source: str) -> list[Block]:
         raise SourceSyntaxError(exc.msg or "invalid syntax", exc.lineno) from None
     except (ValueError, MemoryError, RecursionError) as exc:  # e.g. NUL bytes, absurd nesting
         raise SourceSyntaxError(str(exc) or type(exc).__name__, None) from None
-    lines = _lines(source)
+    lines = source_lines(source)
     # 0-based [start, end) line spans of statements; overlapping spans
     # (`a = 1; b = 2`) are merged into one block.
     spans: list[list[int]] = []
@@ -82,7 +82,7 @@ class BlockSplitter:
         self._blocks: list[Block] = []
 
     def split(self, source: str) -> list[Block]:
-        new_lines = _lines(source)
+        new_lines = source_lines(source)
         blocks = self._incremental(new_lines) if self._blocks else None
         if blocks is None:
             blocks = split_blocks(source)

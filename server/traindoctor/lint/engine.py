@@ -26,7 +26,7 @@ from libcst.metadata import CodeRange
 from ..catalog import get_rule
 from ..config import Config
 from ..model import Finding, Fix, Position, Range, RelatedLocation, TextEdit
-from .blocks import Block, BlockSplitter
+from .blocks import Block, BlockSplitter, source_lines
 from .context import FileFacts, WalkState, top_level_aliases
 from .positions import BlockPositions
 from .walk import walk as walk_tree
@@ -100,9 +100,7 @@ class _ParsedBlock:
 
     def lines(self) -> list[str]:
         if self._lines is None:
-            import io
-
-            self._lines = io.StringIO(self.text, newline="").readlines()
+            self._lines = source_lines(self.text)
         return self._lines
 
     def records(self, facts: FileFacts, collectors: Sequence[type[FactCollector]]) -> list[tuple[str, Hashable]]:
