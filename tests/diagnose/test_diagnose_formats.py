@@ -34,7 +34,8 @@ def test_every_kind_is_covered_by_a_test_log() -> None:
     from traindoctor.diagnose import KINDS
 
     labels = load_yaml(DATA / "dev" / "labels.yaml")
-    covered = {c["kind"] for c in EXPECTED} | {l["class"] for l in labels}
+    kinds = load_yaml(DATA / "kinds" / "expected.yaml")
+    covered = {c["kind"] for c in EXPECTED} | {l["class"] for l in labels} | {c["kind"] for c in kinds}
     real = {"graph-reuse", "no-grad", "dataloader-worker", "distributed", "nan-inf"}  # test_real_scripts
     assert set(KINDS) - {"other"} <= covered | real
 

@@ -26,7 +26,7 @@ def _write(tmp_path: Path, body: str) -> Path:
 
 
 @pytest.mark.parametrize("body, message", [
-    ("signatures:\n  - {id: a, kind: nope, mode: crash, patterns: ['x'], title: ['t']}\n", "unknown kind"),
+    ("signatures:\n  - {id: a, kind: Not A Kind, mode: crash, patterns: ['x'], title: ['t']}\n", "must be lower-case words"),
     ("signatures:\n  - {id: a, kind: cuda-oom, mode: fast, patterns: ['x'], title: ['t']}\n", "unknown failure mode"),
     ("signatures:\n  - {id: a, kind: cuda-oom, mode: oom, patterns: ['('], title: ['t']}\n", "bad regular expression"),
     ("signatures:\n  - {id: a, kind: cuda-oom, mode: oom, patterns: ['x'], title: ['{k: v}']}\n", "placeholder"),

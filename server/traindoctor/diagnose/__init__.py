@@ -8,7 +8,7 @@ Public API:
 - `render_text(diagnosis) -> str`: title, `path:line`, root cause, numbered fixes.
 - `traindoctor.diagnose.record.write_record(diagnosis, directory, source_text=None) -> Path`.
 - `parse_tracebacks(text) -> list[Traceback]`: every traceback chain in a log.
-- `KINDS`: the kinds a diagnosis can name.
+- `KINDS`: the kinds a diagnosis can name (the `kind`s of rules/signatures/*.yaml).
 
 `location` is the deepest frame in the user's own code (not site-packages, the
 stdlib, torch or a launcher), as printed; for a NaN caught by anomaly mode it is
@@ -29,6 +29,14 @@ Knowledge (patterns, templates, fixes) lives in rules/signatures/*.yaml.
 from .engine import diagnose_text
 from .parse import parse_tracebacks
 from .render import render_text
-from .signatures import KINDS
+
+
+def __getattr__(name: str):
+    if name == "KINDS":  # one kind per signature file: computed from the catalog
+        from .signatures import kinds
+
+        return kinds()
+    raise AttributeError(name)
+
 
 __all__ = ["KINDS", "diagnose_text", "parse_tracebacks", "render_text"]

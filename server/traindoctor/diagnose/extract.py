@@ -191,6 +191,34 @@ def _dataloader(facts: dict[str, Any], text: str) -> dict[str, Any]:
     }
 
 
+def _weights_only(facts: dict[str, Any], text: str) -> dict[str, Any]:
+    """The class named in the message, spelled so that it can be allow-listed."""
+    name = str(facts.get("global_name") or "").rstrip(".")
+    if not name:
+        return {}
+    module, _, short = name.rpartition(".")
+    if not module or module == "__main__":
+        # Saved from a script: the loader needs its own class of that name in scope.
+        return {"global_name": name, "safe_name": short or name, "from_main": module == "__main__",
+                "import_line": f"from my_training_script import {short or name}  # wherever {short or name} is defined now"}
+    top = module.split(".")[0]
+    return {"global_name": name, "safe_name": name, "import_line": f"import {module}" if module != top else f"import {top}"}
+
+
+_OOM_LIKE_CUDNN = {"NOT_INITIALIZED", "ALLOC_FAILED", "INTERNAL_ERROR", "MAPPING_ERROR"}
+
+
+def _cudnn(facts: dict[str, Any], text: str) -> dict[str, Any]:
+    status = str(facts.get("status_name") or "")
+    return {"oom_like": status in _OOM_LIKE_CUDNN, "bad_param": status in ("BAD_PARAM", "NOT_SUPPORTED"),
+            "execution_failed": status == "EXECUTION_FAILED"}
+
+
+def _version_skew(facts: dict[str, Any], text: str) -> dict[str, Any]:
+    module = str(facts.get("module") or "")
+    return {"module_top": module.split(".")[0]} if module else {}
+
+
 _HANDLERS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
     "cuda-oom": _cuda_oom,
     "host-oom": _host_oom,
@@ -201,4 +229,7 @@ _HANDLERS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
     "checkpoint-mismatch": _checkpoint,
     "distributed": _nccl,
     "dataloader-worker": _dataloader,
+    "weights-only-load": _weights_only,
+    "cudnn": _cudnn,
+    "version-skew": _version_skew,
 }

@@ -6,6 +6,12 @@ the parser needs), records and strips distributed rank prefixes
 (`[rank1]:`, `[default0]:`, `[1,0]<stderr>:`), unwraps rich-formatted
 traceback boxes and Python 3.11 exception-group bars, and unpacks an elastic
 error file (JSON with `py_callstack`).
+
+Also reads what people paste into issues: markdown emphasis around a line
+(`_**RuntimeError: ...**_`), inline-code backticks, `> ` quoting, a logger's
+`repr()` of a traceback (literal `\\n`), `srun --label` rank prefixes
+(`0: Traceback ...`), and VS Code's "Exception has occurred:" layout (message
+first, innermost frame first), which is rewritten into a standard traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +37,14 @@ _PREFIX = re.compile(
     r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]\s?"
     r"|\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ \S+:\d+\]\s?)"
 )
+# A line wrapped in markdown emphasis or inline code: `**...**`, `_**...**_`, `` `...` ``.
+_EMPHASIS = re.compile(r"^(?P<open>_?\*{1,3}_?|`{1,3})(?P<inner>.*?\S.*?)(?P<close>_?\*{1,3}_?|`{1,3})\s*$")
+_ITALIC = re.compile(r"^_(?P<inner>(?:[\w.]+(?:Error|Exception|Warning)\b.*|Traceback \(most recent call last\):|File \".*))_\s*$")
+# `srun --label` / deepspeed-style "N: " rank prefixes; used only when tracebacks carry them.
+_LABEL = re.compile(r"^\s{0,3}(\d{1,4}): ")
+_LABELLED_TRACEBACK = re.compile(r"(?m)^\s{0,3}\d{1,4}: (?:Traceback \(most recent|\s*File \")")
+_FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_VSCODE = "Exception has occurred:"
 _RICH_BAR = "│"
 _RICH_EDGE = re.compile(r"^\s*[╭╰][─\s\w()]*[╮╯]\s*$")
 _RICH_FRAME = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
@@ -75,11 +89,47 @@ def unpack_error_file(text: str) -> str:
     return text
 
 
+def _unrepr(text: str) -> str:
+    """Lines holding a repr()'d traceback (`'Traceback (most recent call last):\\n  File ...'`)
+    become real lines."""
+    out = []
+    for raw in text.split("\n"):
+        if "\\n" in raw and ("Traceback (most recent call last):\\n" in raw or 'File \\"' in raw
+                              or re.search(r'\\n\s+File "', raw)):
+            raw = raw.replace("\\n", "\n")
+            raw = raw.replace('\\"', '"').replace("\\'", "'").replace("\\t", "    ").replace("\\\\", "\\")
+        out.append(raw)
+    return "\n".join(out)
+
+
+def _unquote(line: str) -> str:
+    """Markdown quoting (`> `, `> > `) and emphasis or inline code around the whole line."""
+    while line.startswith(">"):
+        line = line[1:]
+        if line.startswith(" "):
+            line = line[1:]
+    first = line.lstrip()[:1]
+    if first in ("*", "_", "`"):
+        indent = line[:len(line) - len(line.lstrip())]
+        body = line.lstrip()
+        found = _EMPHASIS.match(body)
+        if found and (("*" in found.group("open")) == ("*" in found.group("close"))):
+            return indent + found.group("inner").rstrip("*_` ")
+        found = _ITALIC.match(body)
+        if found:
+            return indent + found.group("inner")
+    return line
+
+
 def normalize(text: str) -> list[Line]:
     text = unpack_error_file(text)
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     text = text.replace("\r\n", "\n")
+    if "\\n" in text:
+        text = _unrepr(text)
+    labelled = len(_LABELLED_TRACEBACK.findall(text[:2_000_000])) >= 2
+    pasted = "**" in text or "\n>" in text or text.startswith(">") or "`" in text or "\n_" in text
     if "\t" in text:
         text = text.replace("\t", "    ")
     text = _CONTROL.sub("", text)
@@ -91,8 +141,15 @@ def normalize(text: str) -> list[Line]:
         for segment in raw.split("\r") if "\r" in raw else (raw,):
             if not segment:
                 continue
-            line = segment
+            if pasted and _FENCE.match(segment.lstrip("> ")):
+                continue  # a markdown code fence around the pasted traceback
+            line = _unquote(segment) if pasted else segment
             rank = None
+            if labelled:
+                found = _LABEL.match(line)
+                if found:
+                    rank = int(found.group(1))
+                    line = line[found.end():]
             if line.startswith("["):
                 found = _RANK.match(line)
                 if found:
@@ -114,7 +171,55 @@ def normalize(text: str) -> list[Line]:
                 if stripped[1:2] in (" ", "-", "+", ""):
                     line = _GROUP_BAR.sub(r"\1", line, count=1)
             lines.append(Line(line.rstrip(), rank, number, prefixed))
+    if _VSCODE in text:
+        lines = _vscode(lines)
     return lines
+
+
+_FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+')
+
+
+def _vscode(lines: list[Line]) -> list[Line]:
+    """VS Code's exception widget, pasted: `Exception has occurred: Type`, the message,
+    then frames innermost first. Rewritten as a standard traceback."""
+    out: list[Line] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        at = line.text.find(_VSCODE)
+        if at < 0:
+            out.append(line)
+            i += 1
+            continue
+        exc_type = re.sub(r"\s*\(note:.*$", "", line.text[at + len(_VSCODE):]).strip() or "Exception"
+        j = i + 1
+        message: list[Line] = []
+        while j < n and not _FRAME_LINE.match(lines[j].text) and len(message) < 60:
+            message.append(lines[j])
+            j += 1
+        frames: list[list[Line]] = []
+        while j < n and _FRAME_LINE.match(lines[j].text):
+            group = [Line("  " + lines[j].text.strip(), lines[j].rank, lines[j].number)]
+            j += 1
+            while j < n and lines[j].text.strip() and not _FRAME_LINE.match(lines[j].text) \
+                    and lines[j].text.startswith(" "):
+                group.append(Line("    " + lines[j].text.strip(), lines[j].rank, lines[j].number))
+                j += 1
+            frames.append(group)
+        if not frames:
+            out.append(line)
+            i += 1
+            continue
+        while message and not message[-1].text.strip():
+            message.pop()
+        out.append(Line("Traceback (most recent call last):", line.rank, line.number))
+        for group in reversed(frames):
+            out.extend(group)
+        head = message[0].text.strip() if message else ""
+        out.append(Line(f"{exc_type}: {head}".rstrip(": ") if head else exc_type, line.rank, line.number))
+        out.extend(message[1:])
+        i = j
+    return out
 
 
 _RANK_BAR = _RICH_BAR

@@ -44,9 +44,9 @@ _LOG_RECORD = re.compile(
 _NON_USER = re.compile(
     r"(?:^|[/\\])(?:site-packages|dist-packages|torch|conda-bld)(?:[/\\]|$)"
     r"|[/\\]lib[/\\]python\d[\d.]*[/\\]"
-    r"|[/\\]Python\d*[/\\]Lib[/\\]|^[A-Za-z]:[/\\].*[/\\]Lib[/\\](?!site-packages)"
+    r"|[/\\]Python\d*[/\\][Ll]ib[/\\]|^[A-Za-z]:[/\\].*[/\\][Ll]ib[/\\](?!site-packages)"
     r"|[/\\](?:bin|Scripts)[/\\][^/\\.]+$"
-    r"|^<(?:frozen|built-in|__array_function__|decorator-gen|makefun-gen)"
+    r"|^<(?:frozen|built-in|__array_function__|decorator-gen|makefun-gen|string>$)"
 )
 
 
@@ -193,13 +193,54 @@ def _bare_exception(text: str) -> re.Match[str] | None:
     return None
 
 
-def _exception_line(text: str) -> re.Match[str] | None:
+def _exception_line(text: str, strict: bool = False) -> re.Match[str] | None:
+    """`Type: message` ending a traceback. `strict`: the line is at the frames' own
+    indentation (a paste that lost it), so it could be a source line: demand a
+    real exception type."""
     found = _EXC.match(text.strip())
     if not found:
         return None
     if found.group("msg") is None and not _STRONG_TYPE.search(found.group("type")):
         return None
+    if strict and not (_STRONG_TYPE.search(found.group("type")) or "." in found.group("type")):
+        return None
     return found
+
+
+_PARTIAL_TYPE = re.compile(r"^(?P<type>(?:[a-z_]\w*\.)*[A-Z]\w{3,})(?::(?:\s?(?P<msg>.*)))?$")
+
+
+def _truncated_exception(text: str) -> re.Match[str] | None:
+    """The last line of a paste that was cut inside the exception type (`torch.OutOfMemoryErr`)."""
+    return _PARTIAL_TYPE.match(text.strip())
+
+
+def _is_last(texts: list[str], i: int) -> bool:
+    """Line i ends the stream (only blank lines follow, looking a bounded way ahead)."""
+    return not any(t.strip() for t in texts[i + 1:i + 200]) and i + 200 >= len(texts)
+
+
+def _exception_after_blank(texts: list[str], i: int, frame_indent: int) -> bool:
+    """A paste that put a blank line (or a closed code fence) between the frames and the exception."""
+    for text in texts[i + 1:i + 3]:
+        if text.strip():
+            return _indent(text) <= frame_indent and _exception_line(text, strict=True) is not None
+    return False
+
+
+def _frame_follows(texts: list[str], i: int) -> bool:
+    """A frame header comes right after line i: the line was a source line that lost its indent."""
+    return i + 1 < len(texts) and _FRAME.match(texts[i + 1]) is not None
+
+
+def _lost_indent(texts: list[str], i: int) -> bool:
+    """The source line at i (right after a frame header) is at the header's indentation:
+    true when the paste lost indentation, i.e. the next line is another frame or the exception."""
+    if i + 1 >= len(texts):
+        return False
+    follow = texts[i + 1]
+    return _FRAME.match(follow) is not None or _exception_line(follow, strict=True) is not None \
+        or _truncated_exception(follow) is not None and _is_last(texts, i + 1)
 
 
 def _message(lines: list[Line], indices: list[int], texts: list[str], i: int,
@@ -240,8 +281,13 @@ def _parse_block(lines: list[Line], indices: list[int], texts: list[str], i: int
             code = None
             while i < n:
                 follow = texts[i]
-                if not follow.strip() or _indent(follow) <= indent or _FRAME.match(follow):
+                if not follow.strip() or _FRAME.match(follow) or HEADER in follow:
                     break
+                if _indent(follow) <= indent:
+                    # Pasted text that lost its indentation: the line right after a frame
+                    # header is its source line unless it is the exception.
+                    if code is not None or _exception_line(follow, strict=True) or not _lost_indent(texts, i):
+                        break
                 stripped = follow.strip()
                 if code is None and not _CARET.match(stripped):
                     code = stripped
@@ -252,19 +298,23 @@ def _parse_block(lines: list[Line], indices: list[int], texts: list[str], i: int
             continue
         stripped = text.strip()
         if not stripped:
-            if frames:
+            if frames and not _exception_after_blank(texts, i, frame_indent or 0):
                 break
             i += 1  # a blank line right after the header
             continue
         if HEADER in text or _CAUSE in text or _CONTEXT in text:
             break
         indent = _indent(text)
-        if frame_indent is None or indent < frame_indent:
-            exc = _exception_line(text)
+        if frame_indent is None or indent <= frame_indent:
+            exc = _exception_line(text, strict=indent == frame_indent)
+            if exc is None and _is_last(texts, i) and frames:
+                exc = _truncated_exception(text)  # a paste cut inside the exception's type
             if exc:
                 message, i = _message(lines, indices, texts, i, exc)
                 exception = ExceptionInfo(exc.group("type"), message)
-            break
+                break
+            if indent < (frame_indent or 0) and not _frame_follows(texts, i):
+                break
         i += 1  # noise inside the frames: "[Previous line repeated ...]", "... (recursive calls) ..."
     end = indices[i - 1] + 1 if i > 0 and indices else start
     return Block(exception, tuple(frames), relation, rank, start, max(end, start), intro), i

@@ -77,10 +77,11 @@ def exception_text(block: Block) -> str:
 def classify_chain(chain: Chain) -> Candidate:
     best: Candidate | None = None
     signatures = exception_signatures()
+    context = "\n".join(f"{f.path} {f.function} {f.code or ''}" for f in chain.frames)
     for block in chain.blocks:
         if block.exception is None:
             continue
-        matched = match_exception(exception_text(block), signatures)
+        matched = match_exception(exception_text(block), signatures, context)
         if matched and (best is None or matched[0].priority > best.signature.priority):
             best = Candidate(matched[0], matched[1], chain, block, rank=chain.rank)
     if best is None:

@@ -21,24 +21,21 @@ import yaml
 from ..catalog import rules_dir
 from ..model import FAILURE_MODES
 
-KINDS = (
-    "cuda-oom",
-    "host-oom",
-    "nan-inf",
-    "shape-mismatch",
-    "device-mismatch",
-    "device-side-assert",
-    "graph-reuse",
-    "inplace-modification",
-    "no-grad",
-    "dtype-mismatch",
-    "dataloader-worker",
-    "distributed",
-    "checkpoint-mismatch",
-    "cuda-env",
-    "nondeterminism",
-    "other",
-)
+_KIND_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+
+def kinds() -> tuple[str, ...]:
+    """The kinds a diagnosis can name: one per signature file's `kind`, "other" last.
+    Adding a kind is adding a YAML file under rules/signatures/."""
+    found = dict.fromkeys(s.kind for s in sorted(load_signatures(), key=lambda s: s.source.name))
+    found.pop("other", None)
+    return (*found, "other")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "KINDS":  # computed from the catalog on first use
+        return kinds()
+    raise AttributeError(name)
 
 _FORMATTER = string.Formatter()
 
@@ -79,6 +76,7 @@ class Signature:
     patterns: tuple[re.Pattern[str], ...]
     extract: tuple[re.Pattern[str], ...]
     extract_log: tuple[re.Pattern[str], ...]
+    context: tuple[re.Pattern[str], ...]  # one must match the chain's frames or the log too
     titles: tuple[Template, ...]
     root_cause: tuple[Template, ...]
     fixes: tuple[Template, ...]
@@ -196,8 +194,8 @@ def _parse_signature(data: Any, path: Path) -> Signature:
     kind, mode = str(data.get("kind") or ""), str(data.get("mode") or "")
     if not sid:
         raise SignatureError(f"{where}: missing id")
-    if kind not in KINDS:
-        raise SignatureError(f"{where}: unknown kind {kind!r}")
+    if not _KIND_NAME.match(kind):
+        raise SignatureError(f"{where}: kind {kind!r} must be lower-case words joined by '-'")
     if mode not in FAILURE_MODES:
         raise SignatureError(f"{where}: unknown failure mode {mode!r}")
     scope = str(data.get("scope") or "exception")
@@ -227,6 +225,7 @@ def _parse_signature(data: Any, path: Path) -> Signature:
         patterns=patterns,
         extract=_regexes(data.get("extract"), where),
         extract_log=_regexes(data.get("extract_log"), where),
+        context=_regexes(data.get("context"), where),
         titles=titles,
         root_cause=_templates(data.get("root_cause"), f"{where} root_cause"),
         fixes=_templates(data.get("fixes"), f"{where} fixes", fix=True),
@@ -276,9 +275,13 @@ def log_signatures() -> tuple[Signature, ...]:
     return tuple(s for s in load_signatures() if s.scope == "log")
 
 
-def match_exception(text: str, candidates: Iterable[Signature] | None = None) -> tuple[Signature, dict[str, str]] | None:
-    """The highest-priority exception signature matching `Type: message`."""
+def match_exception(text: str, candidates: Iterable[Signature] | None = None,
+                    context: str = "") -> tuple[Signature, dict[str, str]] | None:
+    """The highest-priority exception signature matching `Type: message`; a signature
+    with `context` patterns also needs one of them in `context` (the frames, the log)."""
     for signature in candidates if candidates is not None else exception_signatures():
+        if signature.context and not any(p.search(context) for p in signature.context):
+            continue
         facts = signature.match(text)
         if facts is not None:
             return signature, facts
