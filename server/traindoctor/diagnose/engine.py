@@ -84,6 +84,7 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     _common_facts(facts, exception, location, rank)
     location, rank = _kind_facts(signature.kind, signature.id, facts, details, evidence, chain, block, chains,
                                  lines, selection, location, rank)
+    _code_facts(signature.kind, facts, evidence, frames, chains, base_dir)
     if location is None and probes is not None and probes.frame is not None:
         location = probes.frame
         facts.setdefault("location_site", f"{location.path}:{location.line}")
@@ -247,6 +248,40 @@ def _kind_facts(kind: str, signature_id: str, facts: dict[str, Any], details: di
     if kind == "cuda-oom" and "sizes_bytes" in facts:
         details["memory_bytes"] = facts.pop("sizes_bytes")
     return location, rank
+
+
+def _code_facts(kind: str, facts: dict[str, Any], evidence: list[str], frames: tuple[Frame, ...],
+                chains: list[Chain], base_dir: Path) -> None:
+    """Facts from the user's source on the stack, for the fixes that depend on them."""
+    if kind not in ("cuda-oom", "graph-reuse", "inplace-modification", "nan-inf"):
+        return
+    from . import source
+
+    if kind == "nan-inf":
+        forward = [f for c in chains if "Traceback of forward call" in c.blocks[0].intro for f in c.frames]
+        sources = source.user_sources(tuple(frames) + tuple(forward), base_dir)
+        if source.masked_inf(sources, str(facts.get("forward_code") or "")):
+            facts["masked_inf"] = True
+            evidence.append("the logits are masked with -inf: exp(-inf) = 0 and 0 * log(0) = 0 * -inf = NaN")
+        return
+    sources = source.user_sources(frames, base_dir)
+    if kind == "cuda-oom":
+        function = source.eval_function(frames, sources)
+        if function:
+            facts["eval_function"] = function
+            evidence.append(f"the OOM happens in {function}(), an evaluation step that keeps autograd graphs "
+                            "(no torch.no_grad())")
+    elif kind == "graph-reuse":
+        if source.gan_step(frames, sources):
+            facts["gan"] = True
+    elif kind == "inplace-modification":
+        site = source.locate_inplace(str(facts.get("grad_fn") or ""), sources)
+        if site is not None:
+            facts.update(inplace_site=f"{site.path}:{site.line}", inplace_code=site.code, inplace_name=site.name,
+                         producer_line=site.producer_line, producer_code=site.producer_code,
+                         out_of_place=source.out_of_place(site))
+            evidence.append(f"in-place operation: {site.path}:{site.line}: `{site.code}` modifies `{site.name}`, "
+                            f"produced by `{site.producer_code}` (line {site.producer_line})")
 
 
 def _confidence(signature, exception: ExceptionInfo | None, location: Frame | None, chain: Chain | None) -> float:

@@ -130,9 +130,34 @@ def _inplace(facts: dict[str, Any], text: str) -> dict[str, Any]:
     return {}
 
 
+# Arguments that hold layer parameters (F.linear/addmm: mat2 = weight.t(), bias; conv: weight).
+_MODEL_SIDE = {"mat2", "weight", "bias", "vec"}
+_BATCH_SIDE = {"mat1", "input", "index", "indices", "target", "other", "tensors", "mat"}
+
+
 def _device(facts: dict[str, Any], text: str) -> dict[str, Any]:
+    """Which side of a device mismatch is on the CPU: the model (weights) or the batch."""
     method = facts.get("method")
-    return {"method_clause": f" (in {method})" if method else ""}
+    out: dict[str, Any] = {"method_clause": f" (in {method})" if method else ""}
+    argument = str(facts.get("argument") or "").lower()
+    arg_device, other_device = str(facts.get("device_a") or "").lower(), str(facts.get("device_b") or "").lower()
+    model_on_cpu = batch_on_cpu = False
+    gpu = ""
+    if facts.get("input_type") or facts.get("weight_type"):
+        model_on_cpu = "cuda" in str(facts.get("input_type") or "").lower()
+        batch_on_cpu = not model_on_cpu
+        gpu = "cuda"
+    elif arg_device.startswith("cpu") and other_device:
+        gpu = other_device
+        model_on_cpu, batch_on_cpu = argument in _MODEL_SIDE, argument not in _MODEL_SIDE
+    elif other_device.startswith("cpu") and arg_device:
+        gpu = arg_device
+        model_on_cpu, batch_on_cpu = argument in _BATCH_SIDE, argument in _MODEL_SIDE
+    if model_on_cpu or batch_on_cpu:
+        out["model_on_cpu"], out["batch_on_cpu"] = model_on_cpu, batch_on_cpu
+        out["gpu_device"] = "cuda" if gpu in ("gpu", "cuda", "") else gpu
+        out["cpu_tensor"] = facts.get("argument") if arg_device.startswith("cpu") and argument else "the input"
+    return out
 
 
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -162,6 +187,7 @@ def _checkpoint(facts: dict[str, Any], text: str) -> dict[str, Any]:
         name, ckpt, model = mismatches[0]
         out.update(first_mismatch=name, ckpt_shape=ckpt.removeprefix("torch.Size(").removesuffix(")"),
                    model_shape=model.removeprefix("torch.Size(").removesuffix(")"))
+    out.update(_key_mapping(missing, unexpected))
     out["size_mismatch"] = bool(mismatches)
     if parts:
         out["summary"] = ", ".join(parts)
@@ -173,6 +199,52 @@ def _checkpoint(facts: dict[str, Any], text: str) -> dict[str, Any]:
     out["details_keys"] = {"missing": missing, "unexpected": unexpected,
                            "size_mismatch": [m[0] for m in mismatches]}
     return out
+
+
+def _key_mapping(missing: list[str], unexpected: list[str]) -> dict[str, Any]:
+    """The prefix rewrite (added, removed or moved) that turns the checkpoint's unexpected
+    keys into the model's missing keys, with the code that applies it."""
+    if not missing or not unexpected:
+        return {}
+    wanted = set(missing)
+    best: tuple[int, str, str] | None = None
+    for candidate in missing[:50]:
+        source = unexpected[0]
+        old, new = _prefix_pair(source, candidate)
+        if old is None:
+            continue
+        mapped = {new + k[len(old):] for k in unexpected if k.startswith(old)}
+        hits = len(mapped & wanted)
+        if best is None or hits > best[0]:
+            best = (hits, old, new)
+    if best is None or best[0] < max(1, min(len(missing), len(unexpected)))  or best[1] == best[2]:
+        return {}
+    hits, old, new = best
+    if old and new:
+        body = f'"{new}" + k[len("{old}"):] if k.startswith("{old}") else k'
+    elif old:
+        body = f'k.removeprefix("{old}")'
+    else:
+        body = f'"{new}" + k'
+    code = (f"state = {{{body}: v for k, v in state.items()}}\n"
+            "model.load_state_dict(state)  # strict: fails loudly if anything still differs")
+    return {"remap": True, "remap_from": old or "(no prefix)", "remap_to": new or "(no prefix)",
+            "remap_count": hits, "remap_code": code,
+            "strict_false_loads_nothing": hits == len(missing) == len(unexpected)}
+
+
+def _prefix_pair(source: str, target: str) -> tuple[str | None, str]:
+    """('features.module.', 'module.features.') for 'features.module.0.weight' vs
+    'module.features.0.weight': the longest common dotted suffix, and what precedes it."""
+    a, b = source.split("."), target.split(".")
+    common = 0
+    while common < min(len(a), len(b)) and a[-1 - common] == b[-1 - common]:
+        common += 1
+    if common == 0:
+        return None, ""
+    old = ".".join(a[:len(a) - common])
+    new = ".".join(b[:len(b) - common])
+    return (old + "." if old else ""), (new + "." if new else "")
 
 
 def _nccl(facts: dict[str, Any], text: str) -> dict[str, Any]:
