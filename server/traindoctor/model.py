@@ -214,6 +214,21 @@ class FixSuggestion:
 
 
 @dataclass(frozen=True)
+class Hypothesis:
+    """One explanation of a failure; a Diagnosis ranks several, best first."""
+
+    kind: str
+    cause: str
+    confidence: float  # calibrated: the share of such hypotheses that were right on the labelled set
+    evidence: tuple[str, ...] = ()
+    fixes: tuple[FixSuggestion, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "cause": self.cause, "confidence": self.confidence,
+                "evidence": list(self.evidence), "fixes": [{"title": f.title, "detail": f.detail} for f in self.fixes]}
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     kind: str  # cuda-oom, host-oom, nan-inf, ... , other
     mode: str  # one of FAILURE_MODES
@@ -228,6 +243,8 @@ class Diagnosis:
     related_findings: tuple[Finding, ...] = ()
     rank: int | None = None
     details: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # Ranked explanations; the first is the one the fields above describe.
+    hypotheses: tuple[Hypothesis, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The shape the CLI, the LSP and the extension exchange (see traindoctor.diagnose)."""
@@ -245,6 +262,7 @@ class Diagnosis:
             "related_findings": [f.to_json() for f in self.related_findings],
             "rank": self.rank,
             "details": _jsonable(self.details),
+            "hypotheses": [h.to_json() for h in self.hypotheses],
         }
 
 

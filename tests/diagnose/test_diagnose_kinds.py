@@ -42,3 +42,22 @@ def test_safe_globals_fix_names_the_class_from_the_message() -> None:
     assert "torch.serialization.add_safe_globals([argparse.Namespace])" in first.detail
     assert "import argparse" in first.detail
     assert "MyConfig" not in " ".join(f.detail for f in diagnosis.fixes)
+
+
+def test_hypotheses_are_ranked_and_the_first_is_the_diagnosis() -> None:
+    diagnosis = diagnose_text((DATA / "kinds" / "cudnn_not_initialized.log").read_text(), correlate=False)
+    kinds = [h.kind for h in diagnosis.hypotheses]
+    assert kinds[:2] == ["cudnn", "cuda-oom"]  # NOT_INITIALIZED usually hides an OOM
+    assert diagnosis.hypotheses[0].confidence == diagnosis.confidence
+    assert diagnosis.hypotheses[0].fixes == diagnosis.fixes
+    confidences = [h.confidence for h in diagnosis.hypotheses]
+    assert confidences == sorted(confidences, reverse=True)
+    assert all(h.fixes for h in diagnosis.hypotheses)
+
+
+def test_calibration_report_is_committed_and_within_target() -> None:
+    import re
+
+    report = (DATA.parents[2] / "bench" / "calibration.md").read_text()
+    eces = [float(x) for x in re.findall(r"ECE\): \*\*([\d.]+)\*\*", report)]
+    assert len(eces) == 3 and eces[2] <= 0.1

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..model import Diagnosis, ExceptionInfo, FixSuggestion, Frame, Probes
+from ..model import Diagnosis, ExceptionInfo, FixSuggestion, Frame, Hypothesis, Probes
+from .calibration import calibrated
 from .correlate import correlate as correlate_findings
 from .extract import derive, human_size
 from .normalize import Line, decode, normalize
@@ -127,14 +128,20 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     if selection.root_rank is not None:
         details["root_cause_rank"] = selection.root_rank
     details["facts"] = {k: v for k, v in facts.items() if isinstance(v, (str, int, float, bool)) and v != ""}
+    evidence = list(dict.fromkeys(evidence))
+    primary = (confidence, signature.kind, root_cause or title, tuple(evidence), tuple(fixes))
+    ranked = _hypotheses(primary, signature, facts, exc_text, selection, candidate)
+    details["raw_confidences"] = [round(h[0], 3) for h in ranked]
+    hypotheses = tuple(Hypothesis(kind, cause, round(calibrated(raw), 2), ev, fx) for raw, kind, cause, ev, fx in ranked)
     return Diagnosis(
         kind=signature.kind,
         mode=signature.mode,
         title=title,
         root_cause=root_cause,
-        evidence=tuple(dict.fromkeys(evidence)),
+        evidence=tuple(evidence),
         fixes=tuple(fixes),
-        confidence=round(confidence, 2),
+        confidence=hypotheses[0].confidence,
+        hypotheses=hypotheses,
         location=location,
         frames=frames,
         exception=exception,
@@ -142,6 +149,48 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
         rank=rank,
         details=details,
     )
+
+
+_MAX_HYPOTHESES = 4
+
+
+def _hypotheses(primary: tuple, signature, facts: dict[str, Any], exc_text: str, selection: Selection,
+                winner: Candidate) -> list[tuple]:
+    """The winning explanation first, then (ranked by raw confidence) the signature's own
+    alternatives, other signatures that match the same message, and other failures in the log."""
+    from .signatures import exception_signatures, load_signatures
+
+    raw = primary[0]
+    out: list[tuple] = []
+    seen = {(primary[1], primary[2])}
+
+    def add(score: float, kind: str, cause: str, evidence: tuple, fixes: tuple) -> None:
+        if (kind, cause) not in seen and cause:
+            seen.add((kind, cause))
+            out.append((max(0.01, min(score, raw - 0.01)), kind, cause, evidence, fixes))
+
+    def kind_fixes(kind: str) -> tuple:
+        first = next((s for s in load_signatures() if s.kind == kind), None)
+        return tuple(FixSuggestion(t, d) for t, d in first.fixes_for({})[:3]) if first else ()
+
+    for kind, template, weight in signature.alternatives:
+        if template.applies(facts):
+            add(raw * weight, kind, template.render(facts)[0], (), kind_fixes(kind))
+    if exc_text:
+        for other in exception_signatures():
+            if other.kind in (signature.kind, "other") or other.context:
+                continue
+            found = other.match(exc_text)
+            if found is not None:
+                add(other.confidence * 0.5, other.kind, other.title_for(found), (), kind_fixes(other.kind))
+    for candidate in selection.candidates:
+        if candidate is winner or candidate.signature.kind in ("other", signature.kind) or candidate.signature.symptom:
+            continue
+        evidence = tuple(candidate.evidence[:2])
+        add(candidate.signature.confidence * (0.3 if candidate.handled else 0.45), candidate.signature.kind,
+            candidate.signature.title_for(candidate.facts), evidence, kind_fixes(candidate.signature.kind))
+    out.sort(key=lambda h: -h[0])
+    return [primary] + out[:_MAX_HYPOTHESES - 1]
 
 
 def _shown(path: str, base_dir: Path) -> str:

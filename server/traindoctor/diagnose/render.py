@@ -32,6 +32,13 @@ def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True
         out.append("Fixes:")
         for number, fix in enumerate(diagnosis.fixes, 1):
             out.append(f"  {number}. {fix.title}")
-            if fix.detail:
-                out.extend(textwrap.wrap(fix.detail, width, initial_indent="     ", subsequent_indent="     "))
+            for line in fix.detail.splitlines():  # code fixes keep their lines
+                out.extend(textwrap.wrap(line, width, initial_indent="     ", subsequent_indent="     ",
+                                         drop_whitespace=False) or ["     "])
+    if len(diagnosis.hypotheses) > 1:
+        out.append("")
+        out.append("Other explanations:")
+        for hypothesis in diagnosis.hypotheses[1:]:
+            out.extend(textwrap.wrap(f"[{hypothesis.kind}, {hypothesis.confidence:.2f}] {hypothesis.cause}", width,
+                                     initial_indent="  - ", subsequent_indent="    "))
     return "\n".join(out) + "\n"

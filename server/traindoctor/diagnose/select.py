@@ -65,6 +65,7 @@ class Selection:
     root_rank: int | None
     rank_notes: dict[int, str]
     elastic: ElasticSummary | None
+    candidates: list[Candidate] = field(default_factory=list)  # every explanation considered
 
 
 def exception_text(block: Block) -> str:
@@ -210,7 +211,7 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
             hit.chain, hit.block = owner, owner.final
     candidates = chain_candidates + log_hits
     if not candidates:
-        return Selection(Candidate(fallback(), {}), None, {}, elastic)
+        return Selection(Candidate(fallback(), {}), None, {}, elastic, [])
     winner = max(candidates, key=lambda c: c.key)
 
     ranks = {c.rank for c in candidates if c.rank is not None}
@@ -251,7 +252,7 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
                 notes.setdefault(failure.rank, "stopped by torchrun (SIGTERM) after the first failure")
             elif failure.exitcode is not None:
                 notes.setdefault(failure.rank, f"exited with code {failure.exitcode}")
-    return Selection(winner, root_rank, notes, elastic)
+    return Selection(winner, root_rank, notes, elastic, candidates)
 
 
 PROGRESS = re.compile(r"(?i)\b(epoch|step|iter(?:ation)?|batch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*(\d+))?")

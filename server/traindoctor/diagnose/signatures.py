@@ -82,6 +82,8 @@ class Signature:
     fixes: tuple[Template, ...]
     related_rules: tuple[str, ...]
     source: Path
+    # other explanations of the same message: (kind, cause template, weight relative to this one)
+    alternatives: tuple[tuple[str, Template, float], ...] = ()
 
     def match(self, text: str) -> dict[str, str] | None:
         """Facts from the first pattern that matches `text`, or None."""
@@ -231,7 +233,29 @@ def _parse_signature(data: Any, path: Path) -> Signature:
         fixes=_templates(data.get("fixes"), f"{where} fixes", fix=True),
         related_rules=tuple(str(r) for r in data.get("related_rules") or ()),
         source=path,
+        alternatives=_alternatives(data.get("alternatives"), where),
     )
+
+
+def _alternatives(raw: Any, where: str) -> tuple[tuple[str, Template, float], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise SignatureError(f"{where} alternatives: expected a list")
+    out = []
+    for item in raw:
+        if not isinstance(item, dict) or not item.get("kind") or not item.get("cause"):
+            raise SignatureError(f"{where} alternatives: each needs `kind` and `cause`")
+        kind = str(item["kind"])
+        if not _KIND_NAME.match(kind):
+            raise SignatureError(f"{where} alternatives: bad kind {kind!r}")
+        try:
+            weight = float(item.get("weight", 0.5))
+        except (TypeError, ValueError):
+            raise SignatureError(f"{where} alternatives: weight must be a number") from None
+        template = _template({"text": item["cause"], "when": item.get("when") or []}, where, False)
+        out.append((kind, template, weight))
+    return tuple(out)
 
 
 def load_signatures_from(directory: Path) -> tuple[Signature, ...]:

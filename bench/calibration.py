@@ -1,0 +1,140 @@
+"""Calibrate diagnosis confidence on the labelled logs and report a reliability table.
+
+The labelled set: the real tracebacks of tests/diagnose/data/dev (labels.yaml) and the
+real-shaped logs of tests/diagnose/data/formats and tests/diagnose/data/kinds (expected.yaml).
+Every hypothesis of every diagnosis is one prediction: its raw confidence (the signature's
+number, adjusted by the engine) and whether its kind is the labelled one.
+
+    .venv/bin/python bench/calibration.py          # reliability table of the committed map
+    .venv/bin/python bench/calibration.py --fit    # refit rules/calibration.yaml, then report
+
+The fit is isotonic (pool adjacent violators) with add-one-half smoothing per block, so a
+block of 40 right answers maps to 0.99, not 1.0. The table is reported in-sample and 2-fold
+cross-validated (fit on one half of the files, measured on the other), the honest number.
+Output: bench/calibration.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "diagnose" / "data"
+MAP = ROOT / "rules" / "calibration.yaml"
+BINS = 10
+
+
+def labelled() -> list[tuple[str, Path, str]]:
+    items = []
+    for entry in yaml.safe_load((DATA / "dev" / "labels.yaml").read_text()):
+        items.append((entry["id"], DATA / "dev" / entry["file"], entry["class"]))
+    for folder in ("formats", "kinds"):
+        for entry in yaml.safe_load((DATA / folder / "expected.yaml").read_text()):
+            items.append((f"{folder}/{entry['file']}", DATA / folder / entry["file"], entry["kind"]))
+    return items
+
+
+def predictions() -> list[tuple[str, float, bool, bool]]:
+    """(file id, raw confidence, right kind, is the top hypothesis) for every hypothesis."""
+    from traindoctor.diagnose import diagnose_text
+
+    out = []
+    for name, path, label in labelled():
+        diagnosis = diagnose_text(path.read_bytes(), correlate=False)
+        raws = diagnosis.details.get("raw_confidences") or [diagnosis.confidence]
+        for index, (hypothesis, raw) in enumerate(zip(diagnosis.hypotheses, raws)):
+            out.append((name, float(raw), hypothesis.kind == label, index == 0))
+    return out
+
+
+def fit(points: list[tuple[float, bool]]) -> list[tuple[float, float]]:
+    """Isotonic regression of correctness on raw confidence -> [(raw, calibrated)]."""
+    blocks: list[list[float]] = []  # [sum_raw, hits, n]
+    for raw, right in sorted(points):
+        blocks.append([raw, float(right), 1.0])
+        while len(blocks) > 1 and blocks[-2][1] / blocks[-2][2] >= blocks[-1][1] / blocks[-1][2]:
+            last = blocks.pop()
+            for k in range(3):
+                blocks[-1][k] += last[k]
+    return [(round(s / n, 4), round((h + 0.5) / (n + 1), 4)) for s, h, n in blocks]
+
+
+def apply(curve: list[tuple[float, float]], raw: float) -> float:
+    if not curve:
+        return raw
+    if raw <= curve[0][0]:
+        return curve[0][1]
+    for (x0, y0), (x1, y1) in zip(curve, curve[1:]):
+        if raw <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
+    return curve[-1][1]
+
+
+def reliability(scored: list[tuple[float, bool]]) -> tuple[list[tuple[str, int, float, float]], float]:
+    rows, ece, total = [], 0.0, len(scored)
+    for b in range(BINS):
+        lo, hi = b / BINS, (b + 1) / BINS
+        members = [(c, r) for c, r in scored if lo <= c < hi or (b == BINS - 1 and c == 1.0)]
+        if not members:
+            continue
+        confidence = sum(c for c, _ in members) / len(members)
+        accuracy = sum(r for _, r in members) / len(members)
+        rows.append((f"{lo:.1f}-{hi:.1f}", len(members), confidence, accuracy))
+        ece += len(members) / total * abs(accuracy - confidence)
+    return rows, ece
+
+
+def _table(title: str, rows, ece: float) -> list[str]:
+    out = [f"### {title}", "", "| confidence bin | hypotheses | mean confidence | accuracy | gap |",
+           "|---|---|---|---|---|"]
+    out += [f"| {b} | {n} | {c:.2f} | {a:.2f} | {abs(a - c):.2f} |" for b, n, c, a in rows]
+    out += ["", f"Expected calibration error (ECE): **{ece:.3f}**", ""]
+    return out
+
+
+def _half(name: str) -> int:
+    return int(hashlib.sha1(name.encode()).hexdigest(), 16) % 2
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fit", action="store_true", help="refit rules/calibration.yaml")
+    args = parser.parse_args()
+    preds = predictions()
+    curve = fit([(raw, right) for _, raw, right, _ in preds])
+    if args.fit:
+        MAP.write_text("# Raw diagnosis confidence -> calibrated confidence ([raw, calibrated] points, linear\n"
+                       "# in between). Fitted by bench/calibration.py --fit on the labelled logs; do not edit.\n"
+                       + yaml.safe_dump({"points": [list(p) for p in curve]}, default_flow_style=None))
+    in_sample = [(apply(curve, raw), right) for _, raw, right, _ in preds]
+    cross: list[tuple[float, bool]] = []
+    for held in (0, 1):
+        train = [(raw, right) for name, raw, right, _ in preds if _half(name) != held]
+        half_curve = fit(train)
+        cross += [(apply(half_curve, raw), right) for name, raw, right, _ in preds if _half(name) == held]
+    raw_scored = [(raw, right) for _, raw, right, _ in preds]
+    top = [(apply(curve, raw), right) for _, raw, right, first in preds if first]
+    files = len({name for name, *_ in preds})
+    lines = ["# Diagnosis confidence calibration", "",
+             f"Labelled logs: {files} (tests/diagnose/data/dev, formats, kinds); hypotheses scored: {len(preds)} "
+             f"(top-1 accuracy {sum(r for _, r in top) / max(1, len(top)):.2f}).",
+             "Produced by `bench/calibration.py`; the map is rules/calibration.yaml.", ""]
+    for title, scored in (("Raw signature confidence (before calibration)", raw_scored),
+                          ("Calibrated, 2-fold cross-validated (fit on one half of the files, scored on the other)",
+                           cross),
+                          ("Calibrated, in-sample (the committed map on all files)", in_sample)):
+        rows, ece = reliability(scored)
+        lines += _table(title, rows, ece)
+    report = "\n".join(lines)
+    (ROOT / "bench" / "calibration.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

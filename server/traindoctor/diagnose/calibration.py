@@ -1,0 +1,42 @@
+"""Raw confidence -> calibrated confidence.
+
+A signature's `confidence` (adjusted for a missing location, a missing exception line, a
+correlated lint finding) is only a score. `rules/calibration.yaml` maps it to the share of
+hypotheses with that score that named the right kind on the labelled logs; the map is
+fitted by `bench/calibration.py --fit` (isotonic: never decreasing) and is data.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+
+import yaml
+
+from ..catalog import rules_dir
+
+
+@functools.cache
+def _points() -> tuple[tuple[float, float], ...]:
+    path = rules_dir() / "calibration.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        points = tuple(sorted((float(a), float(b)) for a, b in data.get("points") or ()))
+    except (OSError, yaml.YAMLError, TypeError, ValueError):
+        return ()
+    return points
+
+
+def calibrated(raw: float) -> float:
+    """Piecewise-linear through the fitted points; the identity when there is no map."""
+    points = _points()
+    if not points:
+        return raw
+    xs = [p[0] for p in points]
+    i = bisect.bisect_left(xs, raw)
+    if i <= 0:
+        return points[0][1]
+    if i >= len(points):
+        return points[-1][1]
+    (x0, y0), (x1, y1) = points[i - 1], points[i]
+    return y0 if x1 == x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
