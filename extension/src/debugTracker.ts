@@ -1,4 +1,3 @@
-import * as path from 'path';
 import * as vscode from 'vscode';
 import { isDiagnosis } from './diagnosis';
 import { DiagnosisPanel } from './diagnosisPanel';
@@ -54,7 +53,15 @@ export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFa
     const started = Date.now();
     const exceptionInfo = await Promise.resolve(session.customRequest('exceptionInfo', { threadId })).catch((error: unknown) => ({ error: String(error) }));
     const stackTrace = await session.customRequest('stackTrace', { threadId, startFrame: 0, levels: 200 });
-    const frame = deepestUserFrame(stackTrace.stackFrames ?? []);
+    // Which frame is the user's is the engine's decision (one definition, diagnose/user_frame.py).
+    const chosen = await this.server
+      .executeCommand<{ frameId?: number | null }>('traindoctor.userFrame', [{ stackTrace }])
+      .catch((error: unknown) => {
+        log().warn(`No user frame from the server: ${error instanceof Error ? error.message : String(error)}`);
+        return undefined;
+      });
+    const frames: DapFrame[] = stackTrace.stackFrames ?? [];
+    const frame = frames.find((f) => f.id === chosen?.frameId) ?? (chosen === undefined ? frames[0] : undefined);
     const probes: Record<string, unknown> = {};
     if (frame) {
       // Probes enrich the diagnosis; without them the exception and the stack still diagnose.
@@ -96,13 +103,3 @@ async function evaluate(session: vscode.DebugSession, expression: string, frameI
 }
 
 /** The innermost frame in the user's own code: in a workspace folder, not in site-packages or the stdlib. */
-function deepestUserFrame(frames: DapFrame[]): DapFrame | undefined {
-  const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath + path.sep);
-  const isLibrary = (p: string) => /[\\/](site|dist)-packages[\\/]|[\\/]lib[\\/]python\d/.test(p);
-  const withSource = frames.filter((f) => f.source?.path && f.presentationHint !== 'subtle');
-  return (
-    withSource.find((f) => !isLibrary(f.source!.path!) && folders.some((folder) => f.source!.path!.startsWith(folder))) ??
-    withSource.find((f) => !isLibrary(f.source!.path!)) ??
-    frames[0]
-  );
-}

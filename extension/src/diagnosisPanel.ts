@@ -61,7 +61,9 @@ function frameLink(frame: DiagnosisFrame, label?: string): string {
 }
 
 function tensorsTable(details: Record<string, unknown> | undefined): string {
-  const tensors = details?.tensors;
+  // The server writes what the live probes read under details.probes (live/enrich.py probes_json).
+  const probes = details?.probes as Record<string, unknown> | undefined;
+  const tensors = probes?.tensors;
   if (!Array.isArray(tensors) || tensors.length === 0) {
     return '';
   }

@@ -199,6 +199,15 @@ scenario('runWithDiagnosis on a NaN under anomaly mode shows the live diagnosis 
   // The probed tensor that holds the NaN is named (entropy = 0 * log(0)) in the evidence.
   const evidence = await panel.locator('.evidence li').allInnerTexts();
   assert.ok(evidence.some((item) => /\bentropy\b/.test(item) && /\bnan\b/i.test(item)), `evidence: ${JSON.stringify(evidence)}`);
+  // The tensor table lists the failing frame's tensors (details.probes.tensors): `entropy` holds the NaN.
+  const rows = await panel.locator('table.tensors tr').allInnerTexts();
+  const entropyRow = rows.find((row) => /^\s*entropy\b/.test(row));
+  assert.ok(entropyRow, `tensor table rows: ${JSON.stringify(rows)}`);
+  const cells = entropyRow.split('\t').map((cell) => cell.trim());
+  assert.deepEqual(cells.slice(0, 3), ['entropy', '()', 'float32'], `entropy row: ${JSON.stringify(cells)}`);
+  assert.ok(Number(cells[4]) >= 1, `entropy NaN count: ${JSON.stringify(cells)}`);
+  assert.ok(rows.some((row) => /^\s*probs\b/.test(row) && /\(8, 3\)/.test(row)), `tensor table rows: ${JSON.stringify(rows)}`);
+  assert.equal(await panel.locator('table.tensors tr.bad').count() >= 1, true);
   const decorated = await wb.until('the inline diagnosis at the failing line', () =>
     wb.page.evaluate(() => {
       for (const line of document.querySelectorAll('.monaco-editor .view-line')) {

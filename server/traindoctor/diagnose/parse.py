@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..model import ExceptionInfo, Frame, Traceback
 from .normalize import Line, normalize
+from .user_frame import is_user_path
 
 HEADER = "Traceback (most recent call last)"
 _FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$')
@@ -41,20 +42,6 @@ _MAX_MESSAGE_LINES = 200
 _LOG_RECORD = re.compile(
     r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|^\S.*?\b(?:[Ee]poch|[Ss]tep|[Ii]ter)\b\s*[:=#]?\s*\d|\d+%\|"
 )
-_NON_USER = re.compile(
-    r"(?:^|[/\\])(?:site-packages|dist-packages|torch|conda-bld)(?:[/\\]|$)"
-    r"|[/\\]lib[/\\]python\d[\d.]*[/\\]"
-    r"|[/\\]Python\d*[/\\][Ll]ib[/\\]|^[A-Za-z]:[/\\].*[/\\][Ll]ib[/\\](?!site-packages)"
-    r"|[/\\](?:bin|Scripts)[/\\][^/\\.]+$"
-    r"|^<(?:frozen|built-in|__array_function__|decorator-gen|makefun-gen|string>$)"
-)
-
-
-def is_user_path(path: str) -> bool:
-    """The user's own code: not site-packages, the stdlib, torch or a launcher."""
-    return bool(path) and not _NON_USER.search(path)
-
-
 @dataclass(frozen=True)
 class Block:
     """One printed traceback: frames, then the exception that ended it."""

@@ -20,6 +20,7 @@ from typing import Any
 from ..model import Frame
 from .normalize import Line
 from .parse import Block, Chain
+from .user_frame import deepest_user_frame
 from .signatures import Signature, exception_signatures, fallback, log_signatures, match_exception
 
 _MAX_EXCEPTION_TEXT = 20_000
@@ -180,11 +181,6 @@ def _describe(candidate: Candidate) -> str:
     return f"{head}{where}{note}".strip()
 
 
-def deepest_user_frame(frames: tuple[Frame, ...] | list[Frame]) -> Frame | None:
-    for frame in reversed(frames):
-        if frame.is_user:
-            return frame
-    return None
 
 
 def select(lines: list[Line], chains: list[Chain]) -> Selection:

@@ -98,16 +98,18 @@ def build_probes(results: tuple[ProbeResult, ...], frame: Frame | None = None) -
     )
 
 
-def user_frame(stack_trace: dict[str, Any] | None) -> tuple[dict[str, Any] | None, Frame | None]:
-    """The deepest frame debugpy shows (justMyCode: the deepest user frame)."""
-    frames = (stack_trace or {}).get("stackFrames") or []
-    for raw in frames:
-        path = ((raw.get("source") or {}).get("path")) or ""
-        if not path or raw.get("presentationHint") in ("subtle", "label"):
-            continue
-        name = str(raw.get("name", "")).removesuffix(_CURRENT_FRAME)
-        return raw, Frame(path=path, line=int(raw.get("line") or 0), function=name, is_user=True)
-    return None, None
+def user_frame(stack_trace: dict[str, Any] | None, folders: Any = ()) -> tuple[dict[str, Any] | None, Frame | None]:
+    """The deepest user frame of a DAP stack (the one definition: diagnose.user_frame)."""
+    from ..diagnose.user_frame import dap_user_frame, is_user_path
+
+    raw = dap_user_frame((stack_trace or {}).get("stackFrames") or [], folders)
+    if raw is None:
+        return None, None
+    path = str((raw.get("source") or {}).get("path") or "")
+    if not path:
+        return raw, None
+    name = str(raw.get("name", "")).removesuffix(_CURRENT_FRAME)
+    return raw, Frame(path=path, line=int(raw.get("line") or 0), function=name, is_user=is_user_path(path))
 
 
 def current_frame(stack_trace: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -192,7 +194,7 @@ def diagnose_from_dap(
     base_dir: Any = None,
 ) -> Diagnosis:
     """The Diagnosis for a debuggee stopped on an exception, enriched with probes."""
-    _, frame = user_frame(stack_trace)
+    _, frame = user_frame(stack_trace, [base_dir] if base_dir else ())
     results = parse_probe_results(probe_results)
     probes = build_probes(results, frame)
     return diagnose_probes(traceback_text(exception_info, results), probes, correlate=correlate, base_dir=base_dir)

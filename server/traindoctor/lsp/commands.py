@@ -11,7 +11,6 @@ import asyncio
 import dataclasses
 import enum
 import logging
-import os
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,15 +30,9 @@ logger = logging.getLogger(__name__)
 DIAGNOSE_TRACEBACK = "traindoctor.diagnoseTraceback"
 DIAGNOSE_LIVE = "traindoctor.diagnoseLive"
 PROBE_EXPRESSIONS = "traindoctor.probeExpressions"
+USER_FRAME = "traindoctor.userFrame"
 CLEAR_DIAGNOSIS = "traindoctor.clearDiagnosis"
 LINT_WORKSPACE = "traindoctor.lintWorkspace"
-
-# Folders that hold other people's code or tool state, never the user's training code.
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", ".eggs",
-})
-
 
 class CommandError(Exception):
     """A command that cannot run: the message goes back to the client as is."""
@@ -93,16 +86,17 @@ def _file_text(ls: "TrainDoctorServer", path: Path) -> str | None:
 
 
 def _resolve_frame(frame: "Frame", base_dir: str | None) -> Path | None:
-    path = Path(frame.path)
-    if not path.is_absolute():
-        if base_dir is None:
-            return None
-        path = Path(base_dir) / path
+    """The local file of a frame: the one resolver (diagnose.correlate.resolve), which also
+    maps a log from another machine onto the workspace."""
+    from ..diagnose.correlate import resolve
+
+    local = resolve(frame.path, Path(base_dir) if base_dir else Path.cwd())
+    if local is None:
+        return None
     try:
-        path = path.resolve()
+        return local.resolve()
     except OSError:
         return None
-    return path if path.is_file() else None
 
 
 def _inside(path: Path, folders: list[Path]) -> bool:
@@ -234,15 +228,23 @@ def clear_diagnosis(ls: "TrainDoctorServer", *args: Any) -> None:
 
 
 def python_files(folders: list[str]) -> list[str]:
-    found: list[str] = []
-    for folder in folders:
-        for root, dirs, files in os.walk(folder):
-            dirs[:] = sorted(
-                d for d in dirs
-                if d not in SKIP_DIRS and not d.startswith(".") and not os.path.isfile(os.path.join(root, d, "pyvenv.cfg"))
-            )
-            found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".py"))
-    return found
+    """The workspace's Python files: the same walker as `traindoctor check` (lint/files.py)."""
+    from ..lint.files import python_files as walk
+
+    return [str(path) for path in walk(folders) if path.is_file()]
+
+
+def user_frame(ls: "TrainDoctorServer", *args: Any) -> Any:
+    """Which DAP frame the extension should probe: the engine's one definition of user frame."""
+    payload = args[0] if args and isinstance(args[0], dict) else None
+    if payload is None:
+        raise CommandError(f"{USER_FRAME} expects {{stackTrace}}")
+    from ..diagnose.user_frame import dap_user_frame
+
+    stack = payload.get("stackTrace") or {}
+    frames = stack.get("stackFrames") if isinstance(stack, dict) else None
+    chosen = dap_user_frame(frames or [], ls.workspace_dirs())
+    return {"frameId": None if chosen is None else chosen.get("id")}
 
 
 def _lint_closed_file(ls: "TrainDoctorServer", path: str, codec, client) -> tuple[list[lsp.Diagnostic], str | None, bool]:
@@ -338,6 +340,7 @@ def register(server) -> None:
     server.command(DIAGNOSE_TRACEBACK)(_handler(diagnose_traceback))
     server.command(DIAGNOSE_LIVE)(_handler(diagnose_live))
     server.command(PROBE_EXPRESSIONS)(_handler(probe_expressions))
+    server.command(USER_FRAME)(_handler(user_frame))
     server.command(CLEAR_DIAGNOSIS)(_handler(clear_diagnosis))
     server.command(LINT_WORKSPACE)(_handler(lint_workspace))
 
