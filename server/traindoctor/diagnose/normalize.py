@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -43,6 +43,8 @@ _ITALIC = re.compile(r"^_(?P<inner>(?:[\w.]+(?:Error|Exception|Warning)\b.*|Trac
 # `srun --label` / deepspeed-style "N: " rank prefixes; used only when tracebacks carry them.
 _LABEL = re.compile(r"^\s{0,3}(\d{1,4}): ")
 _LABELLED_TRACEBACK = re.compile(r"(?m)^\s{0,3}\d{1,4}: (?:Traceback \(most recent|\s*File \")")
+# Markdown around pasted lines: quoting, emphasis or inline code at a line start.
+_PASTED = re.compile(r"(?m)^[ \t]*(?:>|\*\*|_\*|__\*|_[A-Za-z]\w*(?:Error|Exception)\b|_Traceback|_File|`|~~~)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 _VSCODE = "Exception has occurred:"
 _RICH_BAR = "│"
@@ -53,8 +55,7 @@ _RICH_CODE = re.compile(r"^❱\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")
 _GROUP_BAR = re.compile(r"^(\s*)[|+]-?[+-]*(?:-+ \d+ -+|-+ \.\.\. -+)?\s?")
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):  # a tuple: a million of them are built per large log
     text: str  # cleaned; relative indentation preserved
     rank: int | None  # from a rank prefix
     number: int  # 0-based index of the source line it came from
@@ -129,7 +130,7 @@ def normalize(text: str) -> list[Line]:
     if "\\n" in text:
         text = _unrepr(text)
     labelled = len(_LABELLED_TRACEBACK.findall(text[:2_000_000])) >= 2
-    pasted = "**" in text or "\n>" in text or text.startswith(">") or "`" in text or "\n_" in text
+    pasted = _PASTED.search(text) is not None
     if "\t" in text:
         text = text.replace("\t", "    ")
     text = _CONTROL.sub("", text)
