@@ -97,3 +97,15 @@ def test_demo_log_points_at_the_example_and_its_lint_finding() -> None:
     # correlation: the TRN101 accumulation in the example is the line to change
     assert "TRN101" in [f["code"] for f in data["related_findings"]]
     assert data["details"]["line_to_change"]["code"] == "TRN101"
+
+
+def test_text_output_prints_the_correlated_fix_as_a_diff() -> None:
+    done = _run("examples/tracebacks/cuda_oom.log")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert "Fix to apply (TRN101" in out, out
+    diff = out.split("Fix to apply", 1)[1]
+    removed = [l.strip() for l in diff.splitlines() if l.strip().startswith("-") and not l.strip().startswith("---")]
+    added = [l.strip() for l in diff.splitlines() if l.strip().startswith("+") and not l.strip().startswith("+++")]
+    assert removed and added and any(".item()" in l for l in added), diff
+    assert "examples/train_classifier.py" in diff

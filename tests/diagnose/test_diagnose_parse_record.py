@@ -62,3 +62,38 @@ def test_record_names_the_failure_the_time_and_the_code_version(tmp_path: Path) 
     assert "nn.Linear(32, 10)" in text and "RuntimeError: mat1 and mat2" in text
     second = write_record(diagnosis, tmp_path / "records")
     assert second != path and second.exists()
+
+
+def test_record_names_the_failing_runs_environment_from_the_log() -> None:
+    from traindoctor.diagnose import diagnose_text
+    from traindoctor.diagnose.record import render_record
+
+    from diagnose_helpers import DATA
+
+    diagnosis = diagnose_text((DATA / "dev" / "tb007.txt").read_text(), correlate=False)
+    env = diagnosis.details["run_env"]
+    assert env["python"] == "3.10" and env["os"] == "Linux" and env["gpu_memory"] == "23.51 GiB"
+    record = render_record(diagnosis, env={"python": "3.11.9", "torch": "2.13.0"})
+    failing = record.split("## Environment of the failing run")[1].split("## This machine")[0]
+    assert "Read from the log:" in failing and "**python:** 3.10" in failing
+    assert "## This machine (where the record was written)" in record
+
+
+def test_record_says_when_only_this_machine_is_known() -> None:
+    from traindoctor.diagnose import diagnose_text
+    from traindoctor.diagnose.record import render_record
+
+    diagnosis = diagnose_text("RuntimeError: CUDA error: device-side assert triggered\n", correlate=False)
+    assert "run_env" not in diagnosis.details
+    record = render_record(diagnosis, env={"python": "3.11.9"})
+    assert "Only the environment of the machine that wrote this record is known" in record
+
+
+def test_record_prefers_the_live_process_environment() -> None:
+    from traindoctor.diagnose import diagnose_text
+    from traindoctor.diagnose.record import render_record
+
+    diagnosis = diagnose_text("RuntimeError: CUDA error: device-side assert triggered\n", correlate=False)
+    diagnosis.details["live_env"] = {"torch": "2.5.1+cu124", "gpu": "NVIDIA H100 80GB HBM3"}
+    record = render_record(diagnosis, env={"python": "3.11.9"})
+    assert "Read from the live process:" in record and "**gpu:** NVIDIA H100 80GB HBM3" in record

@@ -118,8 +118,13 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
                 first.fix.title if first.fix else f"Fix {first.code} ({first.name})",
                 f"{_shown(first.path, base_dir)}:{first.range.start.line + 1}: {first.message}"))
             details["line_to_change"] = {"path": first.path, "line": first.range.start.line + 1,
-                                         "code": first.code}
+                                         "code": first.code, "fix": first.fix.title if first.fix else None}
 
+    from .environment import environment_from_log
+
+    run_env = environment_from_log(log_text, frames)
+    if run_env:
+        details["run_env"] = run_env
     progress = _progress(lines, chain.start if chain is not None else len(lines))
     if progress:
         details["progress"] = progress

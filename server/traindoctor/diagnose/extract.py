@@ -143,7 +143,11 @@ def _device(facts: dict[str, Any], text: str) -> dict[str, Any]:
     arg_device, other_device = str(facts.get("device_a") or "").lower(), str(facts.get("device_b") or "").lower()
     model_on_cpu = batch_on_cpu = False
     gpu = ""
-    if facts.get("input_type") or facts.get("weight_type"):
+    if facts.get("param_device") and facts.get("input_device"):
+        model_on_cpu = str(facts["param_device"]).lower().startswith("cpu")
+        batch_on_cpu = not model_on_cpu
+        gpu = str(facts["input_device"] if model_on_cpu else facts["param_device"])
+    elif facts.get("input_type") or facts.get("weight_type"):
         model_on_cpu = "cuda" in str(facts.get("input_type") or "").lower()
         batch_on_cpu = not model_on_cpu
         gpu = "cuda"

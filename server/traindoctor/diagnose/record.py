@@ -77,7 +77,19 @@ def render_record(diagnosis: Diagnosis, source_text: str | None = None, *, now: 
     if diagnosis.related_findings:
         lines += ["", "## Related lint findings", ""]
         lines += [f"- {f.code} `{f.path}:{f.range.start.line + 1}`: {f.message}" for f in diagnosis.related_findings]
-    lines += ["", "## Environment", ""] + [f"- **{k}:** {v}" for k, v in env.items()]
+    live_env = details.get("live_env") if isinstance(details.get("live_env"), dict) else {}
+    run_env = details.get("run_env") if isinstance(details.get("run_env"), dict) else {}
+    lines += ["", "## Environment of the failing run", ""]
+    if live_env:
+        lines.append("Read from the live process:")
+        lines += [f"- **{k}:** {v}" for k, v in live_env.items() if not isinstance(v, (dict, list))]
+    if run_env:
+        lines.append("Read from the log:")
+        lines += [f"- **{k}:** {v}" for k, v in run_env.items() if k not in live_env]
+    if not live_env and not run_env:
+        lines.append("Not known: the log names no versions or GPU. Only the environment of the machine that "
+                     "wrote this record is known (below); the run may have used another.")
+    lines += ["", "## This machine (where the record was written)", ""] + [f"- **{k}:** {v}" for k, v in env.items()]
     if source_text:
         tail = source_text.strip().splitlines()[-80:]
         lines += ["", "## Log (last lines)", "", "```"] + [l.replace("```", "'''") for l in tail] + ["```"]

@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import difflib
 import textwrap
+from pathlib import Path
 
-from ..model import Diagnosis
+from ..model import Diagnosis, Finding
+
+
+def fix_diff(finding: Finding) -> str:
+    """The unified diff of a lint finding's fix on its file ("" when there is none)."""
+    if finding.fix is None or not finding.fix.edits:
+        return ""
+    try:
+        source = Path(finding.path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    from ..lint.api import apply_edits
+
+    fixed = apply_edits(source, finding.fix.edits)
+    return "".join(difflib.unified_diff(source.splitlines(keepends=True), fixed.splitlines(keepends=True),
+                                        f"a/{finding.path.lstrip('/')}", f"b/{finding.path.lstrip('/')}", n=2))
 
 
 def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True) -> str:
@@ -35,6 +52,12 @@ def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True
             for line in fix.detail.splitlines():  # code fixes keep their lines
                 out.extend(textwrap.wrap(line, width, initial_indent="     ", subsequent_indent="     ",
                                          drop_whitespace=False) or ["     "])
+    fixable = next((f for f in diagnosis.related_findings if f.fix is not None), None)
+    diff = fix_diff(fixable) if fixable is not None else ""
+    if diff:
+        out.append("")
+        out.append(f"Fix to apply ({fixable.code}: {fixable.fix.title}; `traindoctor check --fix` applies it):")
+        out.extend("  " + line for line in diff.rstrip("\n").splitlines())
     if len(diagnosis.hypotheses) > 1:
         out.append("")
         out.append("Other explanations:")

@@ -1,0 +1,46 @@
+"""The environment of the failing run, as far as the log shows it: Python (from the frames'
+paths), torch and CUDA versions, GPU names, the OS. Used by the debug record so it does not
+pass this machine's versions off as the run's."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..model import Frame
+
+_PYTHON = re.compile(r"[/\\]lib[/\\]python(\d\.\d+)[/\\]|[/\\]Python(\d)(\d+)[/\\]", re.I)
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("torch", re.compile(r"(?:PyTorch version|torch version|torch==|torch\.__version__\s*[:=]?|\btorch\s+)\s*:?\s*"
+                         r"(\d+\.\d+(?:\.\d+)?(?:[+.]\w+)?)", re.I)),
+    ("cuda", re.compile(r"(?:CUDA Version|CUDA used to build PyTorch|cuda version|torch\.version\.cuda)\s*[:=]?\s*"
+                        r"(\d+\.\d+)", re.I)),
+    ("driver", re.compile(r"Driver Version\s*:?\s*(\d+\.\d+(?:\.\d+)?)", re.I)),
+    ("gpu", re.compile(r"\b((?:NVIDIA |Tesla |Quadro )?(?:GeForce )?(?:RTX |GTX )?"
+                       r"(?:A100|H100|H200|A10G?|A40|A6000|L4|L40S?|V100|T4|P100|K80|P40|\d{4}(?: Ti)?)[\w -]*?)"
+                       r"(?= with CUDA capability| which is too old|\s{2,}|\s+(?:On|Off)\b)")),
+    ("gpu_memory", re.compile(r"GPU \d+ has a total capacit(?:y|ies) of ([\d.]+ ?[GM]iB)|\(GPU \d+; ([\d.]+ ?[GM]iB) total capacity")),
+)
+
+
+def environment_from_log(text: str, frames: tuple[Frame, ...] = ()) -> dict[str, Any]:
+    """Entries found in the log; empty when it names nothing."""
+    env: dict[str, Any] = {}
+    for frame in frames:
+        found = _PYTHON.search(frame.path)
+        if found:
+            env["python"] = found.group(1) or f"{found.group(2)}.{found.group(3)}"
+            break
+    if frames:
+        paths = [f.path for f in frames]
+        if any(re.match(r"^[A-Za-z]:\\", p) for p in paths):
+            env["os"] = "Windows"
+        elif any(p.startswith("/") for p in paths):
+            env["os"] = "macOS" if any(p.startswith(("/Users/", "/opt/homebrew/")) for p in paths) else "Linux"
+    head = text[:2_000_000]
+    for name, pattern in _PATTERNS:
+        found = pattern.search(head)
+        if found:
+            value = next(g for g in found.groups() if g)
+            env[name] = value.strip()
+    return env
