@@ -19,9 +19,13 @@ export class DiagnosisPanel implements vscode.Disposable {
         { enableScripts: true, enableFindWidget: true, localResourceRoots: [] },
       );
       this.panel.onDidDispose(() => (this.panel = undefined));
-      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number }) => {
+      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string }) => {
         if (message.type === 'open' && typeof message.path === 'string') {
           void openFrame(message.path, message.line ?? 1);
+        } else if (message.type === 'applyFix' && typeof message.path === 'string' && typeof message.code === 'string') {
+          void applyLintFix(message.path, message.line ?? 1, message.code).then((applied) =>
+            this.panel?.webview.postMessage({ type: 'fixApplied', applied }),
+          );
         }
       });
     }
@@ -49,6 +53,52 @@ async function openFrame(file: string, line: number): Promise<void> {
   } catch {
     void vscode.window.showWarningMessage(`traindoctor: ${file} is not available on this machine.`);
   }
+}
+
+/** The diagnosis correlated with a lint finding that has a fix: apply that rule's code action
+ * (the same quick fix the editor offers) to the file and save it. */
+async function applyLintFix(file: string, line: number, code: string): Promise<boolean> {
+  const uri = vscode.Uri.file(file);
+  try {
+    const document = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(document, { viewColumn: vscode.ViewColumn.One, preserveFocus: false });
+    const matches = (d: vscode.Diagnostic) =>
+      (typeof d.code === 'object' ? String(d.code.value) : String(d.code)) === code && d.range.start.line === line - 1;
+    // The server lints the file once it is open: wait for its diagnostic (bounded).
+    let diagnostic: vscode.Diagnostic | undefined;
+    for (let tries = 0; tries < 50 && !diagnostic; tries++) {
+      diagnostic = vscode.languages.getDiagnostics(uri).find(matches);
+      if (!diagnostic) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    }
+    if (!diagnostic) {
+      void vscode.window.showWarningMessage(`traindoctor: ${code} is no longer reported at ${path.basename(file)}:${line}.`);
+      return false;
+    }
+    const actions = (await vscode.commands.executeCommand<vscode.CodeAction[]>(
+      'vscode.executeCodeActionProvider', uri, diagnostic.range, vscode.CodeActionKind.QuickFix.value)) ?? [];
+    const action = actions.find((a) => a.edit && (a.diagnostics ?? []).some(matches) && !/^Ignore /.test(a.title));
+    if (!action?.edit || !(await vscode.workspace.applyEdit(action.edit))) {
+      void vscode.window.showWarningMessage(`traindoctor: no fix to apply for ${code} at ${path.basename(file)}:${line}.`);
+      return false;
+    }
+    await document.save();
+    void vscode.window.showInformationMessage(`traindoctor: applied "${action.title}".`);
+    return true;
+  } catch (error) {
+    void vscode.window.showWarningMessage(`traindoctor: could not apply the fix: ${error instanceof Error ? error.message : String(error)}`);
+    return false;
+  }
+}
+
+function applyFixButton(details: Record<string, unknown> | undefined): string {
+  const target = details?.line_to_change as { path?: string; line?: number; code?: string; fix?: string | null } | undefined;
+  if (!target?.path || !target.code || !target.fix) {
+    return '';
+  }
+  return `<p><button class="apply-fix" data-path="${escape(target.path)}" data-line="${escape(target.line ?? 1)}" data-code="${escape(target.code)}">` +
+    `Apply fix: ${escape(target.fix)} (${escape(target.code)}, ${escape(path.basename(target.path))}:${escape(target.line ?? 1)})</button></p>`;
 }
 
 function escape(text: unknown): string {
@@ -120,11 +170,26 @@ ${exception}${location}
 <h2>Root cause</h2><p class="root-cause">${escape(d.root_cause)}</p>
 ${evidence ? `<h2>Evidence</h2><ul class="evidence">${evidence}</ul>` : ''}
 ${tensorsTable(d.details)}
-${fixes ? `<h2>Fixes</h2><ol class="fixes">${fixes}</ol>` : ''}
+${fixes ? `<h2>Fixes</h2>${applyFixButton(d.details)}<ol class="fixes">${fixes}</ol>` : ''}
 ${related ? `<h2>Related findings</h2><ul>${related}</ul>` : ''}
 ${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
 <script nonce="${nonce}">
  const vscode = acquireVsCodeApi();
+ for (const button of document.querySelectorAll('button.apply-fix')) {
+   button.addEventListener('click', () => {
+     button.disabled = true;
+     vscode.postMessage({ type: 'applyFix', path: button.dataset.path, line: Number(button.dataset.line), code: button.dataset.code });
+   });
+ }
+ window.addEventListener('message', (event) => {
+   if (event.data && event.data.type === 'fixApplied') {
+     document.body.dataset.fixApplied = String(event.data.applied);
+     for (const button of document.querySelectorAll('button.apply-fix')) {
+       button.disabled = event.data.applied;
+       if (event.data.applied) { button.textContent = 'Fix applied'; }
+     }
+   }
+ });
  for (const link of document.querySelectorAll('a.frame')) {
    link.addEventListener('click', (event) => {
      event.preventDefault();

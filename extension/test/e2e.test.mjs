@@ -80,6 +80,8 @@ before(async () => {
   // The log names the workspace's own train_oom.py, as a log copied from that machine would.
   const log = readFileSync(join(FIXTURES, 'cuda_oom.log.in'), 'utf8').replaceAll('{WORKSPACE}', editor.workspace);
   writeFileSync(join(editor.workspace, 'cuda_oom.log'), log);
+  const accumulate = readFileSync(join(FIXTURES, 'accumulate_oom.log.in'), 'utf8').replaceAll('{WORKSPACE}', editor.workspace);
+  writeFileSync(join(editor.workspace, 'accumulate_oom.log'), accumulate);
   wb = new Workbench(await editor.start());
 });
 
@@ -152,6 +154,24 @@ scenario('"Diagnose this traceback" on a CUDA OOM log shows the diagnosis and ma
     .catch(() => assert.fail(`expected train_oom.py:${userLine}; Problems panel: ${JSON.stringify(seen.map(({ file, code, line }) => ({ file, code, line })))}`));
   await wb.screenshot(join(SCREENSHOTS, 'diagnose-traceback.png'));
 });
+
+scenario('"Apply fix" in the diagnosis panel applies the correlated lint finding\'s fix', async () => {
+  await wb.command('View: Close All Editors');
+  const file = 'train_accumulate.py';
+  const line = lineOf(file, 'running += loss');
+  await wb.openFile('accumulate_oom.log');
+  await wb.page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+  await wb.page.keyboard.press('Control+A');
+  await wb.command('traindoctor: Diagnose this traceback');
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="traceback"]');
+  const button = panel.locator('button.apply-fix');
+  await button.waitFor();
+  assert.match(await button.innerText(), new RegExp(`TRN101, ${file}:${line}`));
+  await button.click();
+  await wb.until('the fix on disk', () => /running \+= loss\.(?:detach|item)\(\)/.test(readFileSync(join(editor.workspace, file), 'utf8')));
+  assert.equal(await panel.locator('body').getAttribute('data-fix-applied'), 'true');
+  await wb.command('View: Close All Editors');
+}, 120_000);
 
 scenario('"Diagnose this traceback" takes the terminal selection when no editor has one', async () => {
   await wb.command('View: Close All Editors'); // also closes the diagnosis panel of the previous test
