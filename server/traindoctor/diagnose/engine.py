@@ -19,8 +19,6 @@ from .parse import Block, Chain, parse_chains
 from .select import PROGRESS as _PROGRESS
 from .select import Candidate, Selection, deepest_user_frame, exception_text, select
 
-# Kinds where the failing Python line is expected; without it we are less sure.
-_NO_LOCATION_EXPECTED = {"distributed", "cuda-env", "host-oom", "dataloader-worker", "other"}
 
 
 def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate: bool = True,
@@ -342,7 +340,7 @@ def _confidence(signature, exception: ExceptionInfo | None, location: Frame | No
     confidence = signature.confidence
     if signature.kind == "other":
         return 0.3 if exception is not None else 0.05
-    if location is None and signature.kind not in _NO_LOCATION_EXPECTED:
+    if location is None and signature.location_expected:
         confidence -= 0.1
     if chain is not None and exception is None:
         confidence -= 0.1

@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Frame
 from .normalize import Line
 from .parse import Block, Chain
 from .user_frame import deepest_user_frame

@@ -84,6 +84,7 @@ class Signature:
     source: Path
     # other explanations of the same message: (kind, cause template, weight relative to this one)
     alternatives: tuple[tuple[str, Template, float], ...] = ()
+    location_expected: bool = True  # a Python line is expected; without one the diagnosis is less sure
 
     def match(self, text: str) -> dict[str, str] | None:
         """Facts from the first pattern that matches `text`, or None."""
@@ -234,6 +235,7 @@ def _parse_signature(data: Any, path: Path) -> Signature:
         related_rules=tuple(str(r) for r in data.get("related_rules") or ()),
         source=path,
         alternatives=_alternatives(data.get("alternatives"), where),
+        location_expected=bool(data.get("location_expected", True)),
     )
 
 
@@ -258,6 +260,9 @@ def _alternatives(raw: Any, where: str) -> tuple[tuple[str, Template, float], ..
     return tuple(out)
 
 
+_FILE_DEFAULTS = ("location_expected",)
+
+
 def load_signatures_from(directory: Path) -> tuple[Signature, ...]:
     signatures: list[Signature] = []
     seen: set[str] = set()
@@ -268,8 +273,9 @@ def load_signatures_from(directory: Path) -> tuple[Signature, ...]:
             raise SignatureError(f"{path.name}: invalid YAML: {exc}") from None
         if not isinstance(data, dict) or not isinstance(data.get("signatures"), list):
             raise SignatureError(f"{path.name}: expected a mapping with a `signatures` list")
+        defaults = {k: data[k] for k in _FILE_DEFAULTS if k in data}  # file-level keys apply to every signature
         for entry in data["signatures"]:
-            signature = _parse_signature(entry, path)
+            signature = _parse_signature({**defaults, **entry} if isinstance(entry, dict) else entry, path)
             if signature.id in seen:
                 raise SignatureError(f"{path.name}: duplicate signature id {signature.id!r}")
             seen.add(signature.id)

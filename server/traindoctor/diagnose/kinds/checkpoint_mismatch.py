@@ -1,0 +1,96 @@
+"""Hooks of the `checkpoint-mismatch` kind (rules/signatures/*.yaml with kind: checkpoint-mismatch).
+
+`derive(facts, exception_text)`: facts computed from the ones the signature's regexes extracted.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+_QUOTED = re.compile(r'"([^"]+)"')
+
+
+def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    missing = unexpected = []
+    found = re.search(r"Missing key\(s\) in state_dict: (.*?)(?:\.\s*$|\.\s*\n|$)", text, re.M | re.S)
+    if found:
+        missing = _QUOTED.findall(found.group(1).split("Unexpected key(s)")[0])
+    found = re.search(r"Unexpected key\(s\) in state_dict: (.*?)(?:\.\s*$|\.\s*\n|$)", text, re.M | re.S)
+    if found:
+        unexpected = _QUOTED.findall(found.group(1))
+    mismatches = re.findall(
+        r"size mismatch for ([\w.]+): copying a param with shape (torch\.Size\(\[[^\]]*\]\)) from checkpoint, "
+        r"the shape in current model is (torch\.Size\(\[[^\]]*\]\))", text)
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} missing key{'s' * (len(missing) != 1)}")
+        out["missing_sample"] = ", ".join(missing[:3])
+    if unexpected:
+        parts.append(f"{len(unexpected)} unexpected key{'s' * (len(unexpected) != 1)}")
+        out["unexpected_sample"] = ", ".join(unexpected[:3])
+    if mismatches:
+        parts.append(f"{len(mismatches)} size mismatch{'es' * (len(mismatches) != 1)}")
+        name, ckpt, model = mismatches[0]
+        out.update(first_mismatch=name, ckpt_shape=ckpt.removeprefix("torch.Size(").removesuffix(")"),
+                   model_shape=model.removeprefix("torch.Size(").removesuffix(")"))
+    out.update(_key_mapping(missing, unexpected))
+    out["size_mismatch"] = bool(mismatches)
+    if parts:
+        out["summary"] = ", ".join(parts)
+    out["module_prefix"] = bool(unexpected) and all(k.startswith("module.") for k in unexpected)
+    out["orig_mod_prefix"] = bool(unexpected) and all(k.startswith("_orig_mod.") for k in unexpected)
+    out["truncated"] = bool(re.search(r"PytorchStreamReader failed|central directory|invalid load key", text))
+    out["weights_only"] = "Weights only load failed" in text
+    out["cuda_map"] = "deserialize object on" in text and "CUDA" in text
+    out["details_keys"] = {"missing": missing, "unexpected": unexpected,
+                           "size_mismatch": [m[0] for m in mismatches]}
+    return out
+
+
+def _key_mapping(missing: list[str], unexpected: list[str]) -> dict[str, Any]:
+    """The prefix rewrite (added, removed or moved) that turns the checkpoint's unexpected
+    keys into the model's missing keys, with the code that applies it."""
+    if not missing or not unexpected:
+        return {}
+    wanted = set(missing)
+    best: tuple[int, str, str] | None = None
+    for candidate in missing[:50]:
+        source = unexpected[0]
+        old, new = _prefix_pair(source, candidate)
+        if old is None:
+            continue
+        mapped = {new + k[len(old):] for k in unexpected if k.startswith(old)}
+        hits = len(mapped & wanted)
+        if best is None or hits > best[0]:
+            best = (hits, old, new)
+    if best is None or best[0] < max(1, min(len(missing), len(unexpected)))  or best[1] == best[2]:
+        return {}
+    hits, old, new = best
+    if old and new:
+        body = f'"{new}" + k[len("{old}"):] if k.startswith("{old}") else k'
+    elif old:
+        body = f'k.removeprefix("{old}")'
+    else:
+        body = f'"{new}" + k'
+    code = (f"state = {{{body}: v for k, v in state.items()}}\n"
+            "model.load_state_dict(state)  # strict: fails loudly if anything still differs")
+    return {"remap": True, "remap_from": old or "(no prefix)", "remap_to": new or "(no prefix)",
+            "remap_count": hits, "remap_code": code,
+            "strict_false_loads_nothing": hits == len(missing) == len(unexpected)}
+
+
+def _prefix_pair(source: str, target: str) -> tuple[str | None, str]:
+    """('features.module.', 'module.features.') for 'features.module.0.weight' vs
+    'module.features.0.weight': the longest common dotted suffix, and what precedes it."""
+    a, b = source.split("."), target.split(".")
+    common = 0
+    while common < min(len(a), len(b)) and a[-1 - common] == b[-1 - common]:
+        common += 1
+    if common == 0:
+        return None, ""
+    old = ".".join(a[:len(a) - common])
+    new = ".".join(b[:len(b) - common])
+    return (old + "." if old else ""), (new + "." if new else "")

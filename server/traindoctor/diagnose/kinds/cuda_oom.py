@@ -1,0 +1,46 @@
+"""Hooks of the `cuda-oom` kind (rules/signatures/*.yaml with kind: cuda-oom).
+
+`derive(facts, exception_text)`: facts computed from the ones the signature's regexes extracted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..extract import parse_size, human_size
+
+
+def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    sizes = {k: parse_size(facts.get(k)) for k in
+             ("requested", "total", "free", "allocated", "reserved_unallocated", "reserved", "cached", "in_use")}
+    if sizes["reserved_unallocated"] is None:
+        if sizes["reserved"] is not None and sizes["allocated"] is not None:
+            sizes["reserved_unallocated"] = max(0, sizes["reserved"] - sizes["allocated"])
+        elif sizes["cached"] is not None and sizes["allocated"] is not None:
+            # "cached" meant all reserved memory in some releases and only the
+            # unused part in others; it can only include allocated memory if larger.
+            cached, allocated = sizes["cached"], sizes["allocated"]
+            sizes["reserved_unallocated"] = cached - allocated if cached >= allocated else cached
+        if sizes["reserved_unallocated"] is not None:
+            out["reserved_unallocated"] = human_size(sizes["reserved_unallocated"])
+    requested, total, free = sizes["requested"], sizes["total"], sizes["free"]
+    unallocated = sizes["reserved_unallocated"]
+    if unallocated is not None:
+        # Fragmentation is the likely cause when the cache holds enough for the
+        # request and is a real share of what PyTorch reserved; when it would fit
+        # the request but is a sliver of the reservation, live tensors are the cause.
+        reserved = unallocated + (sizes["allocated"] or 0)
+        fits = requested is None or unallocated >= requested
+        large = reserved > 0 and unallocated >= 0.1 * reserved
+        out["fragmentation"] = fits and large
+        out["fragmentation_minor"] = fits and not large and requested is not None
+    if total and free is not None and sizes["in_use"] is not None:
+        other = total - free - sizes["in_use"]
+        if other > 0:
+            out["other_usage"] = human_size(other)
+            out["other_usage_large"] = other >= 0.1 * total
+    out["no_sizes"] = requested is None and total is None
+    out["alloc_conf_name"] = facts.get("alloc_conf_var") or "PYTORCH_CUDA_ALLOC_CONF"
+    out["sizes_bytes"] = {k: v for k, v in sizes.items() if v is not None}
+    return out
