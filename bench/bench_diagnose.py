@@ -49,7 +49,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--scaling", metavar="N,N,...", help="CPU time per line at these sizes (linearity check), "
+                        "e.g. 10000,100000,1000000")
     args = parser.parse_args()
+    if args.scaling:
+        for size in (int(n) for n in args.scaling.split(",")):
+            log = make_log(size)
+            diagnose_text(log, correlate=False)
+            start = time.process_time()
+            diagnosis = diagnose_text(log, correlate=False)
+            cpu = time.process_time() - start
+            print(f"{size:>9} lines ({len(log) / 2**20:6.1f} MiB): CPU {cpu * 1000:8.1f} ms, "
+                  f"{cpu * 1e6 / size:6.2f} us/line -> {diagnosis.kind}")
+        return
     log = make_log(args.lines)
     diagnosis = diagnose_text(log, correlate=False)  # warm-up: loads and compiles the signatures
     assert diagnosis.kind == "cuda-oom", diagnosis.title

@@ -19,11 +19,11 @@ export class DiagnosisPanel implements vscode.Disposable {
         { enableScripts: true, enableFindWidget: true, localResourceRoots: [] },
       );
       this.panel.onDidDispose(() => (this.panel = undefined));
-      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string }) => {
+      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string; fix?: string }) => {
         if (message.type === 'open' && typeof message.path === 'string') {
           void openFrame(message.path, message.line ?? 1);
         } else if (message.type === 'applyFix' && typeof message.path === 'string' && typeof message.code === 'string') {
-          void applyLintFix(message.path, message.line ?? 1, message.code).then((applied) =>
+          void applyLintFix(message.path, message.line ?? 1, message.code, message.fix).then((applied) =>
             this.panel?.webview.postMessage({ type: 'fixApplied', applied }),
           );
         }
@@ -57,7 +57,7 @@ async function openFrame(file: string, line: number): Promise<void> {
 
 /** The diagnosis correlated with a lint finding that has a fix: apply that rule's code action
  * (the same quick fix the editor offers) to the file and save it. */
-async function applyLintFix(file: string, line: number, code: string): Promise<boolean> {
+async function applyLintFix(file: string, line: number, code: string, fixTitle?: string): Promise<boolean> {
   const uri = vscode.Uri.file(file);
   try {
     const document = await vscode.workspace.openTextDocument(uri);
@@ -76,9 +76,12 @@ async function applyLintFix(file: string, line: number, code: string): Promise<b
       void vscode.window.showWarningMessage(`traindoctor: ${code} is no longer reported at ${path.basename(file)}:${line}.`);
       return false;
     }
+    // The server resolves edits lazily (codeAction/resolve): ask VS Code to resolve the actions it returns.
     const actions = (await vscode.commands.executeCommand<vscode.CodeAction[]>(
-      'vscode.executeCodeActionProvider', uri, diagnostic.range, vscode.CodeActionKind.QuickFix.value)) ?? [];
-    const action = actions.find((a) => a.edit && (a.diagnostics ?? []).some(matches) && !/^Ignore /.test(a.title));
+      'vscode.executeCodeActionProvider', uri, diagnostic.range, vscode.CodeActionKind.QuickFix.value, 10)) ?? [];
+    const fixes = actions.filter((a) => a.edit && !/^Ignore /.test(a.title));
+    const action = fixes.find((a) => (a.diagnostics ?? []).some(matches) && (!fixTitle || a.title === fixTitle))
+      ?? fixes.find((a) => a.title === fixTitle) ?? fixes.find((a) => (a.diagnostics ?? []).some(matches));
     if (!action?.edit || !(await vscode.workspace.applyEdit(action.edit))) {
       void vscode.window.showWarningMessage(`traindoctor: no fix to apply for ${code} at ${path.basename(file)}:${line}.`);
       return false;
@@ -97,7 +100,7 @@ function applyFixButton(details: Record<string, unknown> | undefined): string {
   if (!target?.path || !target.code || !target.fix) {
     return '';
   }
-  return `<p><button class="apply-fix" data-path="${escape(target.path)}" data-line="${escape(target.line ?? 1)}" data-code="${escape(target.code)}">` +
+  return `<p><button class="apply-fix" data-path="${escape(target.path)}" data-line="${escape(target.line ?? 1)}" data-code="${escape(target.code)}" data-fix="${escape(target.fix)}">` +
     `Apply fix: ${escape(target.fix)} (${escape(target.code)}, ${escape(path.basename(target.path))}:${escape(target.line ?? 1)})</button></p>`;
 }
 
@@ -178,7 +181,7 @@ ${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
  for (const button of document.querySelectorAll('button.apply-fix')) {
    button.addEventListener('click', () => {
      button.disabled = true;
-     vscode.postMessage({ type: 'applyFix', path: button.dataset.path, line: Number(button.dataset.line), code: button.dataset.code });
+     vscode.postMessage({ type: 'applyFix', path: button.dataset.path, line: Number(button.dataset.line), code: button.dataset.code, fix: button.dataset.fix });
    });
  }
  window.addEventListener('message', (event) => {

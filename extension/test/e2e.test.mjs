@@ -169,7 +169,8 @@ scenario('"Apply fix" in the diagnosis panel applies the correlated lint finding
   assert.match(await button.innerText(), new RegExp(`TRN101, ${file}:${line}`));
   await button.click();
   await wb.until('the fix on disk', () => /running \+= loss\.(?:detach|item)\(\)/.test(readFileSync(join(editor.workspace, file), 'utf8')));
-  assert.equal(await panel.locator('body').getAttribute('data-fix-applied'), 'true');
+  await wb.until('the panel reports the fix applied', async () => (await panel.locator('body').getAttribute('data-fix-applied')) === 'true');
+  assert.match(await button.innerText(), /Fix applied/);
   await wb.command('View: Close All Editors');
 }, 120_000);
 
