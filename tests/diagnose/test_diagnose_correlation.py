@@ -110,7 +110,8 @@ def test_device_side_assert_is_explained_by_padding_in_the_loss(tmp_path: Path) 
     assert diagnosis.kind == "device-side-assert"
     assert [f.code for f in diagnosis.related_findings] == ["TRN301"]
     assert diagnosis.related_findings[0].range.start.line + 1 == 9  # the loss built without ignore_index
-    assert diagnosis.details["line_to_change"] == {"path": str(tmp_path / "seq_loss.py"), "line": 9, "code": "TRN301"}
+    assert diagnosis.details["line_to_change"] == {"path": str(tmp_path / "seq_loss.py"), "line": 9, "code": "TRN301",
+                                                   "fix": "Pass ignore_index=-1"}
     assert "label outside [0, n_classes)" in diagnosis.title
 
 
