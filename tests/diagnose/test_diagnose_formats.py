@@ -84,3 +84,12 @@ def test_unrecognised_exception_is_reported_as_is() -> None:
     assert (diagnosis.location.path, diagnosis.location.line) == ("app.py", 3)
     empty = diagnose_text("", correlate=False)
     assert empty.confidence < diagnosis.confidence <= 0.4
+
+
+def test_a_traceback_cut_inside_the_type_keeps_its_kind_at_lower_confidence() -> None:
+    cut = diagnose_text((DATA / "formats" / "cut_mid_line.log").read_text(), correlate=False)
+    whole = diagnose_text((DATA / "formats" / "cut_mid_line.log").read_text().replace(
+        "torch.OutOfMemoryErr", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."),
+        correlate=False)
+    assert cut.kind == whole.kind == "cuda-oom"
+    assert cut.details["raw_confidences"][0] < whole.details["raw_confidences"][0]

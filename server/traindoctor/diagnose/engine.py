@@ -7,6 +7,7 @@ templates -> correlate with lint findings -> Diagnosis.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -344,7 +345,13 @@ def _confidence(signature, exception: ExceptionInfo | None, location: Frame | No
         confidence -= 0.1
     if chain is not None and exception is None:
         confidence -= 0.1
+    if exception is not None and _CUT_TYPE.search(exception.type) is None:
+        confidence -= 0.15  # a paste cut inside the exception's type: only the surviving lines support the kind
     return max(0.05, confidence)
+
+
+_CUT_TYPE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Fault|Timeout|Group|"
+                       r"Killed|Assert\w*|Unsupported|Failed)$|^[a-z_]+$|^[A-Z][a-z]+$")
 
 
 def _nan_tensors(probes: Probes):
