@@ -48,11 +48,30 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def processes_with_env(marker: str) -> list[int]:
+    """Live processes whose environment holds TD_RELIABILITY_MARKER=`marker` (all a test's descendants)."""
+    wanted = f"TD_RELIABILITY_MARKER={marker}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                environ = handle.read().split(b"\0")
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        if wanted in environ and stat[stat.rfind(b")") + 2:].split()[0] != b"Z":
+            found.append(int(entry))
+    return found
+
+
 def wait_until_gone(marker: str, timeout: float = 15.0) -> list[int]:
-    """The processes still alive with `marker` after up to `timeout` seconds."""
+    """The processes still alive with the environment `marker` after up to `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
-        left = processes_with(marker)
+        left = processes_with_env(marker)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
