@@ -373,8 +373,13 @@ def attach_command(args: argparse.Namespace) -> int:
     except socket.gaierror as exc:
         return _fail(f"cannot resolve {host}: {exc}")
     try:
-        while not session.wait(0.5):
-            pass
+        # Follow it to its end, also after the diagnosis: subprocesses announced
+        # later are attached and resumed, never left paused.
+        while not session.root_ended():
+            session.wait(0.5)
+        deadline = time.monotonic() + _CHILDREN_GRACE
+        while session.following_subprocesses() and time.monotonic() < deadline:
+            time.sleep(0.1)
     except KeyboardInterrupt:
         session.close()
         return 130

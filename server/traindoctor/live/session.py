@@ -146,6 +146,10 @@ class LiveSession:
     def root_exit_code(self) -> int | None:
         return self._root.exit_code if self._root else None
 
+    def root_ended(self) -> bool:
+        """Whether the root process's connection is gone (it exited, or we closed it)."""
+        return self._root is None or self._root.connection.closed.is_set()
+
     def following_subprocesses(self) -> bool:
         """Whether a subprocess connection is still open (or still being attached)."""
         with self._lock:
