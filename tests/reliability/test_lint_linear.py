@@ -20,7 +20,7 @@ NEEDS_I9MODEL = pytest.mark.xfail(
 
 
 def _statements(count: int) -> str:
-    return "import torch\n" + "".join(f"x{i} = torch.zeros({i % 7 + 1}) + {i}\n" for i in range(count))
+    return "import torch\n" + "".join(f"value_{i:05d} = torch.zeros({i % 7 + 1}) * {i:05d}.0\n" for i in range(count))
 
 
 def _lint_within_cap(tmp_path, source: str) -> subprocess.CompletedProcess[str]:

@@ -54,7 +54,9 @@ class RobustProtocol(LanguageServerProtocol):
             try:
                 callback(future)
             finally:
-                if self._request_futures.get(msg_id) is future:
+                # A cancelled future is popped by whoever cancelled it ($/cancelRequest),
+                # or belongs to shutdown, which is iterating over the dict right now.
+                if not future.cancelled() and self._request_futures.get(msg_id) is future:
                     self._request_futures.pop(msg_id, None)
 
         super()._execute_handler(msg_id, handler, finished, args, kwargs)
