@@ -41,7 +41,7 @@ def test_user_paths() -> None:
         assert not is_user_path(path), path
 
 
-def test_record_names_the_failure_the_time_and_the_code_version(tmp_path: Path) -> None:
+def test_record_names_the_failure_the_time_and_the_code_version(tmp_path: Path, monkeypatch) -> None:
     project = tmp_path / "project"
     project.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
@@ -53,6 +53,7 @@ def test_record_names_the_failure_the_time_and_the_code_version(tmp_path: Path) 
            + '", line 1, in <module>\n    x = 1\n'
            "RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x32 and 64x10)\n")
     diagnosis = diagnose_text(log, correlate=False)
+    monkeypatch.chdir(project)  # the commit is the current project's, never a folder's named in the log
     path = write_record(diagnosis, tmp_path / "records", source_text=log)
     text = path.read_text()
     assert path.name.endswith("-shape-mismatch.md")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import ConfigError, load_config
+from ..fsio import has_bom, match_line_endings, replace_text
 from ..lint.api import LintResult, fix_source, lint_source, read_source
 from ..lint.engine import LintError
 from ..lint.files import python_files
@@ -77,7 +78,7 @@ def _process(job: _Job) -> _Outcome:
     if fixed != source:
         if job.mode == "fix":
             try:
-                path.write_text(fixed, encoding="utf-8", newline="")
+                replace_text(path, match_line_endings(source, fixed), bom=has_bom(path))
             except OSError as exc:
                 return _Outcome(LintResult(job.path, error=f"cannot write fixes: {exc.strerror or exc}"))
         else:

@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections import deque
 from pathlib import Path
+from typing import BinaryIO
 
 from ..diagnose import diagnose_text, render_text
 from ..diagnose.normalize import decode
 
-# Failures are at the end of a log: beyond this, only the tail is read.
-_MAX_BYTES = 64 * 1024 * 1024
+# Failures are at the end of a log: beyond this, only the tail is read
+# (streamed, so a huge log or an endless pipe never sits in memory whole).
+_MAX_BYTES = 8 * 1024 * 1024
+_CHUNK = 1024 * 1024
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,16 +39,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _read(name: str) -> bytes:
+def _read(name: str, limit: int = _MAX_BYTES) -> bytes:
     if name == "-":
-        data = sys.stdin.buffer.read()
-        return data[-_MAX_BYTES:]
-    path = Path(name)
-    with path.open("rb") as handle:
-        size = path.stat().st_size
-        if size > _MAX_BYTES:
-            handle.seek(size - _MAX_BYTES)
-        return handle.read()
+        return _tail(sys.stdin.buffer, limit)
+    with Path(name).open("rb") as handle:
+        if handle.seekable():
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                handle.seek(size - limit)
+                return _drop_partial_line(handle.read(limit))
+        return _tail(handle, limit)
+
+
+def _tail(stream: BinaryIO, limit: int) -> bytes:
+    """The last `limit` bytes of a stream, holding at most `limit` + one chunk."""
+    chunks: deque[bytes] = deque()
+    kept = 0
+    truncated = False
+    while True:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        kept += len(chunk)
+        while kept - len(chunks[0]) >= limit:
+            kept -= len(chunks.popleft())
+            truncated = True
+    data = b"".join(chunks)
+    chunks.clear()
+    if len(data) > limit:
+        data, truncated = data[-limit:], True
+    return _drop_partial_line(data) if truncated else data
+
+
+def _drop_partial_line(data: bytes) -> bytes:
+    """A tail starts mid-line: drop that fragment (unless the tail is one line)."""
+    newline = data.find(b"\n")
+    return data[newline + 1:] if 0 <= newline < len(data) - 1 else data
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,12 +13,16 @@ child's). `--format json` prints one object on stdout once the child ended:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import json
+import os
+import re
+import signal
 import socket
-import subprocess
 import sys
-from typing import Any
+import time
+from typing import Any, Iterator
 
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
@@ -145,6 +149,14 @@ def _diagnosis_json(report: Any) -> dict[str, Any]:
 # --- run ------------------------------------------------------------------------------
 
 
+# After an interrupt or termination request: how long the debuggee may take to
+# stop before the next, harder signal (SIGINT -> SIGTERM -> SIGKILL).
+_STOP_GRACE = 5.0
+# After the debuggee exits: how long we keep serving subprocesses it left running.
+_CHILDREN_GRACE = 10.0
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def run_command(args: argparse.Namespace) -> int:
     from ..live.dap import DapError
     from ..live.launcher import LaunchError, exit_code, free_port, parse_command, signal_name, spawn
@@ -164,42 +176,93 @@ def run_command(args: argparse.Namespace) -> int:
         child = spawn(debuggee, host, port)
     except (LaunchError, OSError) as exc:
         return _fail(str(exc))
+    stopper = _Stopper(child)
+    oom_kills_before = _oom_kills()
     session = LiveSession(host, port, on_report=reporter.on_report, timeouts=Timeouts(probe=args.probe_timeout))
     try:
-        try:
-            session.start(retry_while=lambda: child.poll() is None)
-        except DapError as exc:
-            if child.poll() is not None:
-                code = exit_code(child.returncode)
-                return _fail(f"the command exited with code {code} before debugpy accepted a connection "
-                             "(is debugpy installed for that Python? is the port taken?)", code or 2)
-            _stop(child)
-            return _fail(f"could not start the debug session: {exc}")
-        while not session.wait(0.2):
-            if child.poll() is not None:
-                session.wait(3.0)  # let the last events (exit, a final stop) arrive
-                break
+        with stopper.forwarding():
+            try:
+                session.start(retry_while=lambda: child.poll() is None and stopper.requested is None)
+            except DapError as exc:
+                if child.poll() is not None:
+                    code = exit_code(child.returncode)
+                    return _fail(f"the command exited with code {code} before debugpy accepted a connection "
+                                 "(is debugpy installed for that Python? is the port taken?)", code or 2)
+                if stopper.requested is None:
+                    return _fail(f"could not start the debug session: {exc}")
+            # Serve the debuggee until it exits, even after the diagnosis: its
+            # subprocesses may still announce themselves and must be attached and
+            # resumed, or they (and a parent waiting on them) stay paused.
+            while child.poll() is None:
+                stopper.escalate()
+                session.wait(0.2)
+            # Subprocesses it left running: follow them a while, then let go.
+            deadline = time.monotonic() + _CHILDREN_GRACE
+            while session.following_subprocesses() and time.monotonic() < deadline:
+                stopper.escalate()
+                time.sleep(0.1)
+            session.close()
+            returncode = child.wait()
+    finally:
         session.close()
-        returncode = child.wait()
-    except KeyboardInterrupt:
-        session.close()
-        returncode = _wait_after_interrupt(child)
-    except BaseException:
-        # Never leave the child paused in the debugger: let it run on, then report.
-        session.close()
-        child.wait()
-        raise
+        child.close()
     code = exit_code(returncode)
-    reporter.finish(code, _note(session, code, signal_name(returncode)))
+    reporter.finish(code, _note(session, code, signal_name(returncode), child.killed_by_us, child.pid,
+                                oom_kills_before))
     return code
 
 
-def _note(session: Any, code: int, signal: str | None) -> str | None:
+class _Stopper:
+    """Forwards SIGINT/SIGTERM/SIGHUP to the debuggee's process group, then, while
+    it does not stop, sends the harder signals: SIGTERM, then SIGKILL to all of it."""
+
+    def __init__(self, child: Any) -> None:
+        self.child = child
+        self.requested: int | None = None
+        self._since = 0.0
+        self._sent_term = False
+
+    @contextlib.contextmanager
+    def forwarding(self) -> Iterator["_Stopper"]:
+        previous = {}
+        for signum in _FORWARDED:
+            try:
+                previous[signum] = signal.signal(signum, self._on_signal)
+            except (ValueError, OSError):  # not the main thread
+                pass
+        try:
+            yield self
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        if self.requested is None:
+            self.requested, self._since = signum, time.monotonic()
+        elif signum == signal.SIGINT:  # a second Ctrl-C: stop now
+            self._since = 0.0
+        self.child.signal(signum)
+
+    def escalate(self) -> None:
+        if self.requested is None or time.monotonic() - self._since < _STOP_GRACE:
+            return
+        if not self._sent_term and self.requested != signal.SIGTERM:
+            self._sent_term, self._since = True, time.monotonic()
+            self.child.signal(signal.SIGTERM)
+        else:
+            self.child.signal(signal.SIGKILL)
+
+
+def _note(session: Any, code: int, signal: str | None, killed_by_us: bool = False, pid: int = 0,
+          oom_kills_before: int | None = None) -> str | None:
     if session.final is not None:
         failed = [e for e in session.errors if e.startswith("could not report")]
         return failed[0] if failed else None
     if signal:
-        hint = " (often the kernel's out-of-memory killer)" if signal == "SIGKILL" else ""
+        if killed_by_us:
+            return (f"no Python exception: traindoctor killed the process with {signal} after it did not stop "
+                    f"when asked; exit code {code}")
+        hint = f" ({_oom_evidence(pid, oom_kills_before)})" if signal == "SIGKILL" else ""
         return f"no Python exception: the process was killed by {signal}{hint}; exit code {code}"
     from ..live.session import DIED_WHILE_READING
 
@@ -217,22 +280,51 @@ def _note(session: Any, code: int, signal: str | None) -> str | None:
     return note + (f" ({errors})" if errors else "")
 
 
-def _stop(child: subprocess.Popen[bytes]) -> None:
-    child.terminate()
+def _oom_kills() -> int | None:
+    """The cgroup's count of processes the out-of-memory killer killed (cgroup v2)."""
     try:
-        child.wait(5)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
+        with open("/sys/fs/cgroup/memory.events", "rb") as handle:
+            for line in handle:
+                name, _, value = line.partition(b" ")
+                if name == b"oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
 
 
-def _wait_after_interrupt(child: subprocess.Popen[bytes]) -> int:
-    # The child got the same SIGINT from the terminal; give it time to stop.
+def _kernel_killed(pid: int) -> bool:
+    """Whether the kernel log (when readable) says the OOM killer killed `pid`."""
+    wanted = re.compile(rb"Killed process %d\b" % pid)
     try:
-        return child.wait(10)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt):
-        _stop(child)
-        return child.returncode
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        for _ in range(1_000_000):
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:
+                return False
+            except OSError:
+                continue  # a record overwritten while reading: go on
+            if not record:
+                return False
+            if wanted.search(record):
+                return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _oom_evidence(pid: int, kills_before: int | None) -> str:
+    """Why a SIGKILL nobody here sent may be the out-of-memory killer, in words."""
+    kills_after = _oom_kills()
+    if _kernel_killed(pid):
+        return "the kernel log shows the out-of-memory killer killed it: host memory ran out"
+    if kills_before is not None and kills_after is not None and kills_after > kills_before:
+        return "the out-of-memory killer of this cgroup killed processes during the run: likely host memory"
+    return "not sent by traindoctor; no sign of the out-of-memory killer was readable"
 
 
 # --- attach ------------------------------------------------------------------------------
@@ -281,8 +373,13 @@ def attach_command(args: argparse.Namespace) -> int:
     except socket.gaierror as exc:
         return _fail(f"cannot resolve {host}: {exc}")
     try:
-        while not session.wait(0.5):
-            pass
+        # Follow it to its end, also after the diagnosis: subprocesses announced
+        # later are attached and resumed, never left paused.
+        while not session.root_ended():
+            session.wait(0.5)
+        deadline = time.monotonic() + _CHILDREN_GRACE
+        while session.following_subprocesses() and time.monotonic() < deadline:
+            time.sleep(0.1)
     except KeyboardInterrupt:
         session.close()
         return 130

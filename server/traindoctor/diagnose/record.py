@@ -11,12 +11,15 @@ import subprocess
 from pathlib import Path
 
 from ..model import Diagnosis
+from ..safegit import run_git
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 
 
 def environment(cwd: Path | None = None) -> dict[str, str]:
-    """Versions of this machine; each entry is best effort ("unknown" on failure)."""
+    """Versions of this machine; each entry is best effort ("unknown" on failure).
+    The git commit is that of the project in `cwd` (default: the current folder),
+    which the user chose by running traindoctor there; never of a folder a log names."""
     env = {"python": platform.python_version(), "platform": platform.platform()}
     try:
         import torch  # type: ignore[import-not-found]
@@ -38,10 +41,10 @@ def environment(cwd: Path | None = None) -> dict[str, str]:
 
 def _git(args: list[str], cwd: Path | None) -> str | None:
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5)
+        done = run_git(args, cwd=cwd, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return done.stdout.decode("utf-8", "replace").strip() if done.returncode == 0 else None
 
 
 def render_record(diagnosis: Diagnosis, source_text: str | None = None, *, now: _dt.datetime | None = None,
@@ -108,8 +111,7 @@ def write_record(diagnosis: Diagnosis, directory: str | Path, source_text: str |
     while path.exists():
         counter += 1
         path = folder / f"{now.strftime('%Y%m%dT%H%M%SZ')}-{slug}-{counter}.md"
-    cwd = None
-    if diagnosis.location is not None and Path(diagnosis.location.path).parent.is_dir():
-        cwd = Path(diagnosis.location.path).parent  # the git commit of the code that failed
-    path.write_text(render_record(diagnosis, source_text, now=now, env=environment(cwd)), encoding="utf-8")
+    # The commit is the current project's: a folder named in the log is not one
+    # the user asked us to run git in (its config could run programs).
+    path.write_text(render_record(diagnosis, source_text, now=now, env=environment()), encoding="utf-8")
     return path

@@ -256,16 +256,18 @@ _HANDLED_PROGRESS_LINES = 2
 
 def _mark_handled(lines: list[Line], candidates: list[Candidate]) -> None:
     """A traceback followed by more training progress (epoch/step lines) of its
-    rank, before the next traceback, was caught and logged: not the fatal error."""
+    rank, before the next traceback, was caught and logged: not the fatal error.
+    Linear: each chain finds the next start by bisection and scans at most 500 lines."""
     starts = sorted(c.chain.start for c in candidates if c.chain is not None)
     for candidate in candidates:
         chain = candidate.chain
         if chain is None or chain.final.exception is None:
             continue
-        later = [s for s in starts if s >= chain.end]
-        stop = min(later[0] if later else len(lines), chain.end + 500)
+        following = bisect.bisect_left(starts, chain.end)
+        stop = min(starts[following] if following < len(starts) else len(lines), chain.end + 500)
         progress = 0
-        for line in lines[chain.end:stop]:
+        for index in range(chain.end, stop):
+            line = lines[index]
             if line.rank == chain.rank and PROGRESS.search(line.text):
                 progress += 1
                 if progress >= _HANDLED_PROGRESS_LINES:

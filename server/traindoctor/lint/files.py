@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
-from ..config import load_config
+from ..config import ConfigError, load_config
+from ..safegit import run_git
 
 _SKIP_DIRS = {
     ".git", ".hg", ".svn", ".venv", "venv", "env", ".env", ".tox", ".nox", "node_modules", "__pycache__",
@@ -16,7 +18,14 @@ _SKIP_DIRS = {
 
 
 def _is_virtualenv(folder: Path) -> bool:
-    return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+    try:
+        return (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir()
+    except OSError:  # an unreadable folder: os.walk reports it when it gets there
+        return False
+
+
+def _report_error(path: Path, reason: str) -> None:
+    print(f"{path}: error: {reason}", file=sys.stderr)
 
 
 def _git_visible(folder: Path) -> set[Path] | None:
@@ -24,23 +33,28 @@ def _git_visible(folder: Path) -> set[Path] | None:
     (or when the folder named on the command line is itself ignored: asked for
     explicitly, it is linted)."""
     try:
-        ignored = subprocess.run(["git", "-C", str(folder), "check-ignore", "-q", "."],
-                                 capture_output=True, timeout=30)
+        ignored = run_git(["check-ignore", "-q", "."], cwd=folder)
         if ignored.returncode == 0:
             return None
-        out = subprocess.run(
-            ["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-            capture_output=True, timeout=30, check=True,
-        ).stdout
+        listed = run_git(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."], cwd=folder)
     except (OSError, subprocess.SubprocessError):
         return None
+    if listed.returncode != 0:
+        return None
+    out = listed.stdout
     return {(folder / name).resolve() for name in out.decode("utf-8", "surrogateescape").split("\0") if name}
 
 
-def python_files(paths: list[str]) -> Iterator[Path]:
+def python_files(paths: list[str], on_error: Callable[[Path, str], None] = _report_error) -> Iterator[Path]:
     """Files named on the command line, and the .py files under folders named
-    there, skipping VCS folders, virtualenvs, git-ignored and excluded files."""
+    there, skipping VCS folders, virtualenvs, git-ignored and excluded files.
+    A folder that cannot be listed is passed to `on_error` (default: one
+    `path: error: reason` line on stderr) and the walk goes on."""
     seen: set[Path] = set()
+
+    def walk_error(exc: OSError) -> None:
+        on_error(Path(exc.filename or "?"), f"cannot read folder: {exc.strerror or exc}")
+
     for raw in paths:
         path = Path(raw)
         if path.is_file() or not path.exists():
@@ -49,7 +63,7 @@ def python_files(paths: list[str]) -> Iterator[Path]:
                 yield path
             continue
         visible = _git_visible(path)
-        for root, dirs, files in os.walk(path):
+        for root, dirs, files in os.walk(path, onerror=walk_error):
             root_path = Path(root)
             dirs[:] = sorted(
                 d for d in dirs
@@ -61,7 +75,14 @@ def python_files(paths: list[str]) -> Iterator[Path]:
                 file = root_path / name
                 if visible is not None and file.resolve() not in visible:
                     continue
-                if load_config(file).is_excluded(str(file)) or file in seen:
+                try:
+                    excluded = load_config(file).is_excluded(str(file))
+                except ConfigError:
+                    excluded = False  # linting it reports the configuration error
+                except OSError as exc:
+                    on_error(file, f"cannot read its configuration: {exc.strerror or exc}")
+                    continue
+                if excluded or file in seen:
                     continue
                 seen.add(file)
                 yield file

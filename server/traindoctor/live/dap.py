@@ -29,6 +29,16 @@ class DapClosed(DapError):
     pass
 
 
+class DapProtocolError(DapError):
+    """The peer sent something that is not a DAP message; the connection is dropped."""
+
+
+# debugpy's messages are small (values are truncated); anything beyond is not DAP.
+MAX_HEADER_LINE = 1024
+MAX_HEADER_LINES = 32
+MAX_CONTENT_LENGTH = 32 * 1024 * 1024
+
+
 class DapConnection:
     def __init__(self, sock: socket.socket, name: str = "debugpy") -> None:
         self.name = name
@@ -39,6 +49,7 @@ class DapConnection:
         self._pending_lock = threading.Lock()
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.closed = threading.Event()
+        self.failure: str | None = None  # why the connection was dropped, when it was our decision
         self._reader = threading.Thread(target=self._read_loop, name=f"dap-reader-{name}", daemon=True)
         self._reader.start()
 
@@ -103,10 +114,13 @@ class DapConnection:
         except queue.Empty:
             raise DapTimeout(f"{self.name}: no answer to {command!r} within {timeout:g} s") from None
         if response is None:
-            raise DapClosed(f"{self.name}: connection closed while waiting for {command!r}")
-        if not response.get("success", False):
-            raise DapError(response.get("message") or f"{command} failed")
-        return response.get("body") or {}
+            why = f" ({self.failure})" if self.failure else ""
+            raise DapClosed(f"{self.name}: connection closed while waiting for {command!r}{why}")
+        if response.get("success") is not True:
+            message = response.get("message")
+            raise DapError(message if isinstance(message, str) and message else f"{command} failed")
+        body = response.get("body")
+        return body if isinstance(body, dict) else {}
 
     def request(self, command: str, arguments: dict[str, Any] | None = None, *, timeout: float = 10.0) -> dict[str, Any]:
         return self.wait_response(self.send_request(command, arguments), command, timeout)
@@ -136,8 +150,9 @@ class DapConnection:
                     break
                 kind = message.get("type")
                 if kind == "response":
+                    request_seq = message.get("request_seq")
                     with self._pending_lock:
-                        answer = self._pending.pop(message.get("request_seq"), None)
+                        answer = self._pending.pop(request_seq, None) if isinstance(request_seq, int) else None
                     if answer is not None:
                         answer.put(message)
                 elif kind == "event":
@@ -147,6 +162,8 @@ class DapConnection:
                     # advertise support for them, so refuse politely.
                     self._send({"seq": next(self._seq), "type": "response", "request_seq": message.get("seq"),
                                 "command": message.get("command"), "success": False, "message": "not supported"})
+        except DapProtocolError as exc:
+            self.failure = str(exc)
         except (OSError, ValueError, DapError):
             pass
         finally:
@@ -159,23 +176,41 @@ class DapConnection:
 
 
 def _read_message(stream: Any) -> dict[str, Any] | None:
+    """One framed message, None at end of stream; DapProtocolError for anything
+    that is not DAP (never reads more than the bounds above into memory)."""
     length = None
-    while True:
-        line = stream.readline()
+    for _ in range(MAX_HEADER_LINES + 1):
+        line = stream.readline(MAX_HEADER_LINE + 1)
         if not line:
             return None
+        if len(line) > MAX_HEADER_LINE:
+            raise DapProtocolError(f"not a debug adapter: a header line longer than {MAX_HEADER_LINE} bytes")
         line = line.strip()
         if not line:
             break
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
-            length = int(value.strip())
+            try:
+                length = int(value.strip())
+            except ValueError:
+                raise DapProtocolError(f"not a debug adapter: bad Content-Length {value[:40]!r}") from None
+    else:
+        raise DapProtocolError(f"not a debug adapter: more than {MAX_HEADER_LINES} header lines")
     if length is None:
-        raise ValueError("DAP message without Content-Length")
+        raise DapProtocolError("not a debug adapter: a message without Content-Length")
+    if not 0 <= length <= MAX_CONTENT_LENGTH:
+        raise DapProtocolError(f"not a debug adapter: Content-Length {length} is out of bounds "
+                               f"(0..{MAX_CONTENT_LENGTH})")
     body = stream.read(length)
     if len(body) < length:
         return None
-    return json.loads(body.decode("utf-8"))
+    try:
+        message = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise DapProtocolError("not a debug adapter: a message that is not UTF-8 JSON") from None
+    if not isinstance(message, dict):
+        raise DapProtocolError(f"not a debug adapter: a JSON {type(message).__name__} instead of an object")
+    return message
 
 
 def _reason(exc: OSError | None) -> str:

@@ -36,6 +36,20 @@ import json
 mods = import_sys.modules
 torch = mods.get('torch')
 fgd = fg if isinstance(fg, dict) else {}
+def is_a(v, cls):
+    # type(v), never v.__class__ (a property user code may override), decides.
+    return cls is not None and issubclass(type(v), cls)
+def no_torch_function():
+    # Tensor subclasses' __torch_function__ is user code: switch it off while we read.
+    guard = getattr(getattr(torch, '_C', None), 'DisableTorchFunctionSubclass', None)
+    if guard is not None:
+        return guard()
+    import_contextlib = mods.get('contextlib')
+    return import_contextlib.nullcontext()
+def own_dispatch(t):
+    base = getattr(torch.Tensor, '__torch_dispatch__', None)
+    mine = getattr(type(t), '__torch_dispatch__', None)
+    return mine is not None and getattr(mine, '__func__', mine) is not getattr(base, '__func__', base)
 def is_local(k, v):
     return k not in fgd or fgd[k] is not v
 def ordered_names():
@@ -68,11 +82,19 @@ def candidates():
 
 _TENSORS = r'''
 def summarize(name, t, scope):
+    with no_torch_function():
+        return summarize_plain(name, t, scope)
+def summarize_plain(name, t, scope):
     s = {'name': name, 'scope': scope, 'shape': list(t.shape), 'dtype': str(t.dtype).replace('torch.', ''),
          'device': str(t.device), 'requires_grad': bool(t.requires_grad),
          'grad_fn': type(t.grad_fn).__name__ if t.grad_fn is not None else None,
          'numel': int(t.numel()), 'version': int(t._version), 'is_leaf': bool(t.is_leaf)}
+    if type(t) is not torch.Tensor and not issubclass(type(t), torch.nn.Parameter):
+        s['subclass'] = type(t).__name__
     if t.is_sparse or t.device.type == 'meta' or t.numel() == 0:
+        return s
+    if own_dispatch(t):
+        s['skipped'] = 'values not read: %s overrides __torch_dispatch__ (user code)' % type(t).__name__
         return s
     if t.numel() > LIMIT:
         s['skipped'] = 'larger than %d elements' % LIMIT
@@ -100,21 +122,32 @@ if torch is not None:
     for k, v, scope in candidates():
         if len(found) >= MAXT:
             break
-        if isinstance(v, T):
+        if is_a(v, T):
             if id(v) not in seen:
                 seen.add(id(v)); found.append(summarize(k, v, scope))
-        elif isinstance(v, (list, tuple)) and 0 < len(v) <= 8:
+        elif type(v) in (list, tuple) and 0 < len(v) <= 8:
             for i, e in enumerate(v):
-                if isinstance(e, T) and id(e) not in seen and len(found) < MAXT:
+                if is_a(e, T) and id(e) not in seen and len(found) < MAXT:
                     seen.add(id(e)); found.append(summarize('%s[%d]' % (k, i), e, scope))
 __td_out = json.dumps(found)
 '''
 
 _MODULES = r'''
 def module_summary(name, m, scope):
+    with no_torch_function():
+        return module_summary_plain(name, m, scope)
+def library_extra_repr(lm):
+    # A layer's own extra_repr is torch's for torch layers; a user layer's is user code.
+    method = getattr(type(lm), 'extra_repr', None)
+    if str(getattr(method, '__module__', '')).startswith('torch.'):
+        return method(lm)[:160]
+    return ''
+def module_summary_plain(name, m, scope):
+    # torch.nn.Module's own methods: a model may override named_parameters() & co.
+    Mod = torch.nn.Module
     n = trainable = pbytes = gbytes = bbytes = 0
     devices = {}; dtypes = {}; bad_grads = []
-    for i, (pn, p) in enumerate(m.named_parameters()):
+    for i, (pn, p) in enumerate(Mod.named_parameters(m)):
         if i >= 20000:
             break
         n += p.numel(); pbytes += p.numel() * p.element_size()
@@ -131,17 +164,17 @@ def module_summary(name, m, scope):
                             bad_grads.append(pn)
                 except Exception:
                     pass
-    for i, b in enumerate(m.buffers()):
+    for i, b in enumerate(Mod.buffers(m)):
         if i >= 20000:
             break
         bbytes += b.numel() * b.element_size()
     layers = []
-    for i, (ln, lm) in enumerate(m.named_modules()):
+    for i, (ln, lm) in enumerate(Mod.named_modules(m)):
         if len(layers) >= MAXL or i > 4000:
             break
-        if ln and not next(iter(lm.children()), None):
+        if ln and not next(iter(Mod.children(lm)), None):
             try:
-                extra = lm.extra_repr()[:160]
+                extra = library_extra_repr(lm)
             except Exception:
                 extra = ''
             layers.append({'name': ln, 'type': type(lm).__name__, 'extra': extra})
@@ -157,7 +190,7 @@ if torch is not None:
     for k, v, scope in candidates():
         if len(found) >= MAXM:
             break
-        if isinstance(v, M) and id(v) not in seen:
+        if is_a(v, M) and id(v) not in seen:
             seen.add(id(v)); kept.append(v)
             try:
                 found.append(module_summary(k, v, scope))
@@ -169,7 +202,7 @@ for f, v in mods_found:
     for g, w in mods_found:
         if w is not v and 'error' not in g and g.get('params', 0) >= f.get('params', 0):
             try:
-                if any(sub is v for i, sub in zip(range(4000), w.modules())):
+                if any(sub is v for i, sub in zip(range(4000), torch.nn.Module.modules(w))):
                     f['contained_in'] = g['name']
                     break
             except Exception:
@@ -185,7 +218,7 @@ if torch is not None:
     for k, v, scope in candidates():
         if len(found) >= MAXO:
             break
-        if isinstance(v, O) and id(v) not in seen:
+        if is_a(v, O) and id(v) not in seen:
             seen.add(id(v))
             try:
                 groups = v.param_groups
@@ -201,7 +234,7 @@ if torch is not None:
                 lrs = []
                 for g in groups[:8]:
                     lr = g.get('lr')
-                    lrs.append(float(lr) if isinstance(lr, (int, float)) else (float(lr.item()) if isinstance(lr, torch.Tensor) and lr.numel() == 1 else str(lr)))
+                    lrs.append(float(lr) if isinstance(lr, (int, float)) else (float(lr.item()) if is_a(lr, torch.Tensor) and lr.numel() == 1 else str(lr)))
                 found.append({'name': k, 'scope': scope, 'type': type(v).__name__, 'lr': lrs,
                               'param_groups': len(groups), 'params': nparams, 'state_bytes': sbytes})
             except Exception as e:
@@ -293,11 +326,44 @@ __td_out = json.dumps(summary)
 _TRACEBACK = r'''
 text = None
 exc = ns.get('__exception__')
-if not (isinstance(exc, tuple) and len(exc) == 3 and exc[1] is not None):
+if not (type(exc) is tuple and len(exc) == 3 and exc[1] is not None):
     exc = import_sys.exc_info()
 tb = mods.get('traceback')
-if isinstance(exc, tuple) and len(exc) == 3 and exc[1] is not None and tb is not None:
-    text = ''.join(tb.format_exception(exc[0], exc[1], exc[2]))
+python_function = type(lambda: 0)
+def safe_message(e):
+    # A __str__ written in Python is user (or library) code: use the args instead.
+    if not isinstance(type(e).__str__, python_function):
+        return str(e)
+    args = BaseException.__getattribute__(e, 'args')
+    if all(type(a) in (str, int, float, bool) for a in args):
+        return ', '.join(str(a) for a in args) + '  (traindoctor: %s.__str__ not called: user code)' % type(e).__name__
+    return '(traindoctor: %s.__str__ not called: user code)' % type(e).__name__
+def header(e):
+    cls = type(e)
+    mod = getattr(cls, '__module__', 'builtins')
+    full = cls.__qualname__ if mod in ('builtins', '__main__') else mod + '.' + cls.__qualname__
+    message = safe_message(e)
+    return full + (': ' + message if message else '')
+def chain(e, t, seen, depth=0):
+    if e is None or id(e) in seen or depth > 16:
+        return []
+    seen.add(id(e))
+    out = []
+    cause = BaseException.__getattribute__(e, '__cause__')
+    context = BaseException.__getattribute__(e, '__context__')
+    if cause is not None:
+        out += chain(cause, cause.__traceback__, seen, depth + 1)
+        out.append('\nThe above exception was the direct cause of the following exception:\n\n')
+    elif context is not None and not BaseException.__getattribute__(e, '__suppress_context__'):
+        out += chain(context, context.__traceback__, seen, depth + 1)
+        out.append('\nDuring handling of the above exception, another exception occurred:\n\n')
+    if t is not None:
+        out.append('Traceback (most recent call last):\n')
+        out += tb.format_list(tb.extract_tb(t))
+    out.append(header(e) + '\n')
+    return out
+if type(exc) is tuple and len(exc) == 3 and exc[1] is not None and tb is not None:
+    text = ''.join(chain(exc[1], exc[2], set()))
     if len(text) > 60000:
         text = text[:20000] + '\n...\n' + text[-40000:]
 __td_out = json.dumps(text)

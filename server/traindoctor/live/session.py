@@ -110,6 +110,8 @@ class LiveSession:
         self.errors: list[str] = []
         self.finished = threading.Event()  # the root connection ended or the final report went out
         self._root: _Process | None = None
+        self._closing = False
+        self._attaching = 0  # subprocess announcements being attached
 
     # --- lifecycle --------------------------------------------------------------
 
@@ -144,9 +146,20 @@ class LiveSession:
     def root_exit_code(self) -> int | None:
         return self._root.exit_code if self._root else None
 
+    def root_ended(self) -> bool:
+        """Whether the root process's connection is gone (it exited, or we closed it)."""
+        return self._root is None or self._root.connection.closed.is_set()
+
+    def following_subprocesses(self) -> bool:
+        """Whether a subprocess connection is still open (or still being attached)."""
+        with self._lock:
+            open_connections = any(p.subprocess and not p.connection.closed.is_set() for p in self._processes)
+            return open_connections or self._attaching > 0
+
     def close(self) -> None:
         """Disconnect from every process, letting each run on (never terminate it)."""
         with self._lock:
+            self._closing = True
             processes = list(self._processes)
         for process in processes:
             connection = process.connection
@@ -224,6 +237,9 @@ class LiveSession:
             if self.final is None:
                 gone = connection.closed.is_set() or any(m in str(exc) for m in _GONE_MARKERS)
                 self._note_error(DIED_WHILE_READING if gone and process.stopped else f"{process.label}: {exc}")
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            # A message of the wrong shape: not debugpy, or a broken one. One line, no traceback.
+            self._note_error(f"{process.label}: unexpected message from the debug adapter ({type(exc).__name__})")
         finally:
             connection.close()
             if process is self._root:
@@ -232,7 +248,9 @@ class LiveSession:
     def _handle(self, process: _Process, event: dict[str, Any]) -> bool:
         """Act on one event; False ends this connection."""
         name = event.get("event")
-        body = event.get("body") or {}
+        body = event.get("body")
+        if not isinstance(body, dict):
+            body = {}
         if _TRACE:
             print(f"traindoctor-trace: {process.label}: {name} {str(body)[:300]}", file=sys.stderr, flush=True)
         if name == "process":
@@ -242,7 +260,8 @@ class LiveSession:
             process.exit_code = body.get("exitCode")
         elif name == "terminated":
             return False
-        elif name == "debugpyAttach" and self.final is None:
+        elif name == "debugpyAttach" and not self._closing:
+            # Also after the diagnosis: an announced subprocess waits for us, paused.
             self._follow(body)
         elif name == "stopped" and body.get("reason") == "exception":
             self._on_exception(process, body.get("threadId"))
@@ -255,15 +274,22 @@ class LiveSession:
         port = int(connect.get("port") or self.port)
         label = f"subprocess {body.get('subProcessId', '?')}"
 
+        with self._lock:
+            self._attaching += 1
+
         def attach() -> None:
             try:
-                connection = DapConnection.connect(host, port, timeout=self.timeouts.connect, name=label)
-                process = _Process(connection, label, subprocess=True, pid=body.get("subProcessId"))
                 try:
-                    backlog = self._handshake(process, body)
-                except DapError:
-                    connection.close()
-                    raise
+                    connection = DapConnection.connect(host, port, timeout=self.timeouts.connect, name=label)
+                    process = _Process(connection, label, subprocess=True, pid=body.get("subProcessId"))
+                    try:
+                        backlog = self._handshake(process, body)
+                    except DapError:
+                        connection.close()
+                        raise
+                finally:
+                    with self._lock:
+                        self._attaching -= 1
                 self._serve(process, backlog)
             except DapError as exc:
                 if _TRACE:
@@ -320,6 +346,12 @@ class LiveSession:
             resume()
             return
         self._finish(report)
+        # Let it go on to its end (printing its traceback, running atexit, joining
+        # its children) as it would without us.
+        try:
+            resume()
+        except DapError:
+            pass  # it already went away: nothing left to resume
 
     def _diagnose(self, process: _Process, thread_id: Any, info: dict[str, Any], exception_type: str,
                   message: str, unhandled: bool, started: float) -> StopReport:

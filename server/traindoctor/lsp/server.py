@@ -21,13 +21,15 @@ from . import actions, commands, hover
 from .actions import FIX_ALL_KIND
 from .convert import ClientFeatures, Converter, diagnostic
 from .documents import DocumentState, LintSnapshot
+from .protocol import RobustProtocol
 from .settings import SECTION, EditorSettings
 
 logger = logging.getLogger(__name__)
 
 class TrainDoctorServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("traindoctor", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        super().__init__("traindoctor", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         protocol_cls=RobustProtocol)
         self.documents: dict[str, DocumentState] = {}
         self.settings = EditorSettings()
         self.client = ClientFeatures()

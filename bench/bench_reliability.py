@@ -1,0 +1,126 @@
+"""Benchmark: the worst inputs stay fast and small (issue 14).
+
+Goals: a 50 MB log dense with traceback fragments diagnoses in < 10 s; 1 GB
+piped into `traindoctor diagnose -` keeps peak RSS < 500 MB; a 2 MB Python file
+(40,000 one-line statements) and a 1 MB one lint in < 10 s.
+Each case runs the real CLI in a subprocess; peak RSS is the child's
+ru_maxrss. Run:  .venv/bin/python bench/bench_reliability.py [--only NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CLI = [sys.executable, "-m", "traindoctor"]
+FRAGMENT = (
+    "Traceback (most recent call last):\n"
+    '  File "/opt/job/train.py", line {n}, in step\n'
+    "    loss.backward()\n"
+    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB\n"
+    "epoch 1 step {n} loss 0.5\n"
+)
+
+
+def dense_log(size: int) -> bytes:
+    """Traceback fragments back to back, some cut short, with progress lines between."""
+    out, total, n = [], 0, 0
+    while total < size:
+        n += 1
+        piece = FRAGMENT.format(n=n)
+        if n % 3 == 0:
+            piece = piece[: len(piece) // 2] + "\n"  # a fragment interleaved by another rank
+        data = piece.encode()
+        out.append(data)
+        total += len(data)
+    return b"".join(out)
+
+
+def python_file(statements: int) -> str:
+    head = "import torch\nimport torch.nn as nn\n"
+    body = [f"value_{i:05d} = torch.zeros({i % 7 + 1}) * {i:05d}.0" for i in range(statements)]
+    return head + "\n".join(body) + "\n"
+
+
+def run_cli(args: list[str], *, stdin_bytes: int = 0, stdin_data: bytes | None = None,
+            timeout: float = 600) -> tuple[float, float, int, float]:
+    """(wall seconds, peak RSS in MB, exit code, CPU seconds) of one CLI run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(CLI + args, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    try:
+        if stdin_data is not None:
+            proc.stdin.write(stdin_data)
+        block = dense_log(1 << 20)
+        sent = 0
+        while sent < stdin_bytes:
+            proc.stdin.write(block)
+            sent += len(block)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            return float("inf"), usage.ru_maxrss / 1024, -9, usage.ru_utime + usage.ru_stime
+        time.sleep(0.05)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - start, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=("log", "stdin", "random", "lint"), action="append")
+    parser.add_argument("--timeout", type=float, default=300)
+    args = parser.parse_args()
+    only = set(args.only or ("log", "stdin", "random", "lint"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        if "log" in only:
+            log = folder / "dense.log"
+            log.write_bytes(dense_log(50 << 20))
+            seconds, rss, code, cpu = run_cli(["diagnose", str(log), "--no-correlate"], timeout=args.timeout)
+            rows.append(("diagnose: 50 MB log of traceback fragments (file)", seconds, cpu, rss, code, "< 10 s"))
+            seconds, rss, code, cpu = run_cli(["diagnose", "-", "--no-correlate"], stdin_data=log.read_bytes(),
+                                         timeout=args.timeout)
+            rows.append(("diagnose: the same 50 MB on stdin", seconds, cpu, rss, code, "< 10 s"))
+        if "stdin" in only:
+            seconds, rss, code, cpu = run_cli(["diagnose", "-", "--no-correlate"], stdin_bytes=1 << 30,
+                                         timeout=args.timeout)
+            rows.append(("diagnose: 1 GB piped into stdin", seconds, cpu, rss, code, "< 500 MB RSS"))
+        if "random" in only:
+            noise = random.Random(14).randbytes(50 << 20)
+            seconds, rss, code, cpu = run_cli(["diagnose", "-", "--no-correlate"], stdin_data=noise,
+                                         timeout=args.timeout)
+            rows.append(("diagnose: 50 MB of random bytes on stdin", seconds, cpu, rss, code, "< 500 MB RSS"))
+        if "lint" in only:
+            for statements, label in ((40_000, "40k statements"), (25_000, "1 MB")):
+                source = python_file(statements)
+                path = folder / f"big_{statements}.py"
+                path.write_text(source)
+                seconds, rss, code, cpu = run_cli(["check", str(path)], timeout=args.timeout)
+                size = len(source.encode()) / 1e6
+                rows.append((f"check: {label} ({size:.1f} MB)", seconds, cpu, rss, code, "< 10 s"))
+    width = max(len(r[0]) for r in rows)
+    # CPU seconds are the fair number on a loaded machine; wall seconds what a user waits.
+    print(f"{'case':<{width}}  {'wall s':>8}  {'CPU s':>7}  {'peak RSS':>9}  exit  goal")
+    for name, seconds, cpu, rss, code, goal in rows:
+        shown = "timeout" if seconds == float("inf") else f"{seconds:8.2f}"
+        print(f"{name:<{width}}  {shown:>8}  {cpu:7.2f}  {rss:7.0f} MB  {code:>4}  {goal}")
+
+
+if __name__ == "__main__":
+    main()
