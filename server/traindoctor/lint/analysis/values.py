@@ -96,7 +96,7 @@ class Values:
         return self.analysis.scope_of(self.walk.function)
 
     def of(self, expr: cst.BaseExpression, at: int, function: cst.FunctionDef | None = None, klass: str = "",
-           depth: int = 8) -> Value:
+           depth: int = 40) -> Value:
         key = (id(expr), at)
         found = self._memo.get(key)
         if found is None:
@@ -225,6 +225,10 @@ class Values:
                 return container.elements or UNKNOWN
             return bound.elements or UNKNOWN
         if definition.index is not None:
+            if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in self.v.wrappers:
+                positional = [a.value for a in value.args if a.keyword is None and not a.star]
+                return self.of(positional[definition.index], at, function, klass, depth - 1) \
+                    if definition.index < len(positional) else UNKNOWN
             return bound if bound.grad == "known" and bound.role == "output" else UNKNOWN
         return bound
 
@@ -234,6 +238,9 @@ class Values:
         func = call.func
         qualified = self.model.names.qualify(func) or ""
         last = qualified.rsplit(".", 1)[-1]
+        if last in v.wrappers:  # DDP(model), torch.compile(model), accelerator.prepare(model, opt)
+            first = arg(call, 0)
+            return sub(first) if first is not None else UNKNOWN
         if isinstance(func, cst.Attribute) and not qualified.startswith(("torch.", "numpy.", "math.")):
             method = func.attr.value
             receiver = sub(func.value)
