@@ -3,6 +3,7 @@ scopes (reaching definitions, backward calls, returns), cached with the block.""
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -70,6 +71,7 @@ class BlockAnalysis:
 
     def __init__(self, module: cst.Module, names: Names) -> None:
         self.scopes: dict[int, Scope] = {}
+        self.index = 0  # position in the file, set by the file model
         self.module_scope = Scope(None, "")
         collector = _Collector(self, names)
         walk(module, [collector], collector.walk.enter, collector.walk.leave)
@@ -100,6 +102,9 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
             if name is not None:
                 found.add(name)
     return found
+
+
+_BUILTINS = frozenset(dir(builtins))  # print(...), len(...): never in-file functions
 
 
 def code(node: cst.CSTNode) -> str:
@@ -217,6 +222,7 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
                 if at_module and walk.loops:
                     continue  # rebound every iteration of a top-level loop: not an object
                 if at_module and "." not in name:
+                    self.lists["globals"].append((name, code(value)))
                     if isinstance(value, cst.Integer) or (isinstance(value, cst.UnaryOperation)
                                                           and isinstance(value.expression, cst.Integer)):
                         self.lists["constants"].append((name, code(value)))
@@ -261,8 +267,8 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
         if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                                           and func.value.value == "self"):
             callee = func.value if isinstance(func, cst.Name) else f"self.{func.attr.value}"  # type: ignore[union-attr]
-            self.lists["calls"].append(CallSite(callee, tuple(code(a.value) for a in node.args if not a.star),
-                                                self.walk.in_no_grad, node))
+            if callee not in _BUILTINS:
+                self.lists["calls"].append(CallSite(callee, self.walk.in_no_grad, node=node))
         if qualified is not None:
             self._randomness(node, qualified)
             self._padding_call(node, qualified)

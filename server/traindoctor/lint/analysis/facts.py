@@ -56,8 +56,8 @@ class CallSite:
     """A call of a plain name or `self.method`: what in-file functions receive."""
 
     callee: str
-    args: tuple[str, ...]
     in_no_grad: bool
+    args: tuple[str, ...] = field(default=(), compare=False, hash=False)
     node: Node = _node()
 
 
@@ -128,6 +128,7 @@ class BlockFacts:
     seeding: tuple[object, ...] = ()  # Seed | Draw | MethodUse | Marker
     padding: tuple[object, ...] = ()  # Pad | Marker
     constants: tuple[tuple[str, str], ...] = ()  # module-level NAME = <int or pad value>
+    globals: tuple[tuple[str, str], ...] = ()  # module-level NAME = <expression> outside top-level loops
     layout: tuple[TopLevel, ...] = ()
 
 

@@ -50,6 +50,14 @@ class FileModel:
         self.constants = dict(self.facts["constants"])
         self.module_names = {name for top in self.facts["layout"] for name in top.names}
         self._summaries: dict[str, object] = {}
+        self._values: dict[int, object] = {}
+        self.global_defs: dict[str, list[BlockAnalysis]] = {}
+        for index, analysis in enumerate(analyses):
+            analysis.index = index
+            for name, _ in analysis.facts.globals:
+                homes = self.global_defs.setdefault(name, [])
+                if not homes or homes[-1] is not analysis:
+                    homes.append(analysis)
 
     def version_key(self, categories: Sequence[str]) -> tuple[int, ...]:
         return tuple(self.versions[c] for c in categories)
@@ -154,6 +162,26 @@ class FileModel:
             result = value if index == 0 else join(result, value)
         self._summaries[info.qualname] = result
         return result
+
+    def global_value(self, name: str, before: BlockAnalysis | None):
+        """The value of a module-level name bound (outside top-level loops) in another
+        block: the last binding above `before` (a module-level use), or the last one."""
+        homes = self.global_defs.get(name)
+        if not homes:
+            return None
+        candidates = [a for a in homes if before is None or a.index < before.index]
+        if not candidates or candidates[-1] is before:
+            return None
+        home = candidates[-1]
+        values = self._values.get(id(home))
+        if values is None:
+            from .values import Values
+
+            values = self._values[id(home)] = Values(self, home, None)
+        definition = home.module_scope.lookup(name, 10**9)
+        if definition is None or definition.value is None:
+            return None
+        return values._definition(definition, None, "", 30)  # type: ignore[attr-defined]
 
     # -- randomness ------------------------------------------------------------------------
 

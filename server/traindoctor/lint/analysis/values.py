@@ -165,12 +165,16 @@ class Values:
         definition = scope.lookup(name, at)
         if definition is None and function is not None and name not in scope.defs:
             definition = self.analysis.module_scope.lookup(name, at if function is None else 10**9)
+        if definition is None and "." not in name and name not in scope.defs:
+            found = self.model.global_value(name, self.analysis if function is None else None)
+            if found is not None:
+                return found
         backward = scope.backward.get(name)
         if definition is not None and definition.how != "param":
             found = self._definition(definition, function, klass, depth)
             if backward is not None and found.grad != "known" and found.kind != "container":
                 return Value("tensor", "known", "loss", origin=backward)
-            if found == UNKNOWN:  # `mask = batch["attention_mask"]`
+            if not found.zero and not found.prob and found.kind != "object":  # `mask = batch["attention_mask"]`
                 by_name = self._by_name(name)
                 return by_name if by_name.zero == "mask" else found
             return found

@@ -24,7 +24,7 @@ _NUMBER_FUNCTIONS = {"print", "float", "int", "round", "str", "format", "abs", "
 
 class LossAccumulationKeepsGraph(Rule):
     CODE = "TRN101"
-    READS = ("names", "objects", "classes", "functions", "calls")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals")
 
     def __init__(self, *args) -> None:
         super().__init__(*args)

@@ -29,7 +29,7 @@ def _short(node: cst.CSTNode) -> str:
 
 class UnsafeLog(Rule):
     CODE = "TRN401"
-    READS = ("names", "objects", "classes", "functions", "calls")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals")
 
     def visit_Call(self, node: cst.Call) -> None:
         v = vocab()

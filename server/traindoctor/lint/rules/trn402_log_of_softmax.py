@@ -20,7 +20,7 @@ _STABLE = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
 
 class LogOfSoftmax(Rule):
     CODE = "TRN402"
-    READS = ("names", "objects", "classes", "functions", "calls")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals")
 
     def visit_Call(self, node: cst.Call) -> None:
         v = vocab()

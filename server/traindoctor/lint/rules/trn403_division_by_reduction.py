@@ -18,7 +18,7 @@ from ..rule import FixSpec, Replace, Rule
 
 class DivisionByReduction(Rule):
     CODE = "TRN403"
-    READS = ("names", "objects", "classes", "functions", "calls")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide):
