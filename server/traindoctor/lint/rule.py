@@ -112,6 +112,15 @@ class Rule(cst.BatchableCSTVisitor):
     def scope(self):
         return self.analysis.scope_of(self.walk.function)
 
+    def gradient_flows(self) -> bool:
+        """False inside no_grad/inference_mode, and in functions only called there."""
+        if self.walk.in_no_grad:
+            return False
+        if self.walk.function is None:
+            return True
+        info = self.model.function(self.walk.qualname())
+        return info is None or not self.model.only_called_without_grad(info)
+
     def report(
         self,
         node: cst.CSTNode,

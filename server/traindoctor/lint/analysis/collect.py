@@ -170,6 +170,11 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
             for name in _names_in(target.target):
                 scope.sources.setdefault(name, set()).update(used)
         self._record_binding(node, [t.target for t in node.targets], node.value)
+        for target in node.targets:  # x[x == 0] = 1: zeros replaced
+            t = target.target
+            if isinstance(t, cst.Subscript) and any(isinstance(e.slice, cst.Index) and
+                                                   isinstance(e.slice.value, cst.Comparison) for e in t.slice):
+                scope.guarded |= _names_in(t.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:

@@ -353,6 +353,8 @@ class Values:
         if local is not None and local.how not in ("param",):
             return UNKNOWN  # a local bound to something we could not classify
         last = name.rsplit(".", 1)[-1]
+        if last.startswith(("build_", "make_", "get_", "create_", "init_", "compute_metrics")):
+            return UNKNOWN  # factories and getters return modules or configs, not tensors
         if v.pattern("loss_name_pattern").search(last):
             return Value("unknown", "likely", "loss", origin=call)
         if v.pattern("model_name_pattern").search(last):
@@ -413,9 +415,9 @@ class Values:
                 return replace(base, prob="", zero="safe")
             lz = left.zero or ("zero" if left.prob in ("softmax", "sigmoid", "prob") else "")
             rz = right.zero or ("zero" if right.prob in ("softmax", "sigmoid", "prob") else "")
-            if not lz or not rz:
-                return replace(base, prob="", zero="")
-            return replace(base, prob="", zero="squares" if lz == rz == "squares" else "zero")
+            if not lz or not rz or lz == rz == "squares":
+                return replace(base, prob="", zero="")  # x**2 + c**2: c is usually a positive constant
+            return replace(base, prob="", zero="zero")
         if isinstance(op, cst.Divide):
             if left.zero in ("squares", "spread"):
                 return replace(base, prob="", zero=left.zero)

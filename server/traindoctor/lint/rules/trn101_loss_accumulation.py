@@ -72,13 +72,8 @@ class LossAccumulationKeepsGraph(Rule):
 
     def _consider(self, stmt: cst.CSTNode, value: cst.BaseExpression, accumulator: str | None, how: str) -> None:
         loop = self.walk.innermost_loop()
-        if accumulator is None or loop is None or self.walk.in_no_grad:
+        if accumulator is None or loop is None or not self.gradient_flows():
             return
-        function = self.walk.function
-        if function is not None:
-            info = self.model.function(self.walk.qualname())
-            if info is not None and self.model.only_called_without_grad(info):
-                return
         base = accumulator.split("[")[0]
         if self.scope().bound_in_loop(base, loop) and how in ("+=", "="):
             return  # rebound every iteration: does not outlive it
@@ -88,8 +83,8 @@ class LossAccumulationKeepsGraph(Rule):
         found = self.values(value)
         if not found.tensor_with_history:
             return
-        if how in _METER_METHODS and found.role != "loss":
-            return  # metric.update(outputs, y) takes model outputs by design
+        if how in _METER_METHODS and (found.role != "loss" or not self._meter_keeps_graph(stmt, how)):
+            return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
         self._pending[-1].append((stmt, value, base, how, found, loop))
 
     # -- judged when the scope ends (is the accumulator backpropagated or returned later?) --
@@ -104,8 +99,8 @@ class LossAccumulationKeepsGraph(Rule):
                 continue  # sub-losses summed into the loss backpropagated in this step
             if accumulator in scope.returned and id(loop) not in scope.training_loops:
                 continue  # e.g. per-head losses summed inside one training step
-            if found.role != "loss" and not scope.trains:
-                continue  # collected model outputs outside training code
+            if (found.role != "loss" or found.grad == "likely") and not scope.trains:
+                continue  # outputs, or values only named like losses, outside training code
             self._report(stmt, value, accumulator, how, found, scope, function)
 
     def _report(self, stmt, value, accumulator, how, found, scope, function) -> None:
@@ -130,6 +125,21 @@ class LossAccumulationKeepsGraph(Rule):
         if backward is not None:
             related.append(Related(backward, "backward() is called here: the graph is meant to be freed after it"))
         self.report(stmt, message, fix=fix, related=related)
+
+    def _meter_keeps_graph(self, call: cst.Call, method: str) -> bool:
+        """`meter.update(loss)` keeps the graph only if the meter's class (in this file)
+        stores what it gets without `.item()`/`.detach()`/`float()`; unknown meters are trusted."""
+        klass = self.walk.klass.name.value if self.walk.klass is not None else ""
+        obj = self.model.object(dotted_name(call.func.value) or "", klass)
+        name = obj.callee.rsplit(".", 1)[-1] if obj is not None else ""
+        info = self.model.function(f"{name}.{method}") if name in self.model.classes else None
+        if info is None:
+            return False
+        for node in _nodes(info.node):
+            if isinstance(node, cst.Call) and (dotted_name(node.func) in ("float", "int") or (
+                    isinstance(node.func, cst.Attribute) and node.func.attr.value in ("item", "detach", "tolist"))):
+                return False
+        return True
 
     def _number_only(self, accumulator: str, function: cst.FunctionDef | None) -> bool:
         """`.item()` turns the accumulator into a Python float: only when every use

@@ -56,9 +56,10 @@ class IncompleteSeeding(Rule):
 
     def _compute(self):
         model = self.model
-        seeds = [s for s in model.seeds if s.kind in _ORDER and not model.in_worker(s)]
-        if not seeds or self._seeds_everything():
-            return None
+        # seeds inside class methods manage private states (e.g. Megatron's CUDA RNG tracker)
+        seeds = [s for s in model.seeds if s.kind in _ORDER and not model.in_worker(s) and "." not in s.function]
+        if not any(s.kind in ("torch", "cuda", "cuda_all") for s in seeds) or self._seeds_everything():
+            return None  # seeding only `random`/numpy (a data split) does not claim reproducible training
         anchor = min(seeds, key=lambda s: _ORDER.index(s.kind))
         seeded = set()
         for seed in seeds:

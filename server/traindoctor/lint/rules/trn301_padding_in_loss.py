@@ -82,9 +82,15 @@ class PaddingInLoss(Rule):
 
     def _judge(self, sites: list[tuple], function_masks: bool) -> None:
         targets_padded = any(p.targets for p in self._pads)
+        target_pad_name = any(vocab().pattern("target_name_pattern").search(p.value) for p in self._pads)
         for call, ctor, reduction_none in sites:
             logits, target = kwarg(call, "input", 0), kwarg(call, "target", 1)
             if logits is None or target is None:
+                continue
+            # Only targets provably padded with a known id count: padded themselves (pad_sequence,
+            # F.pad of labels), a target pad id (TRG_PAD_IDX), or derived from padded token ids.
+            derived = self._from_padding(target.value)
+            if not (targets_padded or target_pad_name or derived):
                 continue
             if not targets_padded and not (self._shape(logits.value, True) or self._shape(target.value, False)):
                 continue
@@ -156,6 +162,10 @@ class PaddingInLoss(Rule):
                     definition = self.scope().lookup(inner.value, self.walk.order)
                     if definition is not None and definition.value is not None:
                         stack.append((definition.value, left - 1))
+
+    def _from_padding(self, expr: cst.BaseExpression) -> bool:
+        pad_calls = {id(p.node) for p in self._pads if isinstance(p.node, cst.Call)}
+        return any(id(node) in pad_calls for node in self._expansions(expr))
 
     def _shape(self, expr: cst.BaseExpression, is_logits: bool) -> bool:
         for node in self._expansions(expr):

@@ -47,7 +47,7 @@ class UnsafeLog(Rule):
             return
         else:
             return
-        if target is None or self._guarded(target):
+        if target is None or self._guarded(target) or not self.gradient_flows():
             return
         if family == "torch" and isinstance(target, cst.BinaryOperation) and \
                 isinstance(target.operator, cst.Subtract) and self.values(target.right).prob == "sigmoid":
@@ -63,11 +63,8 @@ class UnsafeLog(Rule):
         self.report(node, message, fix=self._clamp(target, family))
 
     def _check_sqrt(self, node: cst.Call, target: cst.BaseExpression | None, method: bool) -> None:
-        if target is None or self.walk.in_no_grad or self._guarded(target):
+        if target is None or not self.gradient_flows() or self._guarded(target):
             return  # sqrt(0) is 0; only its gradient is the problem
-        info = self.model.function(self.walk.qualname()) if self.walk.function is not None else None
-        if info is not None and self.model.only_called_without_grad(info):
-            return
         value = self.values(target)
         if value.zero not in ("spread", "squares", "zero", "count"):
             return

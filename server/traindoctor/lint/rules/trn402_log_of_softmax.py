@@ -23,6 +23,8 @@ class LogOfSoftmax(Rule):
     READS = ("names", "objects", "classes", "functions", "calls", "globals")
 
     def visit_Call(self, node: cst.Call) -> None:
+        if not self.gradient_flows():
+            return  # no gradient, no NaN gradient to prevent
         v = vocab()
         qualified = self.names.qualify(node.func) or ""
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
