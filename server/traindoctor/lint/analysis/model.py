@@ -50,6 +50,7 @@ class FileModel:
         self.constants = dict(self.facts["constants"])
         self.module_names = {name for top in self.facts["layout"] for name in top.names}
         self._summaries: dict[str, object] = {}
+        self.memo: dict[str, object] = {}  # file-wide conclusions rules draw once per lint
         self._values: dict[int, object] = {}
         self.global_defs: dict[str, list[BlockAnalysis]] = {}
         for index, analysis in enumerate(analyses):

@@ -10,6 +10,8 @@ constructor, where `ignore_index=` goes."""
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from ..analysis.collect import code
@@ -20,13 +22,26 @@ from ..fixes import with_kwargs
 from ..rule import FixSpec, Related, Replace, Rule
 
 
+@functools.lru_cache(maxsize=1024)
+def _parse(text: str) -> cst.BaseExpression | None:
+    try:
+        return cst.parse_expression(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+
+
 class PaddingInLoss(Rule):
     CODE = "TRN301"
     READS = ("names", "objects", "padding", "constants", "layout")
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
-        self._pads = [p for p in self.model.facts["padding"] if type(p).__name__ == "Pad"]
+        memo = self.model.memo
+        if self.CODE not in memo:
+            pads = [p for p in self.model.facts["padding"] if type(p).__name__ == "Pad"]
+            memo[self.CODE] = (pads, any(p.targets for p in pads),
+                               any(vocab().pattern("target_name_pattern").search(p.value) for p in pads))
+        self._pads, self._targets_padded, self._target_pad_name = memo[self.CODE]  # type: ignore[misc]
         self._sites: list[list[tuple]] = [[]]
         self._masked: list[bool] = [False]
 
@@ -81,8 +96,7 @@ class PaddingInLoss(Rule):
     # -- judging ------------------------------------------------------------------------
 
     def _judge(self, sites: list[tuple], function_masks: bool) -> None:
-        targets_padded = any(p.targets for p in self._pads)
-        target_pad_name = any(vocab().pattern("target_name_pattern").search(p.value) for p in self._pads)
+        targets_padded, target_pad_name = self._targets_padded, self._target_pad_name
         for call, ctor, reduction_none in sites:
             logits, target = kwarg(call, "input", 0), kwarg(call, "target", 1)
             if logits is None or target is None:
@@ -129,10 +143,8 @@ class PaddingInLoss(Rule):
         return ordered
 
     def _literal_text(self, text: str) -> str | None:
-        try:
-            return self._literal(cst.parse_expression(text))
-        except cst.ParserSyntaxError:
-            return None
+        parsed = _parse(text)
+        return self._literal(parsed) if parsed is not None else None
 
     def _literal(self, node: cst.BaseExpression, depth: int = 3) -> str | None:
         found = literal(node)
@@ -199,7 +211,7 @@ class PaddingInLoss(Rule):
         pad = candidates[0]
         literals = {self._literal_text(c) for c in candidates}
         unambiguous = len(candidates) == 1 or (len(literals) == 1 and None not in literals)
-        named = [c for c in candidates if literal(cst.parse_expression(c)) is None and self._visible(c, ctor)]
+        named = [c for c in candidates if literal(_parse(c)) is None and self._visible(c, ctor)]
         if len(candidates) > 1 and unambiguous:
             pad = named[0] if named else next(iter(literals))  # type: ignore[assignment]
         safe = unambiguous and self._visible(pad, ctor)
@@ -222,7 +234,7 @@ class PaddingInLoss(Rule):
 
     def _visible(self, pad: str, ctor: cst.Call | None) -> bool:
         """Can `pad` be written where the fix goes (literals, imports, module names bound before)?"""
-        if literal(cst.parse_expression(pad)) is not None:
+        if literal(_parse(pad)) is not None:
             return True
         root = pad.split(".")[0]
         if root == "self":
