@@ -131,13 +131,21 @@ class PaddingInLoss(Rule):
             self._report(call, ctor, owner, candidates, ignore)
 
     def _pad_values(self) -> list[str]:
+        """Distinct pad values, targets' first; -100 means already ignored (once per lint)."""
+        key = self.CODE + ".values"
+        if key not in self.model.memo:
+            self.model.memo[key] = self._compute_pad_values()
+        return list(self.model.memo[key])  # type: ignore[call-overload]
+
+    def _compute_pad_values(self) -> list[str]:
         v = vocab()
         ordered: list[str] = []
-        for pad in sorted(self._pads, key=lambda p: not p.targets):
-            if self._literal_text(pad.value) == IGNORE or v.pattern("ignore_name_pattern").search(pad.value):
+        for text in dict.fromkeys(p.value for p in sorted(self._pads, key=lambda p: not p.targets)):
+            parsed = _parse(text)
+            resolved = self._literal(parsed, local=False) if parsed is not None else None
+            if resolved == IGNORE or v.pattern("ignore_name_pattern").search(text):
                 continue
-            if pad.value not in ordered:
-                ordered.append(pad.value)
+            ordered.append(text)
         if any(v.pattern("target_name_pattern").search(t) for t in ordered):  # SRC_PAD_IDX vs TRG_PAD_IDX
             ordered = [t for t in ordered if not any(w in t.lower() for w in ("src", "source", "input", "enc_"))]
         return ordered
@@ -146,20 +154,23 @@ class PaddingInLoss(Rule):
         parsed = _parse(text)
         return self._literal(parsed) if parsed is not None else None
 
-    def _literal(self, node: cst.BaseExpression, depth: int = 3) -> str | None:
+    def _literal(self, node: cst.BaseExpression, depth: int = 3, local: bool = True) -> str | None:
         found = literal(node)
         name = dotted_name(node)
         if found is not None or depth == 0 or name is None:
             return found
-        definition = self.scope().lookup(name, self.walk.order) or self.analysis.module_scope.lookup(name, 10**9)
-        if definition is not None and definition.value is not None:
-            return self._literal(definition.value if definition.index is None else node, depth - 1)
+        definition = (self.scope().lookup(name, self.walk.order) or
+                      self.analysis.module_scope.lookup(name, 10**9)) if local else None
+        if definition is not None and definition.value is not None and definition.index is None:
+            return self._literal(definition.value, depth - 1)
         if name in self.model.constants:
             return self.model.constants[name]
-        for marker in self.model.facts["padding"]:
-            if getattr(marker, "kind", "") == "pad-def" and marker.text.split("=", 1)[0] == name:
-                return self._literal(marker.node, depth - 1)
-        return None
+        key = self.CODE + ".defs"
+        if key not in self.model.memo:
+            self.model.memo[key] = {m.text.split("=", 1)[0]: m.node for m in self.model.facts["padding"]
+                                    if getattr(m, "kind", "") == "pad-def"}
+        bound = self.model.memo[key].get(name)  # type: ignore[attr-defined]
+        return self._literal(bound, depth - 1, local) if bound is not None else None
 
     def _expansions(self, expr: cst.BaseExpression, depth: int = 3):
         from ..walk import iter_nodes
