@@ -228,20 +228,24 @@ class PaddingInLoss(Rule):
         safe = unambiguous and self._visible(pad, ctor)
         if unambiguous and not safe and len(literals) == 1 and None not in literals:
             pad, safe = next(iter(literals)), True  # type: ignore[assignment]
-        name = code(ctor.func) + "()" if ctor is not None else code(call.func)
-        if ignore is None:
-            message = (f"`{name}` over padded targets without `ignore_index`: padding positions (value `{pad}`) "
-                       f"are scored as real tokens, so the loss is diluted and the model learns to predict padding")
-            changes = (Replace(owner, with_kwargs(owner, [("ignore_index", pad)])),)
-        else:
-            message = (f"`{name}` ignores `{code(ignore.value)}` but targets are padded with `{pad}`: padding "
-                       f"positions are scored as real tokens, so the loss is diluted and the model learns to "
-                       f"predict padding")
-            changes = (Replace(ignore.value, pad),)
+        if not self._visible(pad, ctor):
+            self.report(ctor if ctor is not None else call, self._message(call, ctor, pad, ignore))
+            return  # a fix may only use names bound where it goes
+        message = self._message(call, ctor, pad, ignore)
+        changes = (Replace(owner, with_kwargs(owner, [("ignore_index", pad)])),) if ignore is None else \
+            (Replace(ignore.value, pad),)
         related = [Related(p.node, "targets padded here" if p.targets else f"padding with `{p.value}`")
                    for p in sorted(self._pads, key=lambda p: not p.targets)[:2] if p.value in candidates]
         self.report(ctor if ctor is not None else call, message,
                     fix=FixSpec(f"Pass ignore_index={pad}", changes, safe=safe), related=related)
+
+    def _message(self, call, ctor, pad: str, ignore) -> str:
+        name = code(ctor.func) + "()" if ctor is not None else code(call.func)
+        said = "over padded targets without `ignore_index`" if ignore is None else \
+            f"ignores `{code(ignore.value)}` but targets are padded with `{pad}`"
+        value = f" (value `{pad}`)" if ignore is None else ""
+        return (f"`{name}` {said}: padding positions{value} are scored as real tokens, so the loss is diluted "
+                f"and the model learns to predict padding")
 
     def _visible(self, pad: str, ctor: cst.Call | None) -> bool:
         """Can `pad` be written where the fix goes (literals, imports, module names bound before)?"""
