@@ -109,7 +109,7 @@ class _ParsedBlock:
 
     def analysis(self, names: Names) -> BlockAnalysis:
         if self._analysis is None or self._analysis[0] != names.aliases:
-            self._analysis = (names.aliases, BlockAnalysis(self.module, names))
+            self._analysis = (names.aliases, BlockAnalysis(self.module, names, self.text))
             self._reports.clear()
         return self._analysis[1]
 

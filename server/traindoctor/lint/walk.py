@@ -84,8 +84,11 @@ def walk(
     leave_table: dict[str, list[Handler]] = {}
     for visitor in visitors:
         for name in _handler_names(type(visitor)):
+            handler = getattr(visitor, name)
+            if handler is None:  # switched off by a subclass
+                continue
             table = visit_table if name[0] == "v" else leave_table
-            table.setdefault(name[6:], []).append(getattr(visitor, name))
+            table.setdefault(name[6:], []).append(handler)
 
     kind = _kind
     sequence_types = (tuple, list)

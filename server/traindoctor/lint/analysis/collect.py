@@ -69,11 +69,11 @@ class Scope:
 class BlockAnalysis:
     """Facts and scopes of one parsed block."""
 
-    def __init__(self, module: cst.Module, names: Names) -> None:
+    def __init__(self, module: cst.Module, names: Names, text: str | None = None) -> None:
         self.scopes: dict[int, Scope] = {}
         self.index = 0  # position in the file, set by the file model
         self.module_scope = Scope(None, "")
-        collector = _Collector(self, names)
+        collector = (_Collector if _may_pad(text) else _CollectorWithoutPadding)(self, names)
         walk(module, [collector], collector.walk.enter, collector.walk.leave)
         collector.finish(module)
         self.facts = collector.result()
@@ -329,6 +329,29 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
 
     def result(self) -> BlockFacts:
         return BlockFacts(**{key: tuple(value) for key, value in self.lists.items()})
+
+
+class _CollectorWithoutPadding(_Collector):
+    """For blocks that cannot hold padding facts: no per-name visitors (a third of the cost)."""
+
+    visit_Attribute = visit_Name = visit_UnaryOperation = None  # type: ignore[assignment]
+
+    def _padding_call(self, node, callee) -> None:
+        pass
+
+    def _padding_name(self, name, value) -> None:
+        pass
+
+    def _padding_subscript(self, target, value, stmt) -> None:
+        pass
+
+
+def _may_pad(text: str | None) -> bool:
+    """Padding facts need a pad mention, the ignore index -100 or an IGNORE name."""
+    if text is None:
+        return True
+    lowered = text.lower()
+    return "pad" in lowered or "100" in lowered or "ignore" in lowered
 
 
 def _returns(function: cst.FunctionDef) -> list[cst.Return]:
