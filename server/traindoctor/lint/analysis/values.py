@@ -398,6 +398,8 @@ class Values:
         if isinstance(op, cst.Power):
             exponent = _number(expr.right)
             even = exponent is not None and exponent > 0 and exponent == int(exponent) and int(exponent) % 2 == 0
+            if left.zero == "safe":
+                return replace(left, prob="")  # a positive number to any power
             return replace(left, prob="", zero="squares" if even else "")
         if isinstance(op, cst.Multiply):
             if dotted_name(expr.left) is not None and dotted_name(expr.left) == dotted_name(expr.right):

@@ -58,6 +58,11 @@ class IncompleteSeeding(Rule):
         model = self.model
         # seeds inside class methods manage private states (e.g. Megatron's CUDA RNG tracker)
         seeds = [s for s in model.seeds if s.kind in _ORDER and not model.in_worker(s) and "." not in s.function]
+        # a helper that only seeds CUDA (Megatron's model_parallel_cuda_manual_seed) is called after the
+        # program's own seeding: not the program's seeding
+        cuda_only = {s.function for s in seeds if s.function} - {s.function for s in seeds if s.kind not in
+                                                                  ("cuda", "cuda_all")}
+        seeds = [s for s in seeds if s.function not in cuda_only]
         if not any(s.kind in ("torch", "cuda", "cuda_all") for s in seeds) or self._seeds_everything():
             return None  # seeding only `random`/numpy (a data split) does not claim reproducible training
         anchor = min(seeds, key=lambda s: _ORDER.index(s.kind))
@@ -69,10 +74,10 @@ class IncompleteSeeding(Rule):
             if isinstance(draw, Draw) and not self._in_worker_fn(draw):
                 first_draw.setdefault(draw.library, draw)
         missing = [lib for lib in ("torch", "numpy", "random") if lib in first_draw and lib not in seeded]
-        cuda_only = "torch" not in seeded and any(s.kind in ("cuda", "cuda_all") for s in seeds)
-        if cuda_only and "torch" not in missing:
+        only_gpu = "torch" not in seeded and any(s.kind in ("cuda", "cuda_all") for s in seeds)
+        if only_gpu and "torch" not in missing:
             missing.insert(0, "torch")
-        return (anchor, missing, first_draw, cuda_only, seeds) if missing else None
+        return (anchor, missing, first_draw, only_gpu, seeds) if missing else None
 
     def _seeds_everything(self) -> bool:
         """A library helper, or a seed helper whose body is not in this file."""

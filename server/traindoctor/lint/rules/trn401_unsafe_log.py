@@ -66,7 +66,7 @@ class UnsafeLog(Rule):
         if target is None or not self.gradient_flows() or self._guarded(target):
             return  # sqrt(0) is 0; only its gradient is the problem
         value = self.values(target)
-        if value.zero not in ("spread", "squares", "zero", "count"):
+        if value.zero not in ("spread", "squares", "zero", "count") or not self._has_gradient(value):
             return
         message = (f"`sqrt({_short(target)})` of a value that can be exactly 0: the gradient of sqrt at 0 is "
                    f"inf, so backward produces inf/NaN")
@@ -74,6 +74,15 @@ class UnsafeLog(Rule):
         fix = FixSpec("Add the dtype's tiny value under the square root",
                       (Replace(target, f"({new})" if method else new),), safe=False)
         self.report(node, message, fix=fix)
+
+    def _has_gradient(self, value) -> bool:
+        """sqrt(0) is fine forward: only a gradient through it is inf. Evidence that one
+        flows: the value has autograd history, or it is computed in a model's forward."""
+        if value.grad:
+            return True
+        klass = self.walk.klass
+        return self.walk.function is not None and self.walk.function.name.value == "forward" and \
+            klass is not None and klass.name.value in self.model.model_classes
 
     def _guarded(self, target: cst.BaseExpression) -> bool:
         """An `if`/`while`/assert on the value (or what it is made of) in this scope."""
