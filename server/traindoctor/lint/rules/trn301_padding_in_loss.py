@@ -14,7 +14,7 @@ import functools
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.collect import _returns, code
 from ..analysis.names import dotted_name
 from ..analysis.padding import IGNORE, kwarg, literal
 from ..analysis.vocab import vocab
@@ -185,10 +185,14 @@ class PaddingInLoss(Rule):
                     definition = self.scope().lookup(inner.value, self.walk.order)
                     if definition is not None and definition.value is not None:
                         stack.append((definition.value, left - 1))
+                    elif definition is None and self.model.function(inner.value) is not None:
+                        # a collate function (DataLoader(..., collate_fn=collate)): what it returns
+                        info = self.model.function(inner.value)
+                        stack.extend((r.value, left - 1) for r in _returns(info.node) if r.value is not None)
 
     def _from_padding(self, expr: cst.BaseExpression) -> bool:
         pad_calls = {id(p.node) for p in self._pads if isinstance(p.node, cst.Call)}
-        return any(id(node) in pad_calls for node in self._expansions(expr))
+        return any(id(node) in pad_calls for node in self._expansions(expr, depth=6))
 
     def _shape(self, expr: cst.BaseExpression, is_logits: bool) -> bool:
         for node in self._expansions(expr):
