@@ -77,9 +77,12 @@ class UnsafeLog(Rule):
 
     def _has_gradient(self, value) -> bool:
         """sqrt(0) is fine forward: only a gradient through it is inf. Evidence that one
-        flows: the value has autograd history, or it is computed in a model's forward."""
+        flows: autograd history, or computed in a loss function or a model's forward."""
         if value.grad:
             return True
+        function = self.walk.function
+        if function is not None and vocab().pattern("loss_name_pattern").search(function.name.value):
+            return True  # a loss function: what it computes is backpropagated
         klass = self.walk.klass
         return self.walk.function is not None and self.walk.function.name.value == "forward" and \
             klass is not None and klass.name.value in self.model.model_classes
