@@ -84,8 +84,11 @@ def walk(
     leave_table: dict[str, list[Handler]] = {}
     for visitor in visitors:
         for name in _handler_names(type(visitor)):
+            handler = getattr(visitor, name)
+            if handler is None:  # switched off by a subclass
+                continue
             table = visit_table if name[0] == "v" else leave_table
-            table.setdefault(name[6:], []).append(getattr(visitor, name))
+            table.setdefault(name[6:], []).append(handler)
 
     kind = _kind
     sequence_types = (tuple, list)
@@ -114,6 +117,18 @@ def walk(
         leave(node)
 
     visit(root)
+
+
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The direct children of `node` that rules look at (cheap: no libcst `.children`)."""
+    children: list[cst.CSTNode] = []
+    for field in _child_fields(type(node)):
+        value = getattr(node, field)
+        if type(value) in (tuple, list):
+            children.extend(item for item in value if _kind(type(item)) is _NODE)
+        elif _kind(type(value)) is _NODE:
+            children.append(value)
+    return children
 
 
 def iter_nodes(root: cst.CSTNode):

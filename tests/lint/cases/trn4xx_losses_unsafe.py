@@ -23,16 +23,16 @@ def entropy_bonus(logits):
     return -(probs * probs.log()).sum(-1).mean()  # expect: TRN402
 
 
-def pairwise_distance(a, b):
-    return torch.sqrt(((a - b) ** 2).sum(-1))  # expect: TRN401
+def pairwise_distance(encoder, a, b):
+    return torch.sqrt(((encoder(a) - encoder(b)) ** 2).sum(-1))  # expect: TRN401
 
 
 def masked_mean(values, mask):
-    return (values * mask).sum() / mask.sum()  # expect: TRN401
+    return (values * mask).sum() / mask.sum()  # expect: TRN403
 
 
 def normalize_advantages(adv):
-    return (adv - adv.mean()) / adv.std()  # expect: TRN401
+    return (adv - adv.mean()) / adv.std()  # expect: TRN403
 
 
 class Discriminator(nn.Module):
