@@ -132,20 +132,25 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def fix_source(source: str, path: str = "<string>", config: Config | None = None,
-               *, max_rounds: int = 8) -> tuple[str, int]:
-    """Apply every safe fix until none is left. Returns the new text and the
-    number of fixes applied. A round whose result would not parse is dropped."""
+               *, max_rounds: int = 8, unsafe: bool = False) -> tuple[str, int]:
+    """Apply every safe fix (and with `unsafe` the unsafe ones too) until none is
+    left. Returns the new text and the number of fixes applied. A round whose
+    result would not parse is dropped."""
     applied = 0
     cache = LintCache()
+
+    def wanted(finding: Finding) -> bool:
+        return finding.fix is not None and (unsafe or finding.fix.safe)
+
     for _ in range(max_rounds):
         result = lint_source(source, path, config, cache)
-        fixable = [f for f in result.findings if f.fix is not None and f.fix.safe]
+        fixable = [f for f in result.findings if wanted(f)]
         if result.error or not fixable:
             break
-        fixed = apply_fixes(source, fixable)
+        fixed = apply_fixes(source, fixable, safe_only=not unsafe)
         if fixed == source or not _parses(fixed):
             break
-        remaining = len([f for f in lint_source(fixed, path, config, cache).findings if f.fix and f.fix.safe])
+        remaining = len([f for f in lint_source(fixed, path, config, cache).findings if wanted(f)])
         applied += max(len(fixable) - remaining, 1)
         source = fixed
     return source, applied
