@@ -178,6 +178,7 @@ class Repo:
     commit: str = ""
     subdir: str = ""
     note: str = ""
+    markdown: bool = False  # also lint the PyTorch code cells of its Markdown notebooks (d2l)
 
     @property
     def slug(self) -> str:
@@ -186,8 +187,40 @@ class Repo:
 
 def load_repos(path: Path = REPOS_FILE) -> list[Repo]:
     raw = yaml.safe_load(path.read_text())["repos"]
-    return [Repo(r["name"], r["source"], str(r.get("commit", "")), str(r.get("subdir", "")), r.get("note", ""))
+    return [Repo(r["name"], r["source"], str(r.get("commit", "")), str(r.get("subdir", "")), r.get("note", ""),
+                 bool(r.get("markdown", False)))
             for r in raw]
+
+
+def pytorch_cells(markdown: str) -> str:
+    """The PyTorch code of a d2l-style Markdown notebook as one Python file.
+
+    A cell is a ```{.python .input} fence; a first line `%%tab pytorch, mxnet` (older
+    chapters: `#@tab pytorch`) names the frameworks it belongs to (none or `all`: every
+    framework). Other cells become blank
+    lines so that line numbers match the Markdown file; IPython magics are dropped.
+    """
+    out: list[str] = []
+    cell: list[str] | None = None
+    for line in markdown.splitlines():
+        if cell is None:
+            out.append("")
+            if line.startswith("```{.python .input"):
+                cell = []
+            continue
+        if line.startswith("```"):
+            first = cell[0].strip() if cell else ""
+            marker = next((m for m in ("%%tab", "#@tab") if first.startswith(m)), None)
+            tabs = first[len(marker):] if marker else "all"
+            names = {t.strip() for t in tabs.split(",")}
+            keep = "pytorch" in names or "all" in names
+            for text in cell:
+                out.append(text if keep and not text.lstrip().startswith(("%", "!")) else "")
+            out.append("")
+            cell = None
+            continue
+        cell.append(line)
+    return "\n".join(out) + "\n"
 
 
 def load_verdicts(path: Path = VERDICTS_FILE) -> list[Verdict]:
@@ -229,6 +262,16 @@ def extract(repos: list[Repo], src: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(batch[header_end + 1:header_end + 1 + length])
             offset = header_end + 1 + length + 1
+        if repo.markdown:
+            listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "--name-only", "-z",
+                                      repo.commit], check=True, capture_output=True, timeout=600).stdout.decode()
+            for path in (p for p in listing.split("\0") if p.endswith(".md") and p.startswith("chapter_")):
+                text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{repo.commit}:{path}"],
+                                      check=True, capture_output=True, timeout=60).stdout.decode("utf-8", "replace")
+                code = pytorch_cells(text)
+                if code.strip():
+                    (dest / (path + ".py")).parent.mkdir(parents=True, exist_ok=True)
+                    (dest / (path + ".py")).write_text(code)
         files = list(dest.rglob("*.py"))
         print(f"{repo.name}@{repo.commit[:10]}: {len(files)} Python files")
 
@@ -414,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", type=Path, default=DEFAULT_SRC, help=f"extracted sources (default {DEFAULT_SRC})")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("extract", help="extract the pinned sources from the mirrors")
+    extract_parser = sub.add_parser("extract", help="extract the pinned sources from the mirrors")
+    extract_parser.add_argument("--repo", action="append", default=[], help="only this owner/name (repeatable)")
     for name in ("run", "fixcheck"):
         p = sub.add_parser(name)
         p.add_argument("--repo", action="append", default=[], help="only this owner/name (repeatable)")
@@ -429,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--show-diff", action="store_true", help="print the diff of every broken file")
     args = parser.parse_args(argv)
     if args.command == "extract":
-        extract(load_repos(), args.src)
+        extract([r for r in load_repos() if not args.repo or r.name in args.repo], args.src)
         return 0
     return run(args) if args.command == "run" else fixcheck(args)
 

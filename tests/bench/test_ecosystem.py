@@ -101,3 +101,30 @@ def test_fix_breakage_is_a_new_undefined_name_or_redefinition_or_a_parse_error()
     assert eco.new_breakages("x = 1\n", "x = (\n", "t.py")[0].startswith("does not parse")
     # Problems the original already had are not the fix's fault.
     assert eco.new_breakages("print(y)\n", "print(y)\nz = 1\n", "t.py") == []
+
+
+def test_only_pytorch_cells_of_a_markdown_notebook_are_kept_on_their_own_lines():
+    markdown = "\n".join([
+        "# Title",                          # 1
+        "```{.python .input}",              # 2
+        "%%tab pytorch, mxnet",             # 3
+        "import torch",                     # 4
+        "```",                              # 5
+        "```{.python .input  n=2}",         # 6
+        "%%tab tensorflow",                 # 7
+        "import tensorflow as tf",          # 8
+        "```",                              # 9
+        "```{.python .input}",              # 10
+        "#@tab all",                        # 11
+        "x = torch.ones(2)",                # 12
+        "%matplotlib inline",               # 13
+        "```",                              # 14
+        "```python",                        # 15: not an input cell
+        "print('shown only')",              # 16
+        "```",                              # 17
+    ])
+    lines = eco.pytorch_cells(markdown).splitlines()
+    assert lines[3] == "import torch" and lines[11] == "x = torch.ones(2)"
+    assert "import tensorflow as tf" not in lines and "%matplotlib inline" not in lines
+    assert "print('shown only')" not in lines
+    assert len(lines) == 17
