@@ -341,6 +341,9 @@ def run(args: argparse.Namespace) -> int:
         files, lines = size(root)
         errors = sum(1 for line in stderr.splitlines() if ": error: " in line)
         print(f"{repo.name:36} {repo.commit[:10]:10} {files:>6} {lines:>8} {len(findings):>8} {errors:>6}")
+    for repo in load_repos():
+        if repo.source != "mirror" and (not args.repo or repo.name in args.repo):
+            print(f"{repo.name:36} not measured: {' '.join(repo.note.split()) or repo.source}")
     if args.json:
         Path(args.json).write_text(json.dumps(dumps, indent=1))
     if args.repo:
