@@ -23,18 +23,26 @@ for x, y in loader:
 """
 
 
-# One fix of each applicability: the inline `log(softmax(x))` is safe; `log(probs)`
-# recomputes from the logits, right only if they were not rebound, so it is unsafe.
+# One fix of each applicability: rewriting the inline `log(softmax(x))` is safe;
+# turning a named `BCELoss` criterion into `BCEWithLogitsLoss` is unsafe (it may also be
+# called on real probabilities elsewhere).
 SAFE_AND_UNSAFE = """import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
-logits = torch.randn(4, 3)
-direct = torch.log(F.softmax(logits, dim=-1))
-probs = F.softmax(logits, dim=-1)
-logp = torch.log(probs)
+
+def train(model, loader, optimizer):
+    criterion = nn.BCELoss()
+    for x, y in loader:
+        optimizer.zero_grad()
+        logits = model(x)
+        logp = torch.log(F.softmax(logits, dim=-1))
+        loss = criterion(torch.sigmoid(logits), y) - logp.mean()
+        loss.backward()
+        optimizer.step()
 """
-SAFE_FIXED = "direct = F.log_softmax(logits, dim=-1)"
-UNSAFE_FIXED = "logp = F.log_softmax(logits, dim=-1)"
+SAFE_FIXED = "logp = F.log_softmax(logits, dim=-1)"
+UNSAFE_FIXED = "criterion = nn.BCEWithLogitsLoss()"
 
 
 def traindoctor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -201,7 +209,7 @@ def mixed(tmp_path: Path) -> Path:
 def test_fix_applies_only_the_safe_fixes(mixed: Path):
     result = check("--fix", "probs.py", cwd=mixed)
     fixed = (mixed / "probs.py").read_text()
-    assert SAFE_FIXED in fixed and "logp = torch.log(probs)" in fixed
+    assert SAFE_FIXED in fixed and "criterion = nn.BCELoss()" in fixed
     assert result.returncode == 1  # the unsafe one is left
     assert "Fixed 1 problem." in result.stdout and "(1 more with --unsafe-fixes)" in result.stdout
 
@@ -218,13 +226,13 @@ def test_unsafe_fixes_opt_in_to_the_rest(mixed: Path):
 
 def test_text_marks_only_the_fixes_fix_would_apply(mixed: Path):
     lines = check("probs.py", cwd=mixed).stdout.splitlines()
-    assert lines[0].startswith("probs.py:5:") and lines[0].endswith(" [*]")
-    assert lines[1].startswith("probs.py:7:") and not lines[1].endswith(" [*]")
+    assert lines[0].startswith("probs.py:11:") and lines[0].endswith(" [*]")
+    assert lines[1].startswith("probs.py:12:") and not lines[1].endswith(" [*]")
 
 
 def test_json_and_sarif_carry_the_applicability(mixed: Path):
     findings = json.loads(check("--format", "json", "probs.py", cwd=mixed).stdout)
-    assert [(f["line"], f["fix"]["applicability"]) for f in findings] == [(5, "safe"), (7, "unsafe")]
+    assert [(f["line"], f["fix"]["applicability"]) for f in findings] == [(11, "safe"), (12, "unsafe")]
     sarif = json.loads(check("--format", "sarif", "probs.py", cwd=mixed).stdout)
     fixes = [r["fixes"][0]["properties"]["applicability"] for r in sarif["runs"][0]["results"]]
     assert fixes == ["safe", "unsafe"]
@@ -232,12 +240,15 @@ def test_json_and_sarif_carry_the_applicability(mixed: Path):
 
 @pytest.mark.parametrize("flags", [("--diff",), ("--fix", "--diff")])
 def test_diff_alone_or_with_fix_prints_and_writes_nothing(mixed: Path, flags: tuple[str, ...]):
+    def added(diff: str) -> list[str]:
+        return [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
     result = check(*flags, "probs.py", cwd=mixed)
     assert result.returncode == 1, result.stderr
-    assert f"+{SAFE_FIXED}" in result.stdout and f"+{UNSAFE_FIXED}" not in result.stdout
+    assert SAFE_FIXED in added(result.stdout) and UNSAFE_FIXED not in added(result.stdout)
     assert (mixed / "probs.py").read_text() == SAFE_AND_UNSAFE
     unsafe = check(*flags, "--unsafe-fixes", "probs.py", cwd=mixed)
-    assert f"+{SAFE_FIXED}" in unsafe.stdout and f"+{UNSAFE_FIXED}" in unsafe.stdout
+    assert SAFE_FIXED in added(unsafe.stdout) and UNSAFE_FIXED in added(unsafe.stdout)
     assert (mixed / "probs.py").read_text() == SAFE_AND_UNSAFE
 
 
