@@ -26,6 +26,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -387,7 +388,9 @@ def flakes(source: str, filename: str) -> Counter:
         def flake(self, message) -> None:  # noqa: ANN001
             name = type(message).__name__
             if name in BREAKING:
-                self.found[(name, message.message % message.message_args)] += 1
+                # "from line 104": an edit above shifts it, which is not a new problem
+                text = re.sub(r"line \d+", "line N", message.message % message.message_args)
+                self.found[(name, text)] += 1
 
         def unexpectedError(self, filename, msg) -> None:  # noqa: ANN001
             self.found[("Error", str(msg))] += 1
@@ -417,7 +420,8 @@ def fixcheck(args: argparse.Namespace) -> int:
     # With findings saved by `run --json`, only the files that have a fix are copied (a fix
     # never touches another file); otherwise the whole repository is.
     saved = json.loads(Path(args.from_json).read_text()) if args.from_json else None
-    with tempfile.TemporaryDirectory(prefix="eco-fix-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="eco-fix-") as scratch:
+        tmp = args.keep or scratch
         for repo in repos:
             original = args.src / repo.slug
             copy = Path(tmp) / repo.slug
@@ -474,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--unsafe-fixes", action="store_true")
             p.add_argument("--from-json", help="only the files with a fix in findings saved by `run --json`")
             p.add_argument("--show-diff", action="store_true", help="print the diff of every broken file")
+            p.add_argument("--keep", help="fix the copies in this (new) folder and keep them")
     args = parser.parse_args(argv)
     if args.command == "extract":
         extract([r for r in load_repos() if not args.repo or r.name in args.repo], args.src)

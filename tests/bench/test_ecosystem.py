@@ -128,3 +128,9 @@ def test_only_pytorch_cells_of_a_markdown_notebook_are_kept_on_their_own_lines()
     assert "import tensorflow as tf" not in lines and "%matplotlib inline" not in lines
     assert "print('shown only')" not in lines
     assert len(lines) == 17
+
+
+def test_a_message_that_only_moved_is_not_a_new_breakage():
+    before = "import os\nimport os\n"
+    after = "# header\n\nimport os\nimport os\n"  # "redefinition of unused 'os' from line 1" -> line 3
+    assert eco.new_breakages(before, after, "t.py") == []
