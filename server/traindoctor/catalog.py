@@ -25,8 +25,8 @@ _REQUIRED = (
     "message",
     "why",
     "fix",
-    "bad",
-    "good",
+    "valid",
+    "invalid",
     "references",
 )
 _CODE = re.compile(r"^TRN[1-7]\d\d$")
@@ -54,6 +54,19 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class Example:
+    """An `invalid` example: the rule must flag it (at `line`, 1-based, when
+    given) and, when `fixed` is given, its fixes must produce exactly that."""
+
+    code: str
+    line: int | None = None
+    fixed: str | None = None
+
+
+RULE_SETS = ("default", "strict")
+
+
+@dataclass(frozen=True)
 class RuleInfo:
     code: str
     name: str
@@ -67,6 +80,9 @@ class RuleInfo:
     good: str  # example that does not
     references: tuple[Reference, ...]
     source: Path  # the YAML file it came from
+    rule_set: str = "default"  # "strict": opt-in (risky-but-often-fine patterns)
+    valid: tuple[str, ...] = ()  # examples that must not fire (tests and docs)
+    invalid: tuple[Example, ...] = ()  # examples that must fire (tests and docs)
 
     @property
     def doc_path(self) -> str:
@@ -124,7 +140,21 @@ def _parse_rule(path: Path) -> RuleInfo:
         if not isinstance(ref, dict) or not ref.get("title") or not ref.get("url"):
             raise CatalogError(f"{path.name}: each reference needs a title and a url")
         refs.append(Reference(str(ref["title"]), str(ref["url"])))
+    rule_set = str(data.get("set", "default"))
+    if rule_set not in RULE_SETS:
+        raise CatalogError(f"{path.name}: set must be one of {', '.join(RULE_SETS)}")
+    valid = tuple(str(v) for v in data["valid"])
+    invalid = []
+    for item in data["invalid"]:
+        if isinstance(item, str):
+            item = {"code": item}
+        if not isinstance(item, dict) or not item.get("code"):
+            raise CatalogError(f"{path.name}: each invalid example needs `code`")
+        invalid.append(Example(str(item["code"]), item.get("line"), item.get("fixed")))
     return RuleInfo(
+        rule_set=rule_set,
+        valid=valid,
+        invalid=tuple(invalid),
         code=code,
         name=name,
         mode=mode,
@@ -133,8 +163,8 @@ def _parse_rule(path: Path) -> RuleInfo:
         message=str(data["message"]).strip(),
         why=str(data["why"]).strip(),
         fix=str(data["fix"]).strip(),
-        bad=str(data["bad"]).rstrip() + "\n",
-        good=str(data["good"]).rstrip() + "\n",
+        bad=invalid[0].code,
+        good=(invalid[0].fixed or valid[0]),
         references=tuple(refs),
         source=path,
     )

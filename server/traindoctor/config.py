@@ -2,7 +2,7 @@
 
 ```toml
 [tool.traindoctor]
-select = ["TRN1", "TRN301"]        # code prefixes or rule names; default: all
+select = ["TRN1", "TRN301"]        # code prefixes, rule names, or "strict" (default + opt-in rules)
 ignore = ["TRN202"]
 exclude = ["legacy/**", "*_pb2.py"]
 lint-on-change = true               # language server: lint while typing
@@ -48,8 +48,15 @@ class Config:
     lint_on_change: bool = True
     root: Path | None = field(default=None, compare=False)  # folder of the pyproject.toml
 
-    def enabled(self, code: str, name: str = "", path: str | None = None) -> bool:
-        if self.select and not _matches(code, name, self.select):
+    def enabled(self, code: str, name: str = "", path: str | None = None, rule_set: str = "default") -> bool:
+        """`rule_set` is the rule's set: "default" rules run unless deselected;
+        "strict" rules only when selected by code or name, or by "strict"/"all"."""
+        if not self.select:
+            if rule_set != "default":
+                return False
+        elif not (_matches(code, name, self.select) if rule_set == "default" else
+                  code in self.select or name in self.select) \
+                and not ("all" in self.select or "strict" in self.select):
             return False
         if _matches(code, name, self.ignore):
             return False

@@ -12,12 +12,15 @@ from pathlib import Path
 from .catalog import RuleInfo, load_rules, rules_dir
 
 
+_STRICT_NOTE = ' (opt-in: `select = ["strict"]`)'
+
+
 def render_rule(info: RuleInfo) -> str:
     refs = "\n".join(f"- [{ref.title}]({ref.url})" for ref in info.references)
     return f"""<!-- Generated from rules/lint/{info.code}.yaml by `make docs`; do not edit. -->
 # {info.code} `{info.name}`
 
-Failure mode: `{info.mode}` · default severity: `{info.severity.value}`
+Failure mode: `{info.mode}` · default severity: `{info.severity.value}` · set: `{info.rule_set}`{_STRICT_NOTE if info.rule_set == "strict" else ""}
 
 ## What it does
 {info.summary}
@@ -37,6 +40,8 @@ Failure mode: `{info.mode}` · default severity: `{info.severity.value}`
 {info.good.rstrip()}
 ```
 
+The examples on this page are the rule's tests (`valid`/`invalid` in rules/lint/{info.code}.yaml).
+
 {info.fix}
 
 ## References
@@ -46,13 +51,13 @@ Failure mode: `{info.mode}` · default severity: `{info.severity.value}`
 
 def render_index(rules: dict[str, RuleInfo]) -> str:
     rows = "\n".join(
-        f"| [{r.code}]({r.code}.md) | `{r.name}` | `{r.mode}` | {r.summary} |" for r in rules.values()
+        f"| [{r.code}]({r.code}.md) | `{r.name}` | `{r.mode}` | `{r.rule_set}` | {r.summary} |" for r in rules.values()
     )
     return f"""<!-- Generated from rules/lint/*.yaml by `make docs`; do not edit. -->
 # Rules
 
-| Code | Name | Failure mode | What it finds |
-| --- | --- | --- | --- |
+| Code | Name | Failure mode | Set | What it finds |
+| --- | --- | --- | --- | --- |
 {rows}
 """
 
@@ -73,10 +78,10 @@ def readme_with_rules_table(readme: str) -> str:
     if start < 0 or end < start:
         return readme
     rows = "\n".join(
-        f"| [{r.code}](docs/rules/{r.code}.md) | `{r.name}` | `{r.mode}` | {r.summary} |"
+        f"| [{r.code}](docs/rules/{r.code}.md) | `{r.name}` | `{r.mode}` | `{r.rule_set}` | {r.summary} |"
         for r in load_rules().values()
     )
-    table = f"| Code | Name | Failure mode | What it finds |\n| --- | --- | --- | --- |\n{rows}"
+    table = f"| Code | Name | Failure mode | Set | What it finds |\n| --- | --- | --- | --- | --- |\n{rows}"
     return readme[: start + len(_TABLE_START)] + "\n" + table + "\n" + readme[end:]
 
 

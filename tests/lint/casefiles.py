@@ -8,7 +8,7 @@ import re
 from traindoctor.config import Config
 from traindoctor.lint import lint_source
 
-CONFIG = Config()
+CONFIG = Config(select=("all",))  # default and strict rules
 _EXPECT = re.compile(r"#\s*expect:\s*((?:TRN\d{3}[ ,]*)+)")
 
 

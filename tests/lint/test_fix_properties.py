@@ -45,7 +45,7 @@ def test_own_examples_and_cases():
 
 def test_rule_examples_combined():
     """All INVALID examples of all rules in one module: fixes must not collide."""
-    source = "\n\n".join(example.code for rule in all_rules() for example in rule.INVALID)
+    source = "\n\n".join(example.code for rule in all_rules() for example in rule.info().invalid)
     try:
         ast.parse(source)
     except SyntaxError:

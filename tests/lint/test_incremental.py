@@ -83,3 +83,57 @@ def test_identical_blocks_stay_distinct_trees():
         lines = _apply(lines, change)
         warm = lint_source("".join(lines), str(path), config, cache)
     assert warm == lint_source("".join(lines), str(path), config, LintCache())
+
+
+SCRIPT = """import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+criterion = nn.CrossEntropyLoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def evaluate(loader):
+    correct = 0
+    with torch.no_grad():
+        for x, y in loader:
+            correct += (model(x).argmax(1) == y).sum().item()
+    return correct
+
+
+total = 0
+for x, y in loader:
+    loss = criterion(model(x), y)
+    loss.backward()
+    optimizer.step()
+    total += loss
+"""
+
+
+def _runs(cache: LintCache, source: str) -> list[str]:
+    cache.runs = []
+    lint_source(source, "script.py", Config(), cache)
+    return cache.runs
+
+
+def test_edit_inside_a_top_level_loop_reruns_only_that_block():
+    """Each rule's results are cached per block under the fact categories it reads:
+    editing the training loop's body re-runs the rules of that block only."""
+    cache = LintCache()
+    every_rule = _runs(cache, SCRIPT)
+    assert len(every_rule) >= 6 * 6  # six blocks, every rule ran on each
+    edited = SCRIPT.replace("    total += loss\n", "    total += loss.item()\n")
+    reran = _runs(cache, edited)
+    assert sorted(reran) == sorted(set(every_rule)), reran  # each rule once: the edited block
+    assert lint_source(edited, "script.py", Config(), cache) == lint_source(edited, "script.py", Config())
+
+
+def test_a_new_seed_call_reruns_only_the_rules_that_read_seeding_facts():
+    cache = LintCache()
+    _runs(cache, SCRIPT)
+    seeded = SCRIPT.replace("model = nn.Linear(4, 2)\n", "torch.manual_seed(0)\nmodel = nn.Linear(4, 2)\n")
+    reran = _runs(cache, seeded)
+    blocks = len(split_blocks(seeded))
+    assert reran.count("TRN201") == blocks and reran.count("TRN202") == blocks
+    # the new block, and the next one, whose text lost the blank line before it
+    assert reran.count("TRN101") == 2 and reran.count("TRN401") == 2

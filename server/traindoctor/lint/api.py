@@ -133,15 +133,12 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 def fix_source(source: str, path: str = "<string>", config: Config | None = None,
                *, max_rounds: int = 8, unsafe: bool = False) -> tuple[str, int]:
-    """Apply every safe fix (and with `unsafe` the unsafe ones too) until none is
+    """Apply every safe fix (and the unsafe ones when `unsafe`) until none is
     left. Returns the new text and the number of fixes applied. A round whose
     result would not parse is dropped."""
     applied = 0
     cache = LintCache()
-
-    def wanted(finding: Finding) -> bool:
-        return finding.fix is not None and (unsafe or finding.fix.safe)
-
+    wanted = (lambda f: f.fix is not None and (unsafe or f.fix.safe))  # noqa: E731
     for _ in range(max_rounds):
         result = lint_source(source, path, config, cache)
         fixable = [f for f in result.findings if wanted(f)]

@@ -3,12 +3,14 @@
 Flow for one file (see ARCHITECTURE.md, "Lint"):
   pre-filter (no torch: nothing to do) -> split into top-level blocks ->
   parse each block (cached by its text) -> import aliases (statement-level
-  scan) -> collectors over each block (cached by text + aliases) -> FileFacts
-  -> all rules over each block in one traversal (cached by text + facts) ->
-  positions only for blocks with reports -> suppressions and config.
+  scan) -> the analysis of each block (cached by text + aliases) -> the file
+  model (merged facts, one version number per fact category) -> the rules
+  over each block in one traversal, each rule's results cached by the block
+  and the versions of the categories it reads -> positions only for blocks
+  with reports -> suppressions and config.
 
-After an edit inside one function, only that block is parsed and checked
-again, unless the edit changed the file-wide facts.
+After an edit inside one block only that block is parsed and checked again,
+plus the rules (in other blocks) that read a fact category the edit changed.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import importlib
 import pkgutil
 import re
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from typing import Hashable, Iterator, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -27,10 +29,15 @@ from ..catalog import get_rule
 from ..config import Config
 from ..model import Finding, Fix, Position, Range, RelatedLocation, TextEdit
 from .blocks import Block, BlockSplitter, source_lines
-from .context import FileFacts, WalkState, top_level_aliases
+from .analysis.collect import BlockAnalysis
+from .analysis.facts import CATEGORIES
+from .analysis.model import FileModel
+from .analysis.names import Names, top_level_aliases
+from .analysis.values import Values
+from .context import WalkState
 from .positions import BlockPositions
+from .rule import FixSpec, InsertBefore, Related, Replace, Rule, RuleContext
 from .walk import walk as walk_tree
-from .rule import FactCollector, FixSpec, InsertBefore, Related, Replace, Rule
 
 
 class LintError(Exception):
@@ -69,14 +76,11 @@ class ReportSink:
         self.reports.append(_Report(code, node, message, fix, related))
 
 
-_SCOPE_NODES = (cst.FunctionDef, cst.ClassDef)
-
-
 class _ParsedBlock:
-    """One block's parse tree and the results derived from it, each cached
-    under the key of what it depends on besides the text."""
+    """One block's parse tree and what is derived from it, each cached under
+    the key of what it depends on besides the text."""
 
-    __slots__ = ("text", "module", "aliases", "_positions", "_records", "_record_key", "_reports", "_lines")
+    __slots__ = ("text", "module", "aliases", "_positions", "_analysis", "_reports", "_lines")
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -88,9 +92,9 @@ class _ParsedBlock:
             raise LintError("syntax error: nesting too deep to parse") from None
         self.aliases = top_level_aliases(self.module)
         self._positions: BlockPositions | None = None
-        self._records: tuple[Hashable, list[tuple[str, Hashable]]] | None = None
-        self._record_key: tuple[Hashable, ...] = ()
-        self._reports: tuple[Hashable, list[_Report], frozenset[int]] | None = None
+        self._analysis: tuple[Hashable, BlockAnalysis] | None = None
+        # rule code -> (key, reports, ids of nodes of other blocks they point at)
+        self._reports: dict[str, tuple[Hashable, list[_Report], frozenset[int]]] = {}
         self._lines: list[str] | None = None
 
     def position_of(self, node: cst.CSTNode) -> CodeRange | None:
@@ -103,57 +107,36 @@ class _ParsedBlock:
             self._lines = source_lines(self.text)
         return self._lines
 
-    def records(self, facts: FileFacts, collectors: Sequence[type[FactCollector]]) -> list[tuple[str, Hashable]]:
-        key = facts.aliases
-        if self._records is None or self._records[0] != key:
-            records: list[tuple[str, Hashable]] = []
-            walk = WalkState(facts)
-            visitors = [collector(walk, records) for collector in collectors]
-            _traverse(self.module, walk, visitors)
-            self._records = (key, records)
-            self._record_key = tuple((kind, self._semantic(value)) for kind, value in records)
-        return self._records[1]
+    def analysis(self, names: Names) -> BlockAnalysis:
+        if self._analysis is None or self._analysis[0] != names.aliases:
+            self._analysis = (names.aliases, BlockAnalysis(self.module, names))
+            self._reports.clear()
+        return self._analysis[1]
 
-    def record_key(self) -> tuple[Hashable, ...]:
-        """The records with nodes replaced by their source text: equal when the
-        block says the same things, whether or not it was parsed again."""
-        return self._record_key
-
-    def _semantic(self, value: Hashable) -> Hashable:
-        if isinstance(value, _SCOPE_NODES):
-            # A recorded function or class stands for a scope: its name, not
-            # its body (which other records describe), keys it.
-            return (type(value).__name__, value.name.value)
-        if isinstance(value, cst.CSTNode):
-            return (type(value).__name__, self.module.code_for_node(value))
-        if isinstance(value, (tuple, frozenset)):
-            return tuple(self._semantic(item) for item in value)
-        return value
-
-    def reports(self, facts: FileFacts, facts_key: Hashable, rules: Sequence[type[Rule]],
-                owners: dict[int, int]) -> list[_Report]:
-        """Rule results for this block. Reused while the file-wide facts say
-        the same and the other blocks' nodes they point at are still current."""
-        cached = self._reports
-        if cached is not None and cached[0] == facts_key and all(i in owners for i in cached[2]):
-            return cached[1]
-        sink = ReportSink()
-        walk = WalkState(facts)
-        visitors = [rule(walk, sink) for rule in rules]
-        _traverse(self.module, walk, visitors)
-        foreign = frozenset(
-            id(node) for report in sink.reports for node in _report_nodes(report) if id(node) in owners
-        )
-        self._reports = (facts_key, sink.reports, foreign)
-        return sink.reports
-
-
-def _traverse(module: cst.Module, walk: WalkState, visitors: Sequence[cst.BatchableCSTVisitor]) -> None:
-    """One traversal for all visitors; the walk state is updated around them."""
-    if not visitors:
-        return
-    walk_tree(module, visitors, walk.enter, walk.leave)
-
+    def reports(self, model: FileModel, rules: Sequence[type[Rule]], owners: dict[int, int],
+                runs: list[str] | None) -> list[_Report]:
+        """Every rule's results for this block; a rule runs again only when the
+        fact categories it reads changed or a node its results point at is gone."""
+        stale = []
+        for rule in rules:
+            cached = self._reports.get(rule.CODE)
+            if cached is None or cached[0] != model.version_key(rule.READS) or \
+                    not all(i in owners for i in cached[2]):
+                stale.append(rule)
+        if stale:
+            analysis = self.analysis(model.names)
+            sinks = {rule.CODE: ReportSink() for rule in stale}
+            walk = WalkState(model.names)
+            context = RuleContext(walk, model, analysis, Values(model, analysis, walk))
+            visitors = [rule(context, sinks[rule.CODE]) for rule in stale]
+            walk_tree(self.module, visitors, walk.enter, walk.leave)
+            for rule in stale:
+                reports = sinks[rule.CODE].reports
+                foreign = frozenset(id(n) for r in reports for n in _report_nodes(r) if id(n) in owners)
+                self._reports[rule.CODE] = (model.version_key(rule.READS), reports, foreign)
+                if runs is not None:
+                    runs.append(rule.CODE)
+        return [report for rule in rules for report in self._reports[rule.CODE][1]]
 
 class LintCache:
     """Parsed blocks of one document, reused across edits. Keep one per open
@@ -165,6 +148,8 @@ class LintCache:
         # told apart by identity)
         self._blocks: dict[str, list[_ParsedBlock]] = {}
         self.splitter = BlockSplitter()
+        self.model: FileModel | None = None
+        self.runs: list[str] | None = None  # tests: set to a list to record which rules ran
 
     def blocks_for(self, blocks: Sequence[Block]) -> list[_ParsedBlock]:
         available = {text: list(parsed) for text, parsed in self._blocks.items()}
@@ -299,7 +284,7 @@ def _findings_for(
     for index, reports in enumerate(per_block):
         for report in reports:
             info = get_rule(report.code)
-            if info is None or not config.enabled(info.code, info.name, path):
+            if info is None:
                 continue
             where = locator.range(report.node, index)
             if where is None:
@@ -341,35 +326,37 @@ def _report_nodes(report: _Report) -> list[cst.CSTNode]:
     return nodes
 
 
-def _nodes_in(value: object) -> list[cst.CSTNode]:
-    if isinstance(value, cst.CSTNode):
-        return [value]
-    if isinstance(value, (tuple, list, frozenset)):
-        return [node for item in value for node in _nodes_in(item)]
-    return []
+def _fact_nodes(facts: object) -> Iterator[cst.CSTNode]:
+    """The nodes a block's facts carry (fix anchors and related locations)."""
+    for category in CATEGORIES:
+        for fact in getattr(facts, category):
+            for attr in ("node", "stmt"):
+                node = getattr(fact, attr, None)
+                if node is not None:
+                    yield node
 
 
 def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> list[Finding]:
     """Lint `source` (already checked to be text worth linting)."""
     blocks = cache.splitter.split(source)
     parsed = cache.blocks_for(blocks)
-    rules = all_rules()
-    aliases = tuple(alias for p in parsed for alias in p.aliases)
-    collectors = tuple(rule.Collector for rule in rules if rule.Collector is not None)
-    base = FileFacts(aliases)
-    records: list[tuple[str, Hashable]] = []
+    rules = [rule for rule in all_rules() if _wanted(rule, config, path)]
+    names = Names(tuple(alias for p in parsed for alias in p.aliases))
+    analyses = [p.analysis(names) for p in parsed]
+    model = FileModel(names, analyses, cache.model)
+    cache.model = model
     owners: dict[int, int] = {}
-    for index, block in enumerate(parsed):
-        block_records = block.records(base, collectors)
-        records.extend(block_records)
-        for _, value in block_records:
-            for node in _nodes_in(value):
-                owners[id(node)] = index
-    facts = FileFacts(aliases, tuple(records))
-    facts_key = (aliases, tuple(p.record_key() for p in parsed))
-    per_block = [p.reports(facts, facts_key, rules, owners) for p in parsed]
+    for index, analysis in enumerate(analyses):
+        for node in _fact_nodes(analysis.facts):
+            owners[id(node)] = index
+    per_block = [p.reports(model, rules, owners, cache.runs) for p in parsed]
     findings = _findings_for(path, blocks, parsed, per_block, config, owners)
     if findings and ("#" in source):
         lines = [line for p in parsed for line in p.lines()]
         findings = [f for f in findings if not is_suppressed(lines, f)]
     return findings
+
+
+def _wanted(rule: type[Rule], config: Config, path: str) -> bool:
+    info = get_rule(rule.CODE)
+    return info is not None and config.enabled(info.code, info.name, path, info.rule_set)

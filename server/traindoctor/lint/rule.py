@@ -1,26 +1,24 @@
-"""The shape of a rule: one class, its own examples, its own fix.
+"""The shape of a rule: one class that queries the semantic model (analysis/).
 
 A rule is a libcst `BatchableCSTVisitor`; the engine runs every rule over a
-block in one traversal. A rule that needs facts from the whole file (a seed
-call, a dataset class, a pad value defined elsewhere) declares a `Collector`,
-which runs over every block first; its records are merged into `FileFacts`.
-
-Each rule carries `VALID` snippets (must not fire) and `INVALID` examples
-(must fire, and where given, the fix must produce `fixed`). The test suite
-turns them into tests, so a rule and its proof never drift apart.
+block in one traversal, after the file model is built. Its `valid`/`invalid`
+examples live in its YAML entry: the tests run them and the docs show them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Hashable, Sequence, Union
+from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 
 import libcst as cst
 
 from ..catalog import RuleInfo, get_rule
-from .context import FileFacts, WalkState
+from .context import WalkState
 
 if TYPE_CHECKING:
+    from .analysis.collect import BlockAnalysis
+    from .analysis.model import FileModel
+    from .analysis.values import Values
     from .engine import ReportSink
 
 
@@ -77,32 +75,26 @@ class Invalid:
     fixed: str | None = None
 
 
-# --- Rules and collectors -----------------------------------------------------
-
-
-class FactCollector(cst.BatchableCSTVisitor):
-    """Records file-wide facts from one block. Records must be hashable."""
-
-    def __init__(self, walk: WalkState, records: list[tuple[str, Hashable]]) -> None:
-        super().__init__()
-        self.walk = walk
-        self.facts = walk.facts  # import aliases of the whole file (top level)
-        self._records = records
-
-    def add(self, kind: str, value: Hashable = True) -> None:
-        self._records.append((kind, value))
+# --- Rules -------------------------------------------------------------------------
 
 
 class Rule(cst.BatchableCSTVisitor):
-    CODE: ClassVar[str]
-    Collector: ClassVar[type[FactCollector] | None] = None
-    VALID: ClassVar[Sequence[str]] = ()
-    INVALID: ClassVar[Sequence[Invalid]] = ()
+    """One rule: `CODE`, the fact categories it `READS` (analysis/facts.py:
+    objects, classes, functions, calls, seeding, padding, constants, layout,
+    names), visit_ handlers, and its examples (rules/lint/<CODE>.yaml `valid`/
+    `invalid`, which are also its documentation). A block's cached results for
+    the rule are reused while the block's text and those categories are unchanged."""
 
-    def __init__(self, walk: WalkState, sink: "ReportSink") -> None:
+    CODE: ClassVar[str]
+    READS: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, context: "RuleContext", sink: "ReportSink") -> None:
         super().__init__()
-        self.walk = walk
-        self.facts: FileFacts = walk.facts
+        self.walk = context.walk
+        self.model = context.model
+        self.names = context.model.names
+        self.values = context.values
+        self.analysis = context.analysis
         self._sink = sink
 
     @classmethod
@@ -111,6 +103,23 @@ class Rule(cst.BatchableCSTVisitor):
         if info is None:
             raise LookupError(f"{cls.CODE} has no entry in rules/lint/")
         return info
+
+    @classmethod
+    def examples(cls) -> tuple[tuple[str, ...], tuple[Invalid, ...]]:
+        info = cls.info()
+        return info.valid, tuple(Invalid(e.code, e.line, e.fixed) for e in info.invalid)
+
+    def scope(self):
+        return self.analysis.scope_of(self.walk.function)
+
+    def gradient_flows(self) -> bool:
+        """False inside no_grad/inference_mode, and in functions only called there."""
+        if self.walk.in_no_grad:
+            return False
+        if self.walk.function is None:
+            return True
+        info = self.model.function(self.walk.qualname())
+        return info is None or not self.model.only_called_without_grad(info)
 
     def report(
         self,
@@ -122,3 +131,11 @@ class Rule(cst.BatchableCSTVisitor):
     ) -> None:
         """Flag `node` (its exact range). `message` defaults to the catalog's."""
         self._sink.add(self.CODE, node, message, fix, tuple(related))
+
+
+@dataclass
+class RuleContext:
+    walk: WalkState
+    model: "FileModel"
+    analysis: "BlockAnalysis"
+    values: "Values"

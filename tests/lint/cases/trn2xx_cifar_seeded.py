@@ -1,4 +1,5 @@
-"""CIFAR-style training script: seeds everything, but its loaders' workers are not seeded."""
+"""CIFAR-style training script: seeds everything; its loaders use global-RNG augmentation with workers,
+which torch >= 1.9 reseeds per worker from the seeded parent: reproducible, no finding."""
 import argparse
 import random
 
@@ -56,13 +57,13 @@ def main():
 
     train_set = SyntheticImages(64, transform=random_flip)
     test_set = SyntheticImages(32)
-    train_loader = DataLoader(  # expect: TRN201
+    train_loader = DataLoader(
         train_set,
         batch_size=16,
         shuffle=True,
         num_workers=args.workers,
     )
-    test_loader = DataLoader(test_set, batch_size=16, num_workers=args.workers)  # expect: TRN201
+    test_loader = DataLoader(test_set, batch_size=16, num_workers=args.workers)
 
     model = Net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -28,11 +28,11 @@ def pairwise_distance(a, b):
 
 
 def masked_mean(values, mask):
-    return (values * mask).sum() / mask.sum()  # expect: TRN401
+    return (values * mask).sum() / mask.sum()  # expect: TRN403
 
 
 def normalize_advantages(adv):
-    return (adv - adv.mean()) / adv.std()  # expect: TRN401
+    return (adv - adv.mean()) / adv.std()  # expect: TRN403
 
 
 class Discriminator(nn.Module):

@@ -1,0 +1,365 @@
+"""One traversal per block: the block's file-wide facts (facts.py) and its local
+scopes (reaching definitions, backward calls, returns), cached with the block."""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ..context import WalkState
+from ..walk import iter_nodes, walk
+from .facts import (BlockFacts, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Pad, Seed,
+                    TopLevel)
+from .names import Names, dotted_name
+from .padding import PaddingFacts
+from .randomness import SeedingFacts
+from .vocab import vocab
+
+
+@dataclass(frozen=True)
+class Def:
+    """One binding of a name: `value` is what it was bound to (None: unknown),
+    `index` the position in a tuple target, `how` assign | aug | iter | param | other."""
+
+    order: int  # visible to uses whose order is >= this
+    how: str
+    value: cst.BaseExpression | None
+    index: int | None
+    loops: tuple[int, ...]  # ids of the loops (in this scope) around the binding
+
+
+@dataclass
+class Scope:
+    node: cst.CSTNode | None
+    qualname: str
+    defs: dict[str, list[Def]] = field(default_factory=dict)
+    backward: dict[str, cst.CSTNode] = field(default_factory=dict)  # name -> its backward() call
+    sources: dict[str, set[str]] = field(default_factory=dict)  # name -> names its values used
+    returned: set[str] = field(default_factory=set)
+    guarded: set[str] = field(default_factory=set)  # names tested by an `if`, `while` or `assert`
+    training_loops: set[int] = field(default_factory=set)
+    trains: bool = False
+
+    def lookup(self, name: str, at: int) -> Def | None:
+        found = None
+        for definition in self.defs.get(name, ()):
+            if definition.order <= at:
+                found = definition
+        return found
+
+    def bound_in_loop(self, name: str, loop: cst.CSTNode) -> bool:
+        """Rebound (not accumulated: `+=`, `x = x + ...`) inside `loop`."""
+        return any(id(loop) in d.loops and d.how != "aug" and not _accumulates(name, d.value)
+                   for d in self.defs.get(name, ()))
+
+    def feeds_backward(self) -> set[str]:
+        """Names the backpropagated values were computed from (transitively)."""
+        found = set(self.backward)
+        frontier = list(found)
+        while frontier:
+            for source in self.sources.get(frontier.pop(), ()):
+                if source not in found:
+                    found.add(source)
+                    frontier.append(source)
+        return found
+
+
+class BlockAnalysis:
+    """Facts and scopes of one parsed block."""
+
+    def __init__(self, module: cst.Module, names: Names) -> None:
+        self.scopes: dict[int, Scope] = {}
+        self.index = 0  # position in the file, set by the file model
+        self.module_scope = Scope(None, "")
+        collector = _Collector(self, names)
+        walk(module, [collector], collector.walk.enter, collector.walk.leave)
+        collector.finish(module)
+        self.facts = collector.result()
+
+    def scope_of(self, function: cst.FunctionDef | None) -> Scope:
+        return self.module_scope if function is None else self.scopes.get(id(function), self.module_scope)
+
+
+def _accumulates(name: str, value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.BinaryOperation) and name in (dotted_name(value.left), dotted_name(value.right))
+
+
+def _targets(target: cst.BaseExpression) -> list[tuple[cst.BaseExpression, int | None]]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [(element.value, i) for i, element in enumerate(target.elements)]
+    return [(target, None)]
+
+
+def _names_in(expr: cst.CSTNode) -> set[str]:
+    found: set[str] = set()
+    for node in iter_nodes(expr):
+        if type(node) is cst.Name:
+            found.add(node.value)  # type: ignore[attr-defined]
+        elif type(node) is cst.Attribute:
+            name = dotted_name(node)
+            if name is not None:
+                found.add(name)
+    return found
+
+
+_BUILTINS = frozenset(dir(builtins))  # print(...), len(...): never in-file functions
+
+
+def code(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node)
+
+
+_EMPTY = cst.Module(body=[])
+
+
+class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
+    def __init__(self, owner: BlockAnalysis, names: Names) -> None:
+        super().__init__()
+        self.owner = owner
+        self.names = names
+        self.walk = WalkState(names)
+        self.v = vocab()
+        self.lists: dict[str, list] = {key: [] for key in BlockFacts.__dataclass_fields__}
+        self.functions: list[dict] = []
+
+    # -- scopes -------------------------------------------------------------------
+
+    def scope(self) -> Scope:
+        return self.owner.scope_of(self.walk.function)
+
+    def bind(self, target: cst.BaseExpression, how: str, value: cst.BaseExpression | None,
+             index: int | None = None) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            parts: list = [None] * len(target.elements)
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
+                parts = [e.value for e in value.elements]
+                for (element, i), part in zip(_targets(target), parts):
+                    self.bind(element, how, part)
+                return
+            for element, i in _targets(target):
+                self.bind(element, how, value, i)
+            return
+        if isinstance(target, cst.StarredElement):
+            self.bind(target.value, "other", None)
+            return
+        name = dotted_name(target)
+        if name is None:
+            return
+        loops = tuple(id(loop) for loop in self.walk.loops_here())
+        self.scope().defs.setdefault(name, []).append(Def(self.walk.order + 1, how, value, index, loops))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        scope = Scope(node, self.walk.qualname())
+        self.owner.scopes[id(node)] = scope
+        params = node.params
+        names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+        names += [s.name.value for s in (params.star_arg, params.star_kwarg) if isinstance(s, cst.Param)]
+        for name in names:
+            scope.defs.setdefault(name, []).append(Def(0, "param", None, None, ()))
+        self.functions.append({"node": node, "params": tuple(names), "no_grad": self.walk.in_no_grad,
+                               "klass": self.walk.klass.name.value if self.walk.klass else "",
+                               "qualname": scope.qualname})
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        scope = self.scope()
+        used = _names_in(node.value)
+        for target in node.targets:
+            self.bind(target.target, "assign", node.value)
+            for name in _names_in(target.target):
+                scope.sources.setdefault(name, set()).update(used)
+        self._record_binding(node, [t.target for t in node.targets], node.value)
+        for target in node.targets:  # x[x == 0] = 1: zeros replaced
+            t = target.target
+            if isinstance(t, cst.Subscript) and any(isinstance(e.slice, cst.Index) and
+                                                   isinstance(e.slice.value, cst.Comparison) for e in t.slice):
+                scope.guarded |= _names_in(t.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind(node.target, "assign", node.value)
+            self._record_binding(node, [node.target], node.value)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        self.bind(node.target, "aug", node.value)
+        name = dotted_name(node.target)
+        if name is not None:
+            self.scope().sources.setdefault(name, set()).update(_names_in(node.value))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.bind(node.target, "iter", node.iter)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self.bind(node.asname.name, "other", None)
+
+    def visit_If(self, node: cst.If) -> None:
+        self.scope().guarded |= _names_in(node.test)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.scope().guarded |= _names_in(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.scope().guarded |= _names_in(node.test)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self.scope().returned |= _names_in(node.value)
+
+    # -- module-level objects and constants -----------------------------------------
+
+    def _record_binding(self, stmt: cst.CSTNode, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        walk, function, klass = self.walk, self.walk.function, self.walk.klass
+        at_module = function is None and klass is None
+        for target in targets:
+            pairs = [(expr, value) for expr, _ in _targets(target)]
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+                    and len(value.elements) == len(target.elements):
+                pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+            for expr, value in pairs:
+                name = dotted_name(expr)
+                if name is None:
+                    if isinstance(expr, cst.Subscript):
+                        self._padding_subscript(expr, value, stmt)
+                    continue
+                self._padding_name(name, value)
+                if at_module and walk.loops:
+                    continue  # rebound every iteration of a top-level loop: not an object
+                if at_module and "." not in name:
+                    self.lists["globals"].append((name, code(value)))
+                    if isinstance(value, cst.Integer) or (isinstance(value, cst.UnaryOperation)
+                                                          and isinstance(value.expression, cst.Integer)):
+                        self.lists["constants"].append((name, code(value)))
+                elif not (name.startswith("self.") and klass is not None and function is not None):
+                    continue
+                if isinstance(value, cst.Call):
+                    self._record_object(name, value, stmt, at_module)
+                elif isinstance(value, cst.Dict) and at_module:
+                    for element in value.elements:
+                        if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
+                                and isinstance(element.value, cst.Call):
+                            key = f"{name}[{element.key.value.strip(chr(39) + chr(34))}]"
+                            self._record_object(key, element.value, stmt, at_module)
+
+    def _record_object(self, name: str, value: cst.Call, stmt: cst.CSTNode, at_module: bool) -> None:
+        func = value.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "manual_seed" and isinstance(func.value, cst.Call):
+            func = func.value.func  # torch.Generator().manual_seed(0) returns the generator
+        callee = self.names.qualify(func) or code(func)
+        klass = self.walk.klass
+        owner = klass.name.value if name.startswith("self.") and klass is not None else ""
+        where = "module" if at_module else self.walk.function.name.value  # type: ignore[union-attr]
+        self.lists["objects"].append(Obj(name, owner, callee, code(value), where, value, stmt))
+
+    # -- classes, calls, training ---------------------------------------------------------
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        bases = tuple(self.names.qualify(b.value) or "" for b in node.bases)
+        self.lists["classes"].append(ClassInfo(node.name.value, bases, node))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.names.qualify(func)
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in self.v.backward_methods:
+                self._note_backward(node, func, method)
+            elif method == "step":
+                receiver = (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
+                if any(word in receiver for word in ("optim", "opt", "scaler", "sgd", "adam")):
+                    self._note_training()
+        if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                                          and func.value.value == "self"):
+            callee = func.value if isinstance(func, cst.Name) else f"self.{func.attr.value}"  # type: ignore[union-attr]
+            if callee not in _BUILTINS:
+                self.lists["calls"].append(CallSite(callee, self.walk.in_no_grad, node=node))
+        if qualified is not None:
+            self._randomness(node, qualified)
+            self._padding_call(node, qualified)
+
+    def _note_backward(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
+        scope = self.scope()
+        if method == "backward" and not node.args:
+            receiver = func.value
+            # scaler.scale(loss).backward()
+            if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
+                    and receiver.func.attr.value == "scale" and receiver.args:
+                receiver = receiver.args[0].value
+            names = _names_in(receiver)
+        elif (self.names.qualify(func.value) or "").startswith("torch.autograd"):
+            names = _names_in(node.args[0].value) if node.args else set()
+        else:
+            names = _names_in(node.args[0].value) if node.args else _names_in(func.value)
+        for name in names:
+            scope.backward.setdefault(name, node)
+        self._note_training()
+
+    def _note_training(self) -> None:
+        scope = self.scope()
+        scope.trains = True
+        for loop in self.walk.loops_here():
+            scope.training_loops.add(id(loop))
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "PL_SEED_WORKERS" in node.value:
+            self.lists["seeding"].append(Marker("workers-seeded"))
+        self._pad_string(node)
+
+    # -- result ---------------------------------------------------------------------------
+
+    def finish(self, module: cst.Module) -> None:
+        for info in self.functions:
+            node = info["node"]
+            scope = self.owner.scopes[id(node)]
+            returns = tuple(code(stmt.value) for stmt in _returns(node) if stmt.value is not None)
+            self.lists["functions"].append(FuncInfo(info["qualname"], node.name.value, info["klass"],
+                                                    info["params"], returns, info["no_grad"] or
+                                                    self.walk.disables_grad(node), scope.trains, node))
+        for index, stmt in enumerate(module.body):
+            lines = (list(module.header) if index == 0 else []) + list(stmt.leading_lines)
+            blanks = 0
+            for line in reversed(lines):
+                if line.comment is not None:
+                    break
+                blanks += 1
+            is_import = isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+            self.lists["layout"].append(TopLevel(is_import, tuple(sorted(_bound_names(stmt))), blanks, stmt))
+
+    def result(self) -> BlockFacts:
+        return BlockFacts(**{key: tuple(value) for key, value in self.lists.items()})
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.Return]:
+    found = []
+    stack: list[cst.CSTNode] = list(function.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            found.append(node)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return found
+
+
+def _bound_names(stmt: cst.CSTNode) -> set[str]:
+    """Names a top-level statement binds in the module namespace (also inside if/try/for/with)."""
+    found: set[str] = set()
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return {stmt.name.value}
+    for node in iter_nodes(stmt):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            found.add(node.name.value)
+        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            for alias in node.names:
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    found.add(alias.asname.name.value)
+                else:
+                    found.add((dotted_name(alias.name) or "").split(".")[0])
+        elif isinstance(node, (cst.AssignTarget, cst.For, cst.AugAssign, cst.AnnAssign, cst.AsName)):
+            target = getattr(node, "target", None) or getattr(node, "name", None)
+            if target is not None:
+                found |= {n.value for n in iter_nodes(target) if isinstance(n, cst.Name)
+                          and not any(isinstance(a, cst.Attribute) and a.attr is n for a in iter_nodes(target))}
+    return found

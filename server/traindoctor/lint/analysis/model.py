@@ -1,0 +1,274 @@
+"""The file model: every block's facts merged, with the queries rules ask.
+
+Built once per lint from the blocks' cached analyses (linear in the file);
+`versions` numbers each fact category so that a block's cached rule results
+are reused while the categories its rules read are unchanged."""
+
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+import libcst as cst
+
+from .collect import BlockAnalysis
+from .facts import CATEGORIES, CallSite, ClassInfo, FuncInfo, Marker, Obj, Seed
+from .names import Names
+from .vocab import vocab
+
+# Object kinds a constructor makes (by qualified name).
+_KIND_LISTS = (("softmax_modules", "softmax"), ("sigmoid_modules", "sigmoid"), ("dataloaders", "dataloader"),
+               ("grad_scalers", "scaler"), ("sequential", "sequential"))
+
+
+class FileModel:
+    def __init__(self, names: Names, analyses: Sequence[BlockAnalysis], previous: "FileModel | None") -> None:
+        self.names = names
+        self.analyses = analyses
+        merged: dict[str, list] = {key: [] for key in CATEGORIES}
+        self.function_home: dict[str, tuple[FuncInfo, BlockAnalysis]] = {}
+        for analysis in analyses:
+            facts = analysis.facts
+            for key in CATEGORIES:
+                merged[key].extend(getattr(facts, key))
+            for info in facts.functions:
+                self.function_home.setdefault(info.qualname, (info, analysis))
+        self.facts = {key: tuple(value) for key, value in merged.items()}
+        self.facts["names"] = names.aliases  # type: ignore[assignment]
+        self.versions: dict[str, int] = {}
+        for key, value in self.facts.items():
+            old = previous.versions.get(key, 0) if previous is not None else 0
+            same = previous is not None and previous.facts.get(key) == value
+            self.versions[key] = old if same else old + 1
+        self.classes: dict[str, ClassInfo] = {c.name: c for c in self.facts["classes"]}
+        self.objects: dict[str, list[Obj]] = {}
+        for obj in self.facts["objects"]:
+            self.objects.setdefault(obj.name, []).append(obj)
+        self.calls: dict[str, list[CallSite]] = {}
+        for call in self.facts["calls"]:
+            self.calls.setdefault(call.callee, []).append(call)
+        self.constants = dict(self.facts["constants"])
+        self.module_names = {name for top in self.facts["layout"] for name in top.names}
+        self._summaries: dict[str, object] = {}
+        self._values: dict[int, object] = {}
+        self.global_defs: dict[str, list[BlockAnalysis]] = {}
+        for index, analysis in enumerate(analyses):
+            analysis.index = index
+            for name, _ in analysis.facts.globals:
+                homes = self.global_defs.setdefault(name, [])
+                if not homes or homes[-1] is not analysis:
+                    homes.append(analysis)
+
+    def version_key(self, categories: Sequence[str]) -> tuple[int, ...]:
+        return tuple(self.versions[c] for c in categories)
+
+    # -- classes -----------------------------------------------------------------------
+
+    @functools.cached_property
+    def model_classes(self) -> frozenset[str]:
+        """The one definition of a model class: subclasses of nn.Module,
+        LightningModule or PreTrainedModel, directly or through classes in the file."""
+        return self._subclasses(vocab().model_bases)
+
+    @functools.cached_property
+    def dataset_classes(self) -> frozenset[str]:
+        return self._subclasses(vocab().dataset_bases)
+
+    def _subclasses(self, roots: frozenset[str]) -> frozenset[str]:
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for info in self.classes.values():
+                if info.name in found:
+                    continue
+                if any(b in roots or b.rsplit(".", 1)[-1] in found or
+                       (b in ("Module", "LightningModule") and any(r.endswith(b) for r in roots))
+                       for b in info.bases):
+                    found.add(info.name)
+                    changed = True
+        return frozenset(found)
+
+    # -- objects -----------------------------------------------------------------------
+
+    def kind_of_callee(self, callee: str) -> str | None:
+        """What calling `callee` builds: model | loss | optimizer | scheduler | scaler |
+        dataloader | softmax | sigmoid | sequential | rng | dataset | None."""
+        v = vocab()
+        for key, kind in _KIND_LISTS:
+            if callee in getattr(v, key):
+                return kind
+        if callee in v.rng_objects:
+            return "rng"
+        last = callee.rsplit(".", 1)[-1]
+        if callee.startswith("torch.nn.") and last.endswith("Loss"):
+            return "loss"
+        if v.starts("optimizer_prefixes", callee):
+            return "scheduler" if "lr_scheduler" in callee else "optimizer"
+        if v.starts("scheduler_prefixes", callee):
+            return "scheduler"
+        if v.starts("model_constructors", callee) or callee.endswith(tuple(v.model_factory_suffixes)):
+            return "model"
+        if last in self.model_classes:
+            return "model"
+        if last in self.dataset_classes:
+            return "dataset"
+        return None
+
+    def object(self, name: str, klass: str = "") -> Obj | None:
+        """The object a module-level name or `self.attr` (of `klass`) holds, last binding wins."""
+        candidates = self.objects.get(name, ())
+        if name.startswith("self."):
+            own = [o for o in candidates if o.owner == klass]
+            candidates = own or (candidates if not klass else [])
+        return candidates[-1] if candidates else None
+
+    def object_kind(self, name: str, klass: str = "") -> str | None:
+        obj = self.object(name, klass)
+        return self.kind_of_callee(obj.callee) if obj is not None else None
+
+    # -- functions ------------------------------------------------------------------------
+
+    def function(self, name: str, klass: str = "") -> FuncInfo | None:
+        """An in-file function by how it is called: `f` or `self.f` (in `klass`)."""
+        if name.startswith("self."):
+            found = self.function_home.get(f"{klass}.{name[5:]}")
+        else:
+            found = self.function_home.get(name)
+        return found[0] if found else None
+
+    def only_called_without_grad(self, info: FuncInfo) -> bool:
+        """Every in-file call of the function is inside no_grad/inference_mode."""
+        if info.no_grad:
+            return True
+        key = f"self.{info.name}" if info.klass else info.name
+        sites = self.calls.get(key, ())
+        return bool(sites) and all(site.in_no_grad for site in sites)
+
+    def summary(self, info: FuncInfo):
+        """The joined Value of the function's returned expressions (values.Value)."""
+        if info.qualname in self._summaries:
+            return self._summaries[info.qualname]
+        from .values import UNKNOWN, Values, join
+
+        self._summaries[info.qualname] = UNKNOWN  # recursion guard
+        _, analysis = self.function_home[info.qualname]
+        node = info.node
+        values = Values(self, analysis, None)
+        result = UNKNOWN
+        returns = [r for r in _returns(node) if r.value is not None]  # type: ignore[arg-type]
+        for index, ret in enumerate(returns):
+            value = values.of(ret.value, 10**9, function=node, klass=info.klass)  # type: ignore[arg-type]
+            result = value if index == 0 else join(result, value)
+        self._summaries[info.qualname] = result
+        return result
+
+    def global_value(self, name: str, before: BlockAnalysis | None):
+        """The value of a module-level name bound (outside top-level loops) in another
+        block: the last binding above `before` (a module-level use), or the last one."""
+        homes = self.global_defs.get(name)
+        if not homes:
+            return None
+        candidates = [a for a in homes if before is None or a.index < before.index]
+        if not candidates or candidates[-1] is before:
+            return None
+        home = candidates[-1]
+        values = self._values.get(id(home))
+        if values is None:
+            from .values import Values
+
+            values = self._values[id(home)] = Values(self, home, None)
+        definition = home.module_scope.lookup(name, 10**9)
+        if definition is None or definition.value is None:
+            return None
+        return values._definition(definition, None, "", 30)  # type: ignore[attr-defined]
+
+    # -- randomness ------------------------------------------------------------------------
+
+    @functools.cached_property
+    def worker_fns(self) -> frozenset[str]:
+        return frozenset(m.text for m in self.facts["seeding"] if isinstance(m, Marker) and m.kind == "worker-fn")
+
+    @functools.cached_property
+    def seeds(self) -> tuple[Seed, ...]:
+        return tuple(s for s in self.facts["seeding"] if isinstance(s, Seed))
+
+    def in_worker(self, seed: Seed) -> bool:
+        function = seed.function.rsplit(".", 1)[-1]
+        return bool(function) and (function in self.worker_fns or "worker" in function.lower())
+
+    def has_marker(self, category: str, kind: str) -> bool:
+        return any(isinstance(m, Marker) and m.kind == kind for m in self.facts[category])
+
+
+def _returns(function: cst.FunctionDef) -> list[cst.Return]:
+    from .collect import _returns as returns
+
+    return returns(function)
+
+
+def dataset_classes_of(model: FileModel, values_scope, expr: cst.BaseExpression | None, at: int,
+                       klass: str, depth: int = 0) -> list[str]:
+    """In-file classes of the dataset `expr` evaluates to, through local names,
+    module-level names, `self.` attributes and Subset/random_split/ConcatDataset."""
+    if expr is None or depth > 4:
+        return []
+    if isinstance(expr, cst.Call):
+        callee = model.names.qualify(expr.func) or ""
+        if callee in vocab().dataset_wrappers:
+            inner = expr.args[0].value if expr.args else None
+            if isinstance(inner, (cst.List, cst.Tuple)):
+                return [c for e in inner.elements for c in
+                        dataset_classes_of(model, values_scope, e.value, at, klass, depth + 1)]
+            return dataset_classes_of(model, values_scope, inner, at, klass, depth + 1)
+        last = callee.rsplit(".", 1)[-1]
+        return [last] if last in model.classes else []
+    if isinstance(expr, cst.Subscript):
+        return dataset_classes_of(model, values_scope, expr.value, at, klass, depth + 1)
+    from .names import dotted_name
+
+    name = dotted_name(expr)
+    if name is None:
+        return []
+    definition = values_scope.lookup(name, at)
+    if definition is not None and definition.value is not None:
+        return dataset_classes_of(model, values_scope, definition.value, definition.order - 1, klass, depth + 1)
+    obj = model.object(name, klass)
+    if obj is not None and obj.node is not None:
+        return dataset_classes_of(model, values_scope, obj.node, at, klass, depth + 1)  # type: ignore[arg-type]
+    return []
+
+
+def reachable_methods(model: FileModel, klass: str) -> set[str]:
+    """Methods of `klass` (and its in-file bases) reachable from __getitem__/__iter__ via self calls."""
+    from .facts import MethodUse
+
+    lineage, todo = [], [klass]
+    while todo and len(lineage) < 8:
+        current = todo.pop(0)
+        if current in lineage or current not in model.classes:
+            continue
+        lineage.append(current)
+        todo.extend(b.rsplit(".", 1)[-1] for b in model.classes[current].bases)
+    uses = [u for u in model.facts["seeding"] if isinstance(u, MethodUse) and u.klass in lineage]
+    reachable = {"__getitem__", "__getitems__", "__iter__"}
+    changed = True
+    while changed:
+        changed = False
+        for use in uses:
+            if use.method in reachable and use.attr not in reachable and \
+                    any(f"{c}.{use.attr}" in model.function_home for c in lineage):
+                reachable.add(use.attr)
+                changed = True
+    return reachable
+
+
+def lineage_of(model: FileModel, klass: str) -> list[str]:
+    lineage, todo = [], [klass]
+    while todo and len(lineage) < 8:
+        current = todo.pop(0)
+        if current in lineage or current not in model.classes:
+            continue
+        lineage.append(current)
+        todo.extend(b.rsplit(".", 1)[-1] for b in model.classes[current].bases)
+    return lineage

@@ -1,0 +1,112 @@
+"""Names: import aliases and qualified names (`F.softmax` -> `torch.nn.functional.softmax`)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+_REBINDABLE_ROOTS = {"torch", "numpy", "math", "random"}
+
+
+def dotted_name(node: cst.CSTNode) -> str | None:
+    """`a.b.c` for Name/Attribute chains, else None."""
+    parts: list[str] = []
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is cst.Name:
+        parts.append(node.value)  # type: ignore[attr-defined]
+        return ".".join(reversed(parts))
+    return None
+
+
+def import_aliases(stmt: cst.CSTNode) -> Iterable[tuple[str, str]]:
+    """(local name, qualified name) pairs bound by one import statement."""
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                yield alias.asname.name.value, full
+            else:
+                head = full.split(".")[0]
+                yield head, head
+    elif isinstance(stmt, cst.ImportFrom) and not stmt.relative and stmt.module is not None:
+        module = dotted_name(stmt.module)
+        if module is None or isinstance(stmt.names, cst.ImportStar):
+            return
+        for alias in stmt.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            yield local, f"{module}.{name}"
+
+
+def top_level_aliases(module: cst.Module) -> tuple[tuple[str, str], ...]:
+    """Aliases from module-level imports (also inside top-level `if`/`try`), and
+    plain re-bindings such as `CE = nn.CrossEntropyLoss` (recorded as `=CE`)."""
+    found: list[tuple[str, str]] = []
+
+    def scan(body: Iterable[cst.CSTNode]) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
+                        found.extend(import_aliases(small))
+                    elif (isinstance(small, cst.Assign) and len(small.targets) == 1
+                          and isinstance(small.targets[0].target, cst.Name)
+                          and dotted_name(small.value) is not None):
+                        found.append(("=" + small.targets[0].target.value, dotted_name(small.value) or ""))
+            elif isinstance(stmt, cst.If):
+                scan(stmt.body.body)
+                if isinstance(stmt.orelse, cst.Else):
+                    scan(stmt.orelse.body.body)
+            elif isinstance(stmt, cst.Try):
+                scan(stmt.body.body)
+                for handler in stmt.handlers:
+                    scan(handler.body.body)
+
+    scan(module.body)
+    return tuple(found)
+
+
+class Names:
+    """The file's import aliases; `qualify` resolves an expression through them."""
+
+    def __init__(self, aliases: tuple[tuple[str, str], ...]) -> None:
+        self.aliases = aliases
+        imports = {local: full for local, full in aliases if not local.startswith("=")}
+        for local, value in aliases:
+            if local.startswith("="):
+                resolved = _qualify_dotted(value, imports)
+                if resolved.split(".")[0] in _REBINDABLE_ROOTS:
+                    imports.setdefault(local[1:], resolved)
+        self.imports = imports
+        self._bound = {local for local, _ in aliases if not local.startswith("=")}
+
+    def qualify(self, node: cst.CSTNode) -> str | None:
+        name = dotted_name(node)
+        return None if name is None else _qualify_dotted(name, self.imports)
+
+    def imported(self, local: str) -> str | None:
+        return self.imports.get(local)
+
+    def alias_of(self, module: str) -> str | None:
+        """The local name bound to `module` by a plain import (`np` for numpy)."""
+        for local, full in self.aliases:
+            if full == module and not local.startswith("="):
+                return local
+        return None
+
+
+def _qualify_dotted(name: str, aliases: dict[str, str]) -> str:
+    head, _, rest = name.partition(".")
+    full = aliases.get(head)
+    if full is None:
+        return name
+    return f"{full}.{rest}" if rest else full

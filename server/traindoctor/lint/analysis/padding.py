@@ -1,0 +1,159 @@
+"""Padding facts (for TRN301): where sequences or targets are padded and with
+which value, and where padding is mapped to the default ignore_index -100."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from .facts import Marker, Pad
+from .names import dotted_name
+from .vocab import vocab
+
+IGNORE = "-100"
+_TOKEN_PADDING = {"True", "max_length", "longest"}
+_TOKENIZER_METHODS = {"encode_plus", "batch_encode_plus", "pad", "__call__", "encode", "apply_chat_template"}
+_EMPTY = cst.Module(body=[])
+
+
+def literal(node: cst.BaseExpression | None) -> str | None:
+    """`0`, `-100`, ... as text; None for anything that is not an int literal."""
+    if isinstance(node, cst.Integer):
+        return str(int(node.evaluated_value))
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+            and isinstance(node.expression, cst.Integer):
+        return str(-int(node.expression.evaluated_value))
+    return None
+
+
+def kwarg(call: cst.Call, name: str, position: int | None = None) -> cst.Arg | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a
+    if position is not None:
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if position < len(positional):
+            return positional[position]
+    return None
+
+
+def is_ignore_name(node: cst.CSTNode) -> bool:
+    name = dotted_name(node)
+    return name is not None and bool(vocab().pattern("ignore_name_pattern").search(name))
+
+
+def words(node: cst.CSTNode, limit: int = 60) -> Iterable[str]:
+    stack, seen = [node], 0
+    while stack and seen < limit:
+        current = stack.pop()
+        seen += 1
+        if isinstance(current, cst.Name):
+            yield current.value
+        elif isinstance(current, cst.SimpleString) and len(current.value) < 40:
+            yield current.value.strip("'\"")
+        stack.extend(current.children)
+
+
+def mentions_target(*nodes: cst.CSTNode | None) -> bool:
+    pattern = vocab().pattern("target_name_pattern")
+    return any(node is not None and any(pattern.search(w) for w in words(node)) for node in nodes)
+
+
+class PaddingFacts:
+    """Mixin for the block collector."""
+
+    def _pad(self, value: str, node: cst.CSTNode, targets: bool) -> None:
+        self.lists["padding"].append(Pad(value, targets, node))  # type: ignore[attr-defined]
+
+    def _mark(self, kind: str, node: cst.CSTNode, text: str = "") -> None:
+        self.lists["padding"].append(Marker(kind, text, node))  # type: ignore[attr-defined]
+
+    def _assign_target(self) -> cst.BaseExpression | None:
+        for node in reversed(self.walk.stack[:-1]):  # type: ignore[attr-defined]
+            if isinstance(node, cst.Assign):
+                return node.targets[0].target
+            if isinstance(node, (cst.SimpleStatementLine, cst.FunctionDef)):
+                return None
+        return None
+
+    def _padding_call(self, node: cst.Call, callee: str) -> None:
+        v = vocab()
+        last = callee.rsplit(".", 1)[-1]
+        if last == "pad_sequence":
+            a = kwarg(node, "padding_value", 2)
+            self._pad(_EMPTY.code_for_node(a.value) if a else "0", node,
+                      mentions_target(self._assign_target(), *node.args))
+            return
+        if callee == "torch.nn.functional.pad":
+            first = kwarg(node, "input", 0)
+            if first is not None and mentions_target(first.value):
+                a = kwarg(node, "value", 3)
+                self._pad(_EMPTY.code_for_node(a.value) if a else "0", node, True)
+            return
+        if last in v.label_padding_collators:
+            a = kwarg(node, "label_pad_token_id")
+            if a is None or literal(a.value) == IGNORE:
+                self._mark("ignore-mapped", node)
+        if last in ("masked_fill", "masked_fill_", "fill_", "where", "full", "full_like", "new_full"):
+            if any(literal(a.value) == IGNORE or is_ignore_name(a.value) for a in node.args):
+                self._mark("ignore-mapped", node)
+        for a in node.args:
+            if a.keyword is None:
+                continue
+            key = a.keyword.value
+            if key == "padding_idx":
+                self._pad(_EMPTY.code_for_node(a.value), node, False)
+            elif key == "padding_value":
+                self._pad(_EMPTY.code_for_node(a.value), node, mentions_target(self._assign_target(), node))
+            elif key == "label_pad_token_id" and literal(a.value) == IGNORE:
+                self._mark("ignore-mapped", node)
+            elif key == "padding" and (
+                    (isinstance(a.value, cst.Name) and a.value.value in _TOKEN_PADDING)
+                    or (isinstance(a.value, cst.SimpleString) and a.value.value.strip("'\"") in _TOKEN_PADDING)
+                    or (isinstance(a.value, cst.Attribute) and a.value.attr.value in ("MAX_LENGTH", "LONGEST"))):
+                func = node.func
+                tokenizer = func.value if isinstance(func, cst.Attribute) and func.attr.value in _TOKENIZER_METHODS \
+                    else func
+                name = dotted_name(tokenizer)
+                self._pad(f"{name}.pad_token_id" if name is not None else "pad_token_id", node, False)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if vocab().pattern("pad_name_pattern").match(node.attr.value):
+            name = dotted_name(node)
+            if name is not None:
+                self._pad(name, node, False)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        parent = self.walk.parent  # type: ignore[attr-defined]
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            return
+        if isinstance(parent, cst.Arg) and parent.keyword is node:
+            return
+        if isinstance(parent, (cst.Param, cst.FunctionDef, cst.ImportAlias)):
+            return
+        if vocab().pattern("pad_name_pattern").match(node.value):
+            self._pad(node.value, node, False)
+
+    def _pad_string(self, node: cst.SimpleString) -> None:
+        if node.value.strip("'\"bru") in vocab().pad_strings:
+            self._mark("pad-string", node)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if literal(node) != IGNORE:
+            return
+        parent = self.walk.parent  # type: ignore[attr-defined]
+        if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "ignore_index":
+            return
+        self._mark("ignore-mapped", node)  # IGNORE_INDEX = -100, labels[...] = -100, padding_value=-100
+
+    def _padding_subscript(self, target: cst.Subscript, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
+        base = dotted_name(target.value) or ""
+        if is_ignore_name(value):
+            self._mark("ignore-mapped", stmt)
+        elif literal(value) == "0" and "weight" in base.lower():
+            self._mark("weight-zero", stmt)
+
+    def _padding_name(self, name: str, value: cst.BaseExpression) -> None:
+        if vocab().pattern("pad_name_pattern").match(name.rsplit(".", 1)[-1]):
+            self._mark("pad-def", value, f"{name}={_EMPTY.code_for_node(value)}")

@@ -1,0 +1,426 @@
+"""Value facts per expression: a small lattice the rules query.
+
+- `kind`: tensor | scalar (a Python number) | object (a model, a loss module...) | container | unknown;
+- `grad`: known | likely | "" (no autograd history, or cannot tell), with `role` loss/output and `origin`;
+- `prob`: softmax | sigmoid | prob (a probability by name) | logprob | "";
+- `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask) or "safe" (kept away
+  from 0 by construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import libcst as cst
+
+from .collect import BlockAnalysis, Scope
+from .names import dotted_name
+from .vocab import vocab
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str = "unknown"
+    grad: str = ""
+    role: str = ""
+    prob: str = ""
+    zero: str = ""
+    obj: str = ""  # for kind "object": model | loss | softmax | sigmoid | sequential | ...
+    origin: cst.CSTNode | None = field(default=None, compare=False)
+    elements: "Value | None" = None
+
+    @property
+    def tensor_with_history(self) -> bool:
+        return self.kind in ("tensor", "unknown") and self.grad in ("known", "likely")
+
+
+UNKNOWN = Value()
+SCALAR = Value("scalar")
+_GRAD_RANK = {"": 0, "likely": 1, "known": 2}
+
+
+def join(a: Value, b: Value) -> Value:
+    """What a value is when it may be either (branches, `+`, accumulation)."""
+    kind = a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
+    grad = a if _GRAD_RANK[a.grad] >= _GRAD_RANK[b.grad] else b
+    return Value(kind, grad.grad, grad.role, a.prob if a.prob == b.prob else "", "", "", grad.origin)
+
+
+def _number(node: cst.BaseExpression) -> float | None:
+    if isinstance(node, (cst.Integer, cst.Float)):
+        try:
+            return float(node.evaluated_value)
+        except (ValueError, OverflowError):
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        value = _number(node.expression)
+        return -value if value is not None else None
+    return None
+
+
+def positive_constant(node: cst.BaseExpression) -> bool:
+    """`1e-8`, `eps`, `self.eps`, `EPSILON`, `torch.finfo(x.dtype).eps`."""
+    number = _number(node)
+    if number is not None:
+        return number > 0
+    name = dotted_name(node) or (node.attr.value if isinstance(node, cst.Attribute) else None)
+    return name is not None and bool(vocab().pattern("eps_name_pattern").search(name.rsplit(".", 1)[-1]))
+
+
+def arg(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
+    if keyword is not None:
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == keyword:
+                return a.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[index].value if index < len(positional) else None
+
+
+class Values:
+    """Evaluates expressions of one block against the file model. `walk` gives the
+    current position when a rule asks; `of(expr, at, function, klass)` is explicit."""
+
+    def __init__(self, model, analysis: BlockAnalysis, walk) -> None:
+        self.model = model
+        self.analysis = analysis
+        self.walk = walk
+        self.v = vocab()
+        self._memo: dict[tuple[int, int], Value] = {}
+
+    def __call__(self, expr: cst.BaseExpression) -> Value:
+        walk = self.walk
+        klass = walk.klass.name.value if walk.klass is not None else ""
+        return self.of(expr, walk.order, walk.function, klass)
+
+    def scope(self) -> Scope:
+        return self.analysis.scope_of(self.walk.function)
+
+    def of(self, expr: cst.BaseExpression, at: int, function: cst.FunctionDef | None = None, klass: str = "",
+           depth: int = 40) -> Value:
+        key = (id(expr), at)
+        found = self._memo.get(key)
+        if found is None:
+            self._memo[key] = UNKNOWN  # cycles
+            found = self._eval(expr, at, function, klass, depth) if depth > 0 else UNKNOWN
+            self._memo[key] = found
+        return found
+
+    # -- evaluation ------------------------------------------------------------------
+
+    def _eval(self, expr, at, function, klass, depth) -> Value:
+        sub = lambda e, a=at: self.of(e, a, function, klass, depth - 1)  # noqa: E731
+        number = _number(expr)
+        if number is not None:
+            return Value("scalar", zero="safe" if number > 0 else "zero")
+        t = type(expr)
+        if t is cst.Name or t is cst.Attribute:
+            return self._name(expr, at, function, klass, depth)
+        if t is cst.Call:
+            return self._call(expr, at, function, klass, depth)
+        if t is cst.Subscript:
+            name = dotted_name(expr.value)
+            index = expr.slice[0].slice if len(expr.slice) == 1 else None
+            if name is not None and isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+                key = f"{name}[{index.value.value.strip(chr(39) + chr(34))}]"
+                kind = self.model.object_kind(key, klass)
+                if kind is not None:
+                    return Value("object", obj=kind, origin=self.model.object(key, klass).node)
+            inner = sub(expr.value)
+            if inner.elements is not None:
+                return inner.elements
+            return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero") else "") \
+                if inner.kind != "object" else UNKNOWN
+        if t is cst.BinaryOperation:
+            return self._binary(expr, sub)
+        if t is cst.UnaryOperation:
+            inner = sub(expr.expression)
+            return Value("tensor", zero="mask") if isinstance(expr.operator, cst.BitInvert) else \
+                replace(inner, prob="", zero="")
+        if t is cst.Comparison:
+            return Value("unknown", zero="mask")
+        if t is cst.IfExp:
+            return join(sub(expr.body), sub(expr.orelse))
+        if t in (cst.List, cst.Tuple, cst.Set):
+            items = [sub(e.value) for e in expr.elements]
+            return self._container(items)
+        if t is cst.Dict:
+            return self._container([sub(e.value) for e in expr.elements if isinstance(e, cst.DictElement)])
+        if t in (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString):
+            return SCALAR
+        return UNKNOWN
+
+    def _container(self, items: list[Value]) -> Value:
+        if not items:
+            return Value("container")
+        element = items[0]
+        for item in items[1:]:
+            element = join(element, item)
+        return Value("container", element.grad, element.role, origin=element.origin, elements=element)
+
+    def _name(self, expr, at, function, klass, depth) -> Value:
+        name = dotted_name(expr)
+        if name is None:
+            return UNKNOWN
+        scope = self.analysis.scope_of(function)
+        definition = scope.lookup(name, at)
+        if definition is None and function is not None and name not in scope.defs:
+            definition = self.analysis.module_scope.lookup(name, at if function is None else 10**9)
+        if definition is None and "." not in name and name not in scope.defs:
+            found = self.model.global_value(name, self.analysis if function is None else None)
+            if found is not None:
+                return found
+        backward = scope.backward.get(name)
+        if definition is not None and definition.how != "param":
+            found = self._definition(definition, function, klass, depth)
+            if backward is not None and found.grad != "known" and found.kind != "container":
+                return Value("tensor", "known", "loss", origin=backward)
+            if not found.zero and not found.prob and found.kind != "object":  # `mask = batch["attention_mask"]`
+                by_name = self._by_name(name)
+                return by_name if by_name.zero == "mask" else found
+            return found
+        if backward is not None:
+            return Value("tensor", "known", "loss", origin=backward)
+        if definition is not None and "." not in name:
+            kind = self.model.object_kind(name)  # a parameter named like the object the script passes in
+            if kind is not None:
+                return Value("object", obj=kind, origin=self.model.object(name).node)
+            return self._by_name(name)
+        if isinstance(expr, cst.Attribute):
+            inner = self.of(expr.value, at, function, klass, depth - 1)
+            attr = expr.attr.value
+            if name.startswith("self.") and name.count(".") == 1:
+                kind = self.model.object_kind(name, klass)
+                if kind is not None:
+                    return Value("object", obj=kind, origin=self.model.object(name, klass).node)
+            if attr in self.v.plain_attributes:
+                return Value("tensor" if attr == "data" else "unknown")
+            if inner.grad and attr in ("loss", "losses"):
+                return replace(inner, role="loss", kind="tensor")
+            if inner.grad and inner.kind != "object":
+                return replace(inner, prob="", zero="")
+            return UNKNOWN
+        kind = self.model.object_kind(name) if definition is None or definition.how == "param" else None
+        if kind is not None:
+            return Value("object", obj=kind, origin=self.model.object(name).node)
+        return self._by_name(name)
+
+    def _by_name(self, name: str) -> Value:
+        """What people name probabilities and masks, for values from outside."""
+        last = name.rsplit(".", 1)[-1]
+        if self.v.pattern("prob_name_pattern").match(last):
+            return Value("unknown", prob="prob")
+        if self.v.pattern("mask_var_pattern").match(last):
+            return Value("unknown", zero="mask")
+        return UNKNOWN
+
+    def _definition(self, definition, function, klass, depth) -> Value:
+        value = definition.value
+        if value is None:
+            return UNKNOWN
+        at = definition.order - 1
+        bound = self.of(value, at, function, klass, depth - 1)
+        if definition.how == "aug":
+            name_value = UNKNOWN
+            return join(bound, name_value) if bound.grad else UNKNOWN
+        if definition.how == "iter":
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
+                    value.func.attr.value in ("items", "values") and definition.index != 0:
+                container = self.of(value.func.value, at, function, klass, depth - 1)
+                return container.elements or UNKNOWN
+            return bound.elements or UNKNOWN
+        if definition.index is not None:
+            if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in self.v.wrappers:
+                positional = [a.value for a in value.args if a.keyword is None and not a.star]
+                return self.of(positional[definition.index], at, function, klass, depth - 1) \
+                    if definition.index < len(positional) else UNKNOWN
+            return bound if bound.grad == "known" and bound.role == "output" else UNKNOWN
+        return bound
+
+    def _call(self, call, at, function, klass, depth) -> Value:
+        v = self.v
+        sub = lambda e: self.of(e, at, function, klass, depth - 1)  # noqa: E731
+        func = call.func
+        qualified = self.model.names.qualify(func) or ""
+        last = qualified.rsplit(".", 1)[-1]
+        if last in v.wrappers:  # DDP(model), torch.compile(model), accelerator.prepare(model, opt)
+            first = arg(call, 0)
+            return sub(first) if first is not None else UNKNOWN
+        if isinstance(func, cst.Attribute) and not qualified.startswith(("torch.", "numpy.", "math.")):
+            method = func.attr.value
+            receiver = sub(func.value)
+            if receiver.kind == "object":
+                if receiver.obj == "model" and method in v.model_methods_with_history:
+                    return Value("tensor", "known", "loss" if "loss" in method else "output", origin=call)
+                return UNKNOWN
+            if method == "item":
+                return replace(receiver, kind="scalar", grad="", role="")
+            if method in v.python_number_methods or method in ("tolist",):
+                return SCALAR
+            if method in ("detach", "detach_", "numpy"):
+                return replace(receiver, grad="", role="", kind="tensor" if method != "numpy" else "unknown")
+            if method in v.no_history_methods:
+                return Value("tensor", zero="mask" if method in ("eq", "ne", "lt", "le", "gt", "ge", "bool") else "")
+            if method in ("softmax", "sigmoid"):
+                return replace(receiver, kind="tensor", prob=method, zero="", origin=receiver.origin or call)
+            if method in ("log_softmax", "exp"):
+                return replace(receiver, kind="tensor", prob="logprob" if method == "log_softmax" else "", zero="safe")
+            if method in v.pass_through_methods:
+                return receiver
+            if method in ("sum", "mean"):
+                zero = "count" if receiver.zero == "mask" else receiver.zero if receiver.zero in ("squares", "zero") \
+                    else ""
+                return replace(receiver, prob="", zero=zero)
+            if method in ("std", "var"):
+                return replace(receiver, prob="", zero="spread")
+            if method == "norm":
+                return replace(receiver, prob="", zero="norm")
+            if method in ("clamp", "clamp_", "clamp_min", "clip"):
+                low = arg(call, 0, "min")
+                return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
+                               receiver.zero)
+            if method in ("relu", "abs", "square") and not call.args:
+                return replace(receiver, prob="", zero="squares" if method != "relu" else "zero")
+            if method in ("masked_fill", "masked_fill_", "where"):
+                return replace(receiver, zero="safe")
+            if receiver.grad:
+                return replace(receiver, prob="", zero="")
+            return self._callee_object(call, func, at, function, klass, depth)
+        if qualified:
+            if last in v.loss_functions and qualified.startswith("torch.nn.functional."):
+                return Value("tensor", "known", "loss", origin=call)
+            if qualified in v.softmax or qualified in v.sigmoid:
+                inner = sub(arg(call, 0, "input") or call)
+                return Value("tensor", inner.grad, "output", "softmax" if qualified in v.softmax else "sigmoid",
+                             origin=call)
+            if qualified in v.log_space:
+                return Value("tensor", sub(arg(call, 0, "input") or call).grad, prob="logprob", zero="safe")
+            if qualified in v.python_number_builtins:
+                return SCALAR
+            if qualified in v.positive or qualified in v.clamps:
+                first = arg(call, 0)
+                inner = sub(first) if first is not None else UNKNOWN
+                kind = "scalar" if qualified in ("max", "math.exp") else "tensor"
+                return Value(kind, inner.grad, zero="safe")
+            if qualified in v.zero_at_zero:
+                inner = sub(arg(call, 0, "input") or call)
+                return Value("tensor", inner.grad, zero="squares" if qualified in ("torch.abs", "torch.square")
+                             else "zero")
+            if qualified in v.spreads:
+                return Value("tensor", zero="spread")
+            if qualified in v.norms:
+                return Value("tensor", zero="norm")
+            if qualified in v.counts:
+                return Value("tensor", zero="count")
+            if qualified in v.sums:
+                inner = sub(arg(call, 0, "input") or call)
+                return Value("tensor", inner.grad, zero="count" if inner.zero == "mask" else
+                             inner.zero if inner.zero in ("squares", "zero") else "")
+            if qualified in ("sum", "min"):
+                first = arg(call, 0)
+                inner = sub(first) if first is not None else UNKNOWN
+                return inner.elements or inner if inner.grad else UNKNOWN
+            if qualified.startswith("torch.") and not qualified.startswith("torch.nn."):
+                grads = [sub(a.value) for a in call.args if not a.star]
+                best = next((g for g in grads if g.grad == "known"), None) or \
+                    next((g for g in grads if g.grad), None)
+                return Value("tensor", best.grad if best else "", best.role if best else "",
+                             origin=best.origin if best else None)
+        return self._callee_object(call, func, at, function, klass, depth)
+
+    def _callee_object(self, call, func, at, function, klass, depth) -> Value:
+        """A call of an object (model, loss, softmax module), of a model class, or
+        of an in-file function (its summary); else what its name suggests."""
+        v = self.v
+        if isinstance(func, cst.Call):  # nn.Softmax(dim=1)(x), nn.CrossEntropyLoss()(x, y)
+            kind = self.model.kind_of_callee(self.model.names.qualify(func.func) or "")
+            return self._object_call(kind, func, call)
+        callee = self.of(func, at, function, klass, depth - 1)
+        if callee.kind == "object":
+            return self._object_call(callee.obj, callee.origin, call)
+        name = dotted_name(func)
+        if name is None:
+            return UNKNOWN
+        local = self.analysis.scope_of(function).lookup(name, at)
+        if local is None or local.how == "param":
+            info = self.model.function(name, klass)
+            if info is not None:
+                summary = self.model.summary(info)
+                return replace(summary, origin=call) if summary.grad else summary
+            kind = self.model.kind_of_callee(self.model.names.qualify(func) or name)
+            if kind in ("model", "dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss",
+                        "softmax", "sigmoid", "sequential"):
+                return Value("object", obj=kind, origin=call)
+        if local is not None and local.how not in ("param",):
+            return UNKNOWN  # a local bound to something we could not classify
+        last = name.rsplit(".", 1)[-1]
+        if last.startswith(("build_", "make_", "get_", "create_", "init_", "compute_metrics")):
+            return UNKNOWN  # factories and getters return modules or configs, not tensors
+        if v.pattern("loss_name_pattern").search(last):
+            return Value("unknown", "likely", "loss", origin=call)
+        if v.pattern("model_name_pattern").search(last):
+            return Value("unknown", "likely", "output", origin=call)
+        return UNKNOWN
+
+    def _object_call(self, kind: str | None, ctor, call) -> Value:
+        if kind == "model":
+            if isinstance(ctor, cst.Call):  # an in-file model whose forward returns a probability
+                klass = (self.model.names.qualify(ctor.func) or "").rsplit(".", 1)[-1]
+                info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
+                if info is not None:
+                    summary = self.model.summary(info)
+                    if summary.prob in ("softmax", "sigmoid"):
+                        return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
+            return Value("tensor", "known", "output", origin=call)
+        if kind == "loss":
+            return Value("tensor", "known", "loss", origin=call)
+        if kind in ("softmax", "sigmoid"):
+            return Value("tensor", "known", "output", kind, origin=ctor)
+        if kind == "sequential" and isinstance(ctor, cst.Call):
+            last = [a.value for a in ctor.args if a.keyword is None and not a.star][-1:]
+            if last and isinstance(last[0], cst.Call):
+                inner = self.model.kind_of_callee(self.model.names.qualify(last[0].func) or "")
+                if inner in ("softmax", "sigmoid"):
+                    return Value("tensor", "known", "output", inner, origin=last[0])
+            return Value("tensor", "known", "output", origin=call)
+        return UNKNOWN
+
+    def _binary(self, expr: cst.BinaryOperation, sub) -> Value:
+        op = expr.operator
+        left, right = sub(expr.left), sub(expr.right)
+        base = join(left, right)
+        if left.kind == "scalar" and right.kind == "scalar":
+            base = replace(base, kind="scalar")
+        if isinstance(op, cst.Subtract):
+            one = _number(expr.left)
+            if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero",)):
+                return replace(base, prob="", zero="mask" if right.zero == "mask" else "zero")
+            return replace(base, prob="", zero="")
+        if isinstance(op, cst.Power):
+            exponent = _number(expr.right)
+            even = exponent is not None and exponent > 0 and exponent == int(exponent) and int(exponent) % 2 == 0
+            return replace(left, prob="", zero="squares" if even else "")
+        if isinstance(op, cst.Multiply):
+            if dotted_name(expr.left) is not None and dotted_name(expr.left) == dotted_name(expr.right):
+                return replace(base, zero="squares")
+            zl, zr = ("" if left.zero == "safe" else left.zero), ("" if right.zero == "safe" else right.zero)
+            pl, pr = left.prob in ("softmax", "sigmoid", "prob"), right.prob in ("softmax", "sigmoid", "prob")
+            if not (zl or zr or pl or pr):
+                return replace(base, prob="", zero="")
+            if zl == zr and zl in ("mask", "squares", "spread"):
+                return replace(base, prob="", zero=zl)
+            other = zl or zr
+            return replace(base, prob="", zero=other if other in ("squares", "spread") and not (pl or pr) else "zero")
+        if isinstance(op, cst.Add):
+            if "safe" in (left.zero, right.zero) or positive_constant(expr.left) or positive_constant(expr.right):
+                return replace(base, prob="", zero="safe")
+            lz = left.zero or ("zero" if left.prob in ("softmax", "sigmoid", "prob") else "")
+            rz = right.zero or ("zero" if right.prob in ("softmax", "sigmoid", "prob") else "")
+            if not lz or not rz or lz == rz == "squares":
+                return replace(base, prob="", zero="")  # x**2 + c**2: c is usually a positive constant
+            return replace(base, prob="", zero="zero")
+        if isinstance(op, cst.Divide):
+            if left.zero in ("squares", "spread"):
+                return replace(base, prob="", zero=left.zero)
+            lz = left.zero or ("zero" if left.prob else "")
+            return replace(base, prob="", zero="zero" if lz and lz != "safe" else "")
+        return replace(base, prob="", zero="")

@@ -1,0 +1,51 @@
+"""The API vocabulary of the analysis, loaded from rules/vocab/torch.yaml (knowledge as data)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ...catalog import rules_dir
+
+
+@dataclass(frozen=True)
+class Vocab:
+    raw: dict[str, Any]
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            value = self.raw[key]
+        except KeyError:
+            raise AttributeError(key) from None
+        return value
+
+    def has(self, key: str, value: str) -> bool:
+        return value in self.raw[key]
+
+    def starts(self, key: str, value: str) -> bool:
+        return value.startswith(tuple(self.raw[key]))
+
+    def pattern(self, key: str) -> re.Pattern[str]:
+        return _compiled(self.raw[key])
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(text: str) -> re.Pattern[str]:
+    return re.compile(text, re.IGNORECASE)
+
+
+@functools.cache
+def vocab() -> Vocab:
+    data = yaml.safe_load((rules_dir() / "vocab" / "torch.yaml").read_text(encoding="utf-8"))
+    frozen: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, list):
+            frozen[key] = frozenset(value) if not key.endswith("_prefixes") and key not in (
+                "model_constructors", "model_factory_suffixes") else tuple(value)
+        else:
+            frozen[key] = value
+    return Vocab(frozen)

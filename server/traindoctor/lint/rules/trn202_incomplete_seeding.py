@@ -1,0 +1,111 @@
+"""TRN202 incomplete-seeding: a program that seeds some global RNGs (torch,
+numpy, random) but draws in the main process from one it never seeds.
+
+Programs that never seed are not flagged (varied randomness is then intended),
+and neither are library helpers that seed everything. The fix seeds the missing
+RNGs with the seed the program already uses, next to its own seed call."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.facts import Draw, Seed
+from ..fixes import insert_after_imports, module_reference
+from ..rule import FixSpec, InsertAfter, Related, Rule
+
+_ORDER = ("torch", "cuda", "cuda_all", "numpy", "random")
+_SEED_FUNCTION = {"torch": "torch.manual_seed", "numpy": "np.random.seed", "random": "random.seed"}
+
+
+def _short(qualified: str) -> str:
+    return qualified.replace("numpy.", "np.", 1) if qualified.startswith("numpy.") else qualified
+
+
+class IncompleteSeeding(Rule):
+    CODE = "TRN202"
+    READS = ("names", "functions", "seeding", "layout")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        plan = self._plan()
+        if plan is None or plan[0].node is not node:
+            return
+        anchor, missing, first_draw, cuda_only, seeds = plan
+        parts, related = [], []
+        partial_gpu = any(s.kind == "cuda" for s in seeds) and not any(s.kind == "cuda_all" for s in seeds)
+        for lib in missing:
+            draw = first_draw.get(lib)
+            if lib == "torch" and cuda_only:
+                parts.append("torch's CPU generator (model initialization, dropout and shuffling on CPU) is never "
+                             "seeded" + (" and `torch.cuda.manual_seed` seeds only the current GPU" if partial_gpu
+                                         else ""))
+            else:
+                parts.append(f"`{lib}`'s global RNG is never seeded" +
+                             (f", yet `{_short(draw.name)}` draws from it" if draw is not None else ""))
+            if draw is not None:
+                related.append(Related(draw.node, f"`{_short(draw.name)}` draws from the unseeded `{lib}` RNG"))
+        message = (f"`{_short(anchor.name)}` seeds only part of the program's randomness: " + "; ".join(parts) +
+                   ", so runs differ even with the same seed")
+        self.report(node, message, fix=self._fix(anchor, missing), related=related)
+
+    def _plan(self):
+        """The seed call to flag and what it leaves unseeded (once per block)."""
+        if "_cached_plan" in self.__dict__:
+            return self.__dict__["_cached_plan"]
+        self.__dict__["_cached_plan"] = plan = self._compute()
+        return plan
+
+    def _compute(self):
+        model = self.model
+        # seeds inside class methods manage private states (e.g. Megatron's CUDA RNG tracker)
+        seeds = [s for s in model.seeds if s.kind in _ORDER and not model.in_worker(s) and "." not in s.function]
+        if not any(s.kind in ("torch", "cuda", "cuda_all") for s in seeds) or self._seeds_everything():
+            return None  # seeding only `random`/numpy (a data split) does not claim reproducible training
+        anchor = min(seeds, key=lambda s: _ORDER.index(s.kind))
+        seeded = set()
+        for seed in seeds:
+            seeded.update(("torch", "cuda") if seed.kind == "torch" else (seed.kind,))
+        first_draw: dict[str, Draw] = {}
+        for draw in model.facts["seeding"]:
+            if isinstance(draw, Draw) and not self._in_worker_fn(draw):
+                first_draw.setdefault(draw.library, draw)
+        missing = [lib for lib in ("torch", "numpy", "random") if lib in first_draw and lib not in seeded]
+        cuda_only = "torch" not in seeded and any(s.kind in ("cuda", "cuda_all") for s in seeds)
+        if cuda_only and "torch" not in missing:
+            missing.insert(0, "torch")
+        return (anchor, missing, first_draw, cuda_only, seeds) if missing else None
+
+    def _seeds_everything(self) -> bool:
+        """A library helper, or a seed helper whose body is not in this file."""
+        for seed in self.model.seeds:
+            if seed.kind == "all":
+                return True
+            if seed.kind == "helper" and self.model.function(seed.name.rsplit(".", 1)[-1]) is None:
+                return True
+        return False
+
+    def _in_worker_fn(self, draw: Draw) -> bool:
+        function = draw.function.rsplit(".", 1)[-1]
+        return bool(function) and function in self.model.worker_fns
+
+    def _fix(self, anchor: Seed, missing: list[str]) -> FixSpec | None:
+        seed = anchor.seed
+        if anchor.stmt is None or not seed:
+            return None
+        lines, imports = [], []
+        for lib in missing:
+            name, line = module_reference(self.model, lib)
+            if line is not None:
+                imports.append(line)
+            lines.append(f"{name}.random.seed({seed})" if lib == "numpy" else
+                         f"{name}.manual_seed({seed})" if lib == "torch" else f"{name}.seed({seed})")
+        changes = [InsertAfter(anchor.stmt, "\n".join(lines))]
+        if imports:
+            insert = insert_after_imports(self.model, imports)
+            if insert is None:
+                return None
+            changes.append(insert)
+        names = ", ".join(f"`{_SEED_FUNCTION[lib]}`" for lib in missing)
+        simple = seed.lstrip("-").isdigit() or seed.replace(".", "").replace("_", "").isalnum()
+        return FixSpec(f"Also seed {names} with the same seed", tuple(changes), safe=simple)
+
+

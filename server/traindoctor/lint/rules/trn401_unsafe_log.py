@@ -1,0 +1,100 @@
+"""TRN401 unsafe-log: `log` of a value that can be exactly 0, and `sqrt` of one
+where a gradient flows (its gradient at 0 is inf), without a guard.
+
+The model's `zero` fact says why a value can be 0 (a probability product,
+`1 - p`, a ReLU, a count, a sum of squares, a spread) and which guards rule it
+out (clamp, where, + eps, max(x, eps), exp, an `if`/assert on it). softmax and
+sigmoid outputs under a torch log are TRN402's. The fixes clamp or add a tiny
+value, which can change a finite result: they are unsafe (applied on request).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.collect import code
+from ..analysis.values import arg
+from ..analysis.vocab import vocab
+from ..fixes import atom, sum_operand
+from ..rule import FixSpec, Replace, Rule
+
+_WHAT = {"prob": "a probability", "zero": "a value that can be exactly 0", "count": "a count",
+         "spread": "a spread (std/var) that can be 0", "squares": "a square"}
+
+
+def _short(node: cst.CSTNode) -> str:
+    text = code(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class UnsafeLog(Rule):
+    CODE = "TRN401"
+    READS = ("names", "objects", "classes", "functions", "calls", "globals")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        v = vocab()
+        qualified = self.names.qualify(node.func) or ""
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+        receiver_ok = method is not None and not node.args and self.values(node.func.value).kind != "object"
+        if qualified in v.logs:
+            family = qualified.split(".")[0]
+            target = arg(node, 0, "input")
+        elif method == "log" and receiver_ok and not qualified.startswith(("math.", "numpy.", "torch.")):
+            family, target = "torch", node.func.value
+        elif qualified in v.sqrts or (method in ("sqrt", "rsqrt") and receiver_ok):
+            self._check_sqrt(node, arg(node, 0, "input") if qualified in v.sqrts else node.func.value,
+                             qualified not in v.sqrts)
+            return
+        else:
+            return
+        if target is None or self._guarded(target) or not self.gradient_flows():
+            return
+        if family == "torch" and isinstance(target, cst.BinaryOperation) and \
+                isinstance(target.operator, cst.Subtract) and self.values(target.right).prob == "sigmoid":
+            return  # TRN402: logsigmoid(-x)
+        value = self.values(target)
+        kind = value.zero or ("prob" if value.prob == "prob" else "")
+        if family in ("math", "numpy") and value.prob in ("softmax", "sigmoid"):
+            kind = "prob"  # no log_softmax twin for Python/NumPy values: not TRN402's
+        if kind not in ("prob", "zero", "count"):
+            return  # masks are logged on purpose (-inf biases); squares are usually of a positive value
+        message = (f"`log({_short(target)})`: {_WHAT[kind]}; at 0 the log is -inf and its gradient inf, "
+                   f"turning the loss NaN")
+        self.report(node, message, fix=self._clamp(target, family))
+
+    def _check_sqrt(self, node: cst.Call, target: cst.BaseExpression | None, method: bool) -> None:
+        if target is None or not self.gradient_flows() or self._guarded(target):
+            return  # sqrt(0) is 0; only its gradient is the problem
+        value = self.values(target)
+        if value.zero not in ("spread", "squares", "zero", "count"):
+            return
+        message = (f"`sqrt({_short(target)})` of a value that can be exactly 0: the gradient of sqrt at 0 is "
+                   f"inf, so backward produces inf/NaN")
+        new = f"{sum_operand(target)} + {self._tiny(target)}"
+        fix = FixSpec("Add the dtype's tiny value under the square root",
+                      (Replace(target, f"({new})" if method else new),), safe=False)
+        self.report(node, message, fix=fix)
+
+    def _guarded(self, target: cst.BaseExpression) -> bool:
+        """An `if`/`while`/assert on the value (or what it is made of) in this scope."""
+        from ..analysis.names import dotted_name
+
+        name = dotted_name(target)
+        return name is not None and name in self.scope().guarded
+
+    def _tiny(self, target: cst.BaseExpression) -> str:
+        torch = self.names.alias_of("torch")
+        if torch is not None and isinstance(target, (cst.Name, cst.Attribute)):
+            return f"{torch}.finfo({code(target)}.dtype).tiny"
+        return "1e-12"
+
+    def _clamp(self, target: cst.BaseExpression, family: str) -> FixSpec | None:
+        if family == "math":
+            new = f"max({code(target)}, 1e-300)"
+        elif family == "numpy":
+            new = f"{sum_operand(target)} + 1e-12"
+        elif isinstance(target, (cst.Name, cst.Attribute)) and self.names.alias_of("torch") is not None:
+            new = f"{atom(target)}.clamp_min({self._tiny(target)})"
+        else:
+            new = f"{atom(target)}.clamp_min(1e-12)"
+        return FixSpec("Clamp the argument to a tiny positive minimum", (Replace(target, new),), safe=False)

@@ -1,0 +1,135 @@
+"""TRN402 log-of-softmax: `log` of softmax/sigmoid outputs, and BCE on sigmoid
+outputs, where `log_softmax`, `logsigmoid` and `BCEWithLogitsLoss` are the
+stable forms. Probabilities are the model's `prob` fact: from functions and
+Tensor methods, from modules (`nn.Softmax`, an `nn.Sequential` ending in
+`nn.Sigmoid`, an in-file model whose forward returns one) and from in-file
+functions that return one. A rewrite is offered where the softmax/sigmoid
+call is right there; it computes the same value, stably: safe."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.collect import code
+from ..analysis.values import arg
+from ..analysis.vocab import vocab
+from ..rule import FixSpec, Related, Replace, Rule
+
+_STABLE = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
+
+
+class LogOfSoftmax(Rule):
+    CODE = "TRN402"
+    READS = ("names", "objects", "classes", "functions", "calls", "globals")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.gradient_flows():
+            return  # no gradient, no NaN gradient to prevent
+        v = vocab()
+        qualified = self.names.qualify(node.func) or ""
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+        if qualified in v.logs and qualified.startswith("torch."):
+            target = arg(node, 0, "input")
+        elif method == "log" and not node.args and not qualified.startswith(("math.", "numpy.", "torch.")):
+            target = node.func.value
+        else:
+            self._check_bce(node, qualified)
+            return
+        if target is None:
+            return
+        one_minus = self._one_minus_sigmoid(target)
+        if one_minus is not None:
+            message = (f"`log(1 - sigmoid(...))` is -inf once the sigmoid saturates at 1; "
+                       f"`logsigmoid(-x)` computes the same value stably")
+            fix = self._rewrite(node, one_minus, "logsigmoid", negate=True)
+            self.report(node, message, fix=fix)
+            return
+        value = self.values(target)
+        if value.prob not in ("softmax", "sigmoid"):
+            return
+        stable = _STABLE[value.prob]
+        message = (f"`log` of {value.prob} output: probabilities underflow to exactly 0, so the log is -inf "
+                   f"and gradients NaN; `{stable}` computes the same value stably")
+        related = [Related(value.origin, f"the {value.prob} output comes from here")] \
+            if value.origin is not None and value.origin is not target else []
+        fix = self._rewrite(node, target, stable) if isinstance(target, cst.Call) else None
+        self.report(node, message, fix=fix, related=related)
+
+    def _one_minus_sigmoid(self, target: cst.BaseExpression) -> cst.Call | None:
+        if isinstance(target, cst.BinaryOperation) and isinstance(target.operator, cst.Subtract) and \
+                isinstance(target.left, (cst.Integer, cst.Float)) and float(target.left.value) == 1.0:
+            inner = target.right
+            if isinstance(inner, cst.Call) and self.values(inner).prob == "sigmoid":
+                return inner
+        return None
+
+    def _rewrite(self, node: cst.Call, prob_call: cst.Call, stable: str, negate: bool = False) -> FixSpec | None:
+        """`torch.log(F.softmax(x, d))` -> `F.log_softmax(x, d)`; `p.softmax(d).log()` -> `p.log_softmax(d)`."""
+        qualified = self.names.qualify(prob_call.func) or ""
+        v = vocab()
+        func = prob_call.func
+        if isinstance(func, cst.Attribute) and qualified not in v.softmax and qualified not in v.sigmoid:
+            if negate or stable == "logsigmoid":
+                return None  # Tensor has no .logsigmoid()
+            new = f"{code(func.value)}.{stable}({', '.join(code(a) for a in prob_call.args)})"
+        elif qualified in v.softmax or qualified in v.sigmoid:
+            functional = self.names.alias_of("torch.nn.functional") or next(
+                (local for local, full in self.names.imports.items() if full == "torch.nn.functional"), None)
+            if stable == "log_softmax" and qualified.startswith("torch.nn.functional"):
+                prefix = code(func).rsplit(".", 1)[0]
+            elif functional is not None:
+                prefix = functional
+            elif stable == "log_softmax" and self.names.alias_of("torch"):
+                prefix = self.names.alias_of("torch")
+            else:
+                return None
+            args = [code(a.value) if a.keyword is None else code(a).rstrip(", ") for a in prob_call.args]
+            if negate:
+                if not prob_call.args:
+                    return None
+                first = prob_call.args[0].value
+                args[0] = f"-{code(first)}" if isinstance(first, (cst.Name, cst.Attribute, cst.Call,
+                                                                  cst.Subscript)) else f"-({code(first)})"
+            new = f"{prefix}.{stable}({', '.join(a.rstrip(',').strip() for a in args)})"
+        else:
+            return None
+        return FixSpec(f"Use {stable}", (Replace(node, new),))
+
+    def _check_bce(self, node: cst.Call, qualified: str) -> None:
+        v = vocab()
+        if qualified in v.bce_on_probabilities:
+            ctor, inline = None, True
+        else:
+            callee = node.func
+            if isinstance(callee, cst.Call) and (self.names.qualify(callee.func) or "") in v.bce_on_probabilities:
+                ctor, inline = callee, True
+            else:
+                found = self.values(callee)
+                if found.kind != "object" or found.obj != "loss" or not isinstance(found.origin, cst.Call) or \
+                        (self.names.qualify(found.origin.func) or "") not in v.bce_on_probabilities:
+                    return
+                ctor, inline = found.origin, False
+        first = arg(node, 0, "input")
+        if first is None:
+            return
+        value = self.values(first)
+        if value.prob != "sigmoid":
+            return
+        message = ("BCE on sigmoid outputs: the sigmoid saturates to exactly 0 or 1, BCE clamps its log at -100 "
+                   "and the gradient vanishes; pass the logits to `BCEWithLogitsLoss`/"
+                   "`binary_cross_entropy_with_logits` instead")
+        fix = None
+        if isinstance(first, cst.Call) and self.values(first).origin is first and first.args and \
+                (self.names.qualify(first.func) or "") in v.sigmoid:
+            logits = code(first.args[0].value)
+            if ctor is None:
+                fix = FixSpec("Use binary_cross_entropy_with_logits on the logits",
+                              (Replace(node.func, code(node.func) + "_with_logits"), Replace(first, logits)))
+            elif code(ctor.func).endswith("BCELoss"):
+                # a shared criterion may also be called on real probabilities elsewhere: unsafe
+                fix = FixSpec("Use BCEWithLogitsLoss on the logits",
+                              (Replace(ctor.func, code(ctor.func)[:-len("BCELoss")] + "BCEWithLogitsLoss"),
+                               Replace(first, logits)), safe=inline)
+        related = [Related(value.origin, "the sigmoid output passed to BCE")] \
+            if value.origin is not None and value.origin is not first else []
+        self.report(node, message, fix=fix, related=related)
