@@ -116,6 +116,18 @@ def walk(
     visit(root)
 
 
+def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The direct children of `node` that rules look at (cheap: no libcst `.children`)."""
+    children: list[cst.CSTNode] = []
+    for field in _child_fields(type(node)):
+        value = getattr(node, field)
+        if type(value) in (tuple, list):
+            children.extend(item for item in value if _kind(type(item)) is _NODE)
+        elif _kind(type(value)) is _NODE:
+            children.append(value)
+    return children
+
+
 def iter_nodes(root: cst.CSTNode):
     """Every node under `root` (itself included), in source order, skipping
     whitespace and punctuation: a cheap replacement for a libcst visitor in

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..context import WalkState
-from ..walk import iter_nodes, walk
+from ..walk import child_nodes, iter_nodes, walk
 from .facts import (BlockFacts, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Pad, Seed,
                     TopLevel)
 from .names import Names, dotted_name
@@ -332,14 +332,16 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
 
 
 def _returns(function: cst.FunctionDef) -> list[cst.Return]:
+    """The function's own return statements (not those of nested functions)."""
     found = []
-    stack: list[cst.CSTNode] = list(function.body.children)
+    stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Return):
-            found.append(node)
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(node.children)
+        if type(node) is cst.Return:
+            found.append(node)  # type: ignore[arg-type]
+        elif type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and \
+                not isinstance(node, cst.BaseExpression):
+            stack.extend(child_nodes(node))
     return found
 
 

@@ -50,6 +50,7 @@ class FileModel:
         self.constants = dict(self.facts["constants"])
         self.module_names = {name for top in self.facts["layout"] for name in top.names}
         self._summaries: dict[str, object] = {}
+        self.memo: dict[str, object] = {}  # file-wide conclusions rules draw once per lint
         self._values: dict[int, object] = {}
         self.global_defs: dict[str, list[BlockAnalysis]] = {}
         for index, analysis in enumerate(analyses):
@@ -107,8 +108,12 @@ class FileModel:
             return "scheduler" if "lr_scheduler" in callee else "optimizer"
         if v.starts("scheduler_prefixes", callee):
             return "scheduler"
-        if v.starts("model_constructors", callee) or callee.endswith(tuple(v.model_factory_suffixes)):
+        if v.starts("model_constructors", callee):
             return "model"
+        if callee.endswith(tuple(v.model_factory_suffixes)):  # AutoModel.from_pretrained, not a Pipeline's
+            owner = callee.rsplit(".", 2)[-2] if callee.count(".") >= 1 else ""
+            return "model" if v.pattern("model_class_pattern").search(owner) and \
+                not v.pattern("not_model_class_pattern").search(owner) else None
         if last in self.model_classes:
             return "model"
         if last in self.dataset_classes:

@@ -8,6 +8,7 @@ from typing import Iterable
 import libcst as cst
 
 from .facts import Marker, Pad
+from ..walk import child_nodes
 from .names import dotted_name
 from .vocab import vocab
 
@@ -52,7 +53,7 @@ def words(node: cst.CSTNode, limit: int = 60) -> Iterable[str]:
             yield current.value
         elif isinstance(current, cst.SimpleString) and len(current.value) < 40:
             yield current.value.strip("'\"")
-        stack.extend(current.children)
+        stack.extend(child_nodes(current))
 
 
 def mentions_target(*nodes: cst.CSTNode | None) -> bool:

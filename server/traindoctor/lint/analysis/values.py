@@ -196,8 +196,8 @@ class Values:
                 return Value("tensor" if attr == "data" else "unknown")
             if inner.grad and attr in ("loss", "losses"):
                 return replace(inner, role="loss", kind="tensor")
-            if inner.grad and inner.kind != "object":
-                return replace(inner, prob="", zero="")
+            if inner.grad and inner.kind != "object" and attr in self.v.output_attributes:
+                return replace(inner, prob="", zero="")  # outputs.logits; not pipeline(...).images
             return UNKNOWN
         kind = self.model.object_kind(name) if definition is None or definition.how == "param" else None
         if kind is not None:

@@ -49,10 +49,10 @@ class IncompleteSeeding(Rule):
 
     def _plan(self):
         """The seed call to flag and what it leaves unseeded (once per block)."""
-        if "_cached_plan" in self.__dict__:
-            return self.__dict__["_cached_plan"]
-        self.__dict__["_cached_plan"] = plan = self._compute()
-        return plan
+        memo = self.model.memo
+        if self.CODE not in memo:
+            memo[self.CODE] = self._compute()
+        return memo[self.CODE]
 
     def _compute(self):
         model = self.model

@@ -10,6 +10,8 @@ constructor, where `ignore_index=` goes."""
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from ..analysis.collect import code
@@ -20,13 +22,26 @@ from ..fixes import with_kwargs
 from ..rule import FixSpec, Related, Replace, Rule
 
 
+@functools.lru_cache(maxsize=1024)
+def _parse(text: str) -> cst.BaseExpression | None:
+    try:
+        return cst.parse_expression(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+
+
 class PaddingInLoss(Rule):
     CODE = "TRN301"
     READS = ("names", "objects", "padding", "constants", "layout")
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
-        self._pads = [p for p in self.model.facts["padding"] if type(p).__name__ == "Pad"]
+        memo = self.model.memo
+        if self.CODE not in memo:
+            pads = [p for p in self.model.facts["padding"] if type(p).__name__ == "Pad"]
+            memo[self.CODE] = (pads, any(p.targets for p in pads),
+                               any(vocab().pattern("target_name_pattern").search(p.value) for p in pads))
+        self._pads, self._targets_padded, self._target_pad_name = memo[self.CODE]  # type: ignore[misc]
         self._sites: list[list[tuple]] = [[]]
         self._masked: list[bool] = [False]
 
@@ -81,8 +96,7 @@ class PaddingInLoss(Rule):
     # -- judging ------------------------------------------------------------------------
 
     def _judge(self, sites: list[tuple], function_masks: bool) -> None:
-        targets_padded = any(p.targets for p in self._pads)
-        target_pad_name = any(vocab().pattern("target_name_pattern").search(p.value) for p in self._pads)
+        targets_padded, target_pad_name = self._targets_padded, self._target_pad_name
         for call, ctor, reduction_none in sites:
             logits, target = kwarg(call, "input", 0), kwarg(call, "target", 1)
             if logits is None or target is None:
@@ -117,37 +131,46 @@ class PaddingInLoss(Rule):
             self._report(call, ctor, owner, candidates, ignore)
 
     def _pad_values(self) -> list[str]:
+        """Distinct pad values, targets' first; -100 means already ignored (once per lint)."""
+        key = self.CODE + ".values"
+        if key not in self.model.memo:
+            self.model.memo[key] = self._compute_pad_values()
+        return list(self.model.memo[key])  # type: ignore[call-overload]
+
+    def _compute_pad_values(self) -> list[str]:
         v = vocab()
         ordered: list[str] = []
-        for pad in sorted(self._pads, key=lambda p: not p.targets):
-            if self._literal_text(pad.value) == IGNORE or v.pattern("ignore_name_pattern").search(pad.value):
+        for text in dict.fromkeys(p.value for p in sorted(self._pads, key=lambda p: not p.targets)):
+            parsed = _parse(text)
+            resolved = self._literal(parsed, local=False) if parsed is not None else None
+            if resolved == IGNORE or v.pattern("ignore_name_pattern").search(text):
                 continue
-            if pad.value not in ordered:
-                ordered.append(pad.value)
+            ordered.append(text)
         if any(v.pattern("target_name_pattern").search(t) for t in ordered):  # SRC_PAD_IDX vs TRG_PAD_IDX
             ordered = [t for t in ordered if not any(w in t.lower() for w in ("src", "source", "input", "enc_"))]
         return ordered
 
     def _literal_text(self, text: str) -> str | None:
-        try:
-            return self._literal(cst.parse_expression(text))
-        except cst.ParserSyntaxError:
-            return None
+        parsed = _parse(text)
+        return self._literal(parsed) if parsed is not None else None
 
-    def _literal(self, node: cst.BaseExpression, depth: int = 3) -> str | None:
+    def _literal(self, node: cst.BaseExpression, depth: int = 3, local: bool = True) -> str | None:
         found = literal(node)
         name = dotted_name(node)
         if found is not None or depth == 0 or name is None:
             return found
-        definition = self.scope().lookup(name, self.walk.order) or self.analysis.module_scope.lookup(name, 10**9)
-        if definition is not None and definition.value is not None:
-            return self._literal(definition.value if definition.index is None else node, depth - 1)
+        definition = (self.scope().lookup(name, self.walk.order) or
+                      self.analysis.module_scope.lookup(name, 10**9)) if local else None
+        if definition is not None and definition.value is not None and definition.index is None:
+            return self._literal(definition.value, depth - 1)
         if name in self.model.constants:
             return self.model.constants[name]
-        for marker in self.model.facts["padding"]:
-            if getattr(marker, "kind", "") == "pad-def" and marker.text.split("=", 1)[0] == name:
-                return self._literal(marker.node, depth - 1)
-        return None
+        key = self.CODE + ".defs"
+        if key not in self.model.memo:
+            self.model.memo[key] = {m.text.split("=", 1)[0]: m.node for m in self.model.facts["padding"]
+                                    if getattr(m, "kind", "") == "pad-def"}
+        bound = self.model.memo[key].get(name)  # type: ignore[attr-defined]
+        return self._literal(bound, depth - 1, local) if bound is not None else None
 
     def _expansions(self, expr: cst.BaseExpression, depth: int = 3):
         from ..walk import iter_nodes
@@ -199,30 +222,34 @@ class PaddingInLoss(Rule):
         pad = candidates[0]
         literals = {self._literal_text(c) for c in candidates}
         unambiguous = len(candidates) == 1 or (len(literals) == 1 and None not in literals)
-        named = [c for c in candidates if literal(cst.parse_expression(c)) is None and self._visible(c, ctor)]
+        named = [c for c in candidates if literal(_parse(c)) is None and self._visible(c, ctor)]
         if len(candidates) > 1 and unambiguous:
             pad = named[0] if named else next(iter(literals))  # type: ignore[assignment]
         safe = unambiguous and self._visible(pad, ctor)
         if unambiguous and not safe and len(literals) == 1 and None not in literals:
             pad, safe = next(iter(literals)), True  # type: ignore[assignment]
-        name = code(ctor.func) + "()" if ctor is not None else code(call.func)
-        if ignore is None:
-            message = (f"`{name}` over padded targets without `ignore_index`: padding positions (value `{pad}`) "
-                       f"are scored as real tokens, so the loss is diluted and the model learns to predict padding")
-            changes = (Replace(owner, with_kwargs(owner, [("ignore_index", pad)])),)
-        else:
-            message = (f"`{name}` ignores `{code(ignore.value)}` but targets are padded with `{pad}`: padding "
-                       f"positions are scored as real tokens, so the loss is diluted and the model learns to "
-                       f"predict padding")
-            changes = (Replace(ignore.value, pad),)
+        if not self._visible(pad, ctor):
+            self.report(ctor if ctor is not None else call, self._message(call, ctor, pad, ignore))
+            return  # a fix may only use names bound where it goes
+        message = self._message(call, ctor, pad, ignore)
+        changes = (Replace(owner, with_kwargs(owner, [("ignore_index", pad)])),) if ignore is None else \
+            (Replace(ignore.value, pad),)
         related = [Related(p.node, "targets padded here" if p.targets else f"padding with `{p.value}`")
                    for p in sorted(self._pads, key=lambda p: not p.targets)[:2] if p.value in candidates]
         self.report(ctor if ctor is not None else call, message,
                     fix=FixSpec(f"Pass ignore_index={pad}", changes, safe=safe), related=related)
 
+    def _message(self, call, ctor, pad: str, ignore) -> str:
+        name = code(ctor.func) + "()" if ctor is not None else code(call.func)
+        said = "over padded targets without `ignore_index`" if ignore is None else \
+            f"ignores `{code(ignore.value)}` but targets are padded with `{pad}`"
+        value = f" (value `{pad}`)" if ignore is None else ""
+        return (f"`{name}` {said}: padding positions{value} are scored as real tokens, so the loss is diluted "
+                f"and the model learns to predict padding")
+
     def _visible(self, pad: str, ctor: cst.Call | None) -> bool:
         """Can `pad` be written where the fix goes (literals, imports, module names bound before)?"""
-        if literal(cst.parse_expression(pad)) is not None:
+        if literal(_parse(pad)) is not None:
             return True
         root = pad.split(".")[0]
         if root == "self":
