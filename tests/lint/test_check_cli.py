@@ -23,9 +23,35 @@ for x, y in loader:
 """
 
 
-def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traindoctor", "check", *args], capture_output=True, text=True,
+# One fix of each applicability: rewriting the inline `log(softmax(x))` is safe;
+# turning a named `BCELoss` criterion into `BCEWithLogitsLoss` is unsafe (it may also be
+# called on real probabilities elsewhere).
+SAFE_AND_UNSAFE = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def train(model, loader, optimizer):
+    criterion = nn.BCELoss()
+    for x, y in loader:
+        optimizer.zero_grad()
+        logits = model(x)
+        logp = torch.log(F.softmax(logits, dim=-1))
+        loss = criterion(torch.sigmoid(logits), y) - logp.mean()
+        loss.backward()
+        optimizer.step()
+"""
+SAFE_FIXED = "logp = F.log_softmax(logits, dim=-1)"
+UNSAFE_FIXED = "criterion = nn.BCEWithLogitsLoss()"
+
+
+def traindoctor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "traindoctor", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=120)
+
+
+def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return traindoctor("check", *args, cwd=cwd)
 
 
 @pytest.fixture()
@@ -172,3 +198,82 @@ def test_parallel_run_matches_serial(tmp_path: Path):
 def test_examples_have_their_documented_bugs():
     findings = json.loads(check("--format", "json", str(EXAMPLES)).stdout)
     assert ("train_classifier.py", "TRN101", 69) in {(Path(f["path"]).name, f["code"], f["line"]) for f in findings}
+
+
+@pytest.fixture()
+def mixed(tmp_path: Path) -> Path:
+    (tmp_path / "probs.py").write_text(SAFE_AND_UNSAFE)
+    return tmp_path
+
+
+def test_fix_applies_only_the_safe_fixes(mixed: Path):
+    result = check("--fix", "probs.py", cwd=mixed)
+    fixed = (mixed / "probs.py").read_text()
+    assert SAFE_FIXED in fixed and "criterion = nn.BCELoss()" in fixed
+    assert result.returncode == 1  # the unsafe one is left
+    assert "Fixed 1 problem." in result.stdout and "(1 more with --unsafe-fixes)" in result.stdout
+
+
+def test_unsafe_fixes_opt_in_to_the_rest(mixed: Path):
+    listed = check("--unsafe-fixes", "probs.py", cwd=mixed)
+    assert [line.endswith(" [*]") for line in listed.stdout.splitlines()[:2]] == [True, True]
+    assert "(2 fixable with --fix --unsafe-fixes)" in listed.stdout
+    result = check("--fix", "--unsafe-fixes", "probs.py", cwd=mixed)
+    fixed = (mixed / "probs.py").read_text()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert SAFE_FIXED in fixed and UNSAFE_FIXED in fixed
+
+
+def test_text_marks_only_the_fixes_fix_would_apply(mixed: Path):
+    lines = check("probs.py", cwd=mixed).stdout.splitlines()
+    assert lines[0].startswith("probs.py:11:") and lines[0].endswith(" [*]")
+    assert lines[1].startswith("probs.py:12:") and not lines[1].endswith(" [*]")
+
+
+def test_json_and_sarif_carry_the_applicability(mixed: Path):
+    findings = json.loads(check("--format", "json", "probs.py", cwd=mixed).stdout)
+    assert [(f["line"], f["fix"]["applicability"]) for f in findings] == [(11, "safe"), (12, "unsafe")]
+    sarif = json.loads(check("--format", "sarif", "probs.py", cwd=mixed).stdout)
+    fixes = [r["fixes"][0]["properties"]["applicability"] for r in sarif["runs"][0]["results"]]
+    assert fixes == ["safe", "unsafe"]
+
+
+@pytest.mark.parametrize("flags", [("--diff",), ("--fix", "--diff")])
+def test_diff_alone_or_with_fix_prints_and_writes_nothing(mixed: Path, flags: tuple[str, ...]):
+    def added(diff: str) -> list[str]:
+        return [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+
+    result = check(*flags, "probs.py", cwd=mixed)
+    assert result.returncode == 1, result.stderr
+    assert SAFE_FIXED in added(result.stdout) and UNSAFE_FIXED not in added(result.stdout)
+    assert (mixed / "probs.py").read_text() == SAFE_AND_UNSAFE
+    unsafe = check(*flags, "--unsafe-fixes", "probs.py", cwd=mixed)
+    assert SAFE_FIXED in added(unsafe.stdout) and UNSAFE_FIXED in added(unsafe.stdout)
+    assert (mixed / "probs.py").read_text() == SAFE_AND_UNSAFE
+
+
+def test_statistics_count_findings_per_rule(mixed: Path):
+    (mixed / "train.py").write_text(BUGGY)
+    result = check("--statistics", ".", cwd=mixed)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["2\tTRN402\t[*] log-of-softmax",
+                                          "1\tTRN101\t[*] loss-accumulation-keeps-graph"]
+    as_json = json.loads(check("--statistics", "--format", "json", ".", cwd=mixed).stdout)
+    assert as_json[0] == {"code": "TRN402", "name": "log-of-softmax", "count": 2, "fixable": True}
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version(flag: str):
+    from traindoctor import __version__
+
+    result = traindoctor(flag)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"traindoctor {__version__}"
+
+
+def test_an_unknown_check_option_prints_the_check_usage_and_exits_2(project: Path):
+    result = check("--no-such-option", ".", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: traindoctor check ")
+    assert result.stderr.rstrip().endswith("traindoctor check: error: unrecognized arguments: --no-such-option")
+    assert "Traceback" not in result.stderr

@@ -105,3 +105,57 @@ async def test_resolve_after_the_text_moved_on_does_not_corrupt_it(client, works
         client.apply_workspace_edit(resolved.edit)
     ast.parse(client.texts[uri])
     assert "total_loss += loss" in client.texts[uri]
+
+
+# One fix of each applicability (as in Ruff): rewriting the inline `log(softmax(x))` is
+# safe; turning a named `BCELoss` criterion into `BCEWithLogitsLoss` is unsafe (it may also
+# be called on real probabilities elsewhere).
+SAFE_AND_UNSAFE = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def train(model, loader, optimizer):
+    criterion = nn.BCELoss()
+    for x, y in loader:
+        optimizer.zero_grad()
+        logits = model(x)
+        logp = torch.log(F.softmax(logits, dim=-1))
+        loss = criterion(torch.sigmoid(logits), y) - logp.mean()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+async def _fixes_on_line(client, uri: str, line: int) -> list[lsp.CodeAction]:
+    [diagnostic] = [d for d in await client.current_diagnostics(uri) if d.range.start.line == line]
+    actions = await client.code_actions(uri, diagnostic.range, [diagnostic], only=[lsp.CodeActionKind.QuickFix])
+    return [a for a in actions if not a.title.startswith("Ignore")]
+
+
+async def test_only_safe_fixes_are_preferred_and_unsafe_ones_stay_available(client, workspace: Path):
+    uri = client.open(workspace / "probs.py", SAFE_AND_UNSAFE)
+    [safe] = await _fixes_on_line(client, uri, 10)
+    [unsafe] = await _fixes_on_line(client, uri, 11)
+    assert unsafe.title == "Use BCEWithLogitsLoss on the logits"
+    assert not unsafe.is_preferred
+    if client.capabilities.text_document.code_action.is_preferred_support:
+        assert safe.is_preferred is True
+    client.apply_workspace_edit((await client.resolved(unsafe)).edit)
+    assert "criterion = nn.BCEWithLogitsLoss()" in client.texts[uri]
+    ast.parse(client.texts[uri])
+
+
+async def test_fix_all_leaves_the_unsafe_fixes_alone(client, workspace: Path):
+    uri = client.open(workspace / "probs.py", SAFE_AND_UNSAFE)
+    assert len(await client.current_diagnostics(uri)) == 2
+    whole = lsp.Range(lsp.Position(0, 0), lsp.Position(len(SAFE_AND_UNSAFE.splitlines()), 0))
+    [fix_all] = await client.code_actions(uri, whole, only=[lsp.CodeActionKind.SourceFixAll])
+    client.apply_workspace_edit((await client.resolved(fix_all)).edit)
+    fixed = client.texts[uri]
+    assert "logp = F.log_softmax(logits, dim=-1)" in fixed
+    assert "criterion = nn.BCELoss()" in fixed
+    [left] = await client.current_diagnostics(uri)
+    assert left.range.start.line == 11
+    # Only an unsafe fix is left: no fixAll, which would do nothing.
+    assert await client.code_actions(uri, whole, only=[lsp.CodeActionKind.SourceFixAll]) == []

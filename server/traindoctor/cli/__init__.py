@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="traindoctor",
         description="Finds and fixes the bugs that ruin PyTorch training runs.",
     )
-    parser.add_argument("--version", action="version", version=f"traindoctor {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"traindoctor {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMANDS:
         try:
@@ -39,7 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Report an unknown option with the usage of the command it was given to
+        # (argparse would print the top-level usage); exits 2.
+        commands = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        culprit = commands.choices.get(args.command) if commands and args.command else None
+        (culprit or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

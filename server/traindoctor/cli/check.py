@@ -32,7 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders (default: .)")
     parser.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
-    parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff, change nothing")
+    parser.add_argument("--unsafe-fixes", action="store_true",
+                        help="also apply (with --fix or --diff) and offer the fixes that may change behaviour")
+    parser.add_argument("--diff", action="store_true",
+                        help="print the fixes as a unified diff and write nothing (also with --fix)")
+    parser.add_argument("--statistics", action="store_true", help="count the findings per rule instead of listing them")
     parser.add_argument("--select", action="append", default=[], metavar="CODES",
                         help="only these codes or prefixes (comma-separated; repeatable)")
     parser.add_argument("--ignore", action="append", default=[], metavar="CODES",
@@ -48,6 +52,7 @@ class _Job:
     select: tuple[str, ...]
     ignore: tuple[str, ...]
     mode: str  # "lint", "fix" or "diff"
+    unsafe: bool = False  # --unsafe-fixes: apply the unsafe fixes too
 
 
 @dataclass(frozen=True)
@@ -73,14 +78,13 @@ def _process(job: _Job) -> _Outcome:
         return _Outcome(LintResult(job.path, error=str(exc)))
     if job.mode == "lint":
         return _Outcome(lint_source(source, job.path, config))
-    fixed, count = fix_source(source, job.path, config)
+    fixed, count = fix_source(source, job.path, config, unsafe=job.unsafe)
     diff = ""
     if fixed != source:
         if job.mode == "fix":
-            try:
-                replace_text(path, match_line_endings(source, fixed), bom=has_bom(path))
-            except OSError as exc:
-                return _Outcome(LintResult(job.path, error=f"cannot write fixes: {exc.strerror or exc}"))
+            error = _write_fixed(path, source, fixed)
+            if error:
+                return _Outcome(LintResult(job.path, error=error))
         else:
             diff = "".join(difflib.unified_diff(
                 source.splitlines(keepends=True), fixed.splitlines(keepends=True),
@@ -88,6 +92,16 @@ def _process(job: _Job) -> _Outcome:
             ))
     after = lint_source(fixed if job.mode == "fix" else source, job.path, config)
     return _Outcome(after, diff, count)
+
+
+def _write_fixed(path: Path, source: str, fixed: str) -> str | None:
+    """Atomically replace the file with the fixed text, keeping its BOM and line
+    endings; the one-line reason when that fails (the file is then unchanged)."""
+    try:
+        replace_text(path, match_line_endings(source, fixed), bom=has_bom(path))
+    except OSError as exc:
+        return f"cannot write fixes: {exc.strerror or exc}"
+    return None
 
 
 def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
@@ -98,16 +112,14 @@ def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.fix and args.diff:
-        print("traindoctor: --fix and --diff cannot be combined", file=sys.stderr)
-        return 2
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"traindoctor: no such file or folder: {missing[0]}", file=sys.stderr)
         return 2
-    mode = "fix" if args.fix else "diff" if args.diff else "lint"
+    # As Ruff: --diff shows what --fix would do and writes nothing, alone or with --fix.
+    mode = "diff" if args.diff else "fix" if args.fix else "lint"
     select, ignore = _split(args.select), _split(args.ignore)
-    jobs = [_Job(str(path), select, ignore, mode) for path in python_files(args.paths)]
+    jobs = [_Job(str(path), select, ignore, mode, args.unsafe_fixes) for path in python_files(args.paths)]
     workers = args.jobs or os.cpu_count() or 1
     outcomes = _run_jobs(jobs, workers)
 
@@ -123,8 +135,15 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(outcome.diff)
     fixed = sum(o.fixed for o in outcomes)
 
-    if args.format == "json":
-        print(json.dumps([f.to_json() for f in findings], indent=2))
+    unsafe = args.unsafe_fixes
+    if args.statistics and not args.diff:
+        if args.format == "json":
+            print(json.dumps(output.statistics_json(findings, unsafe=unsafe), indent=2))
+        else:
+            for line in output.statistics(findings, unsafe=unsafe):
+                print(line)
+    elif args.format == "json":
+        print(json.dumps(output.json_findings(findings), indent=2))
     elif args.format == "sarif":
         print(json.dumps(output.sarif(findings), indent=2))
     elif args.format == "github":
@@ -132,9 +151,10 @@ def run(args: argparse.Namespace) -> int:
             print(line)
     elif not args.diff:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        for line in output.text(findings, color=color):
+        for line in output.text(findings, color=color, unsafe=unsafe):
             print(line)
-        print(output.summary(findings, files=len(jobs), errors=len(jobs) - linted, fixed=fixed, color=color))
+        print(output.summary(findings, files=len(jobs), errors=len(jobs) - linted, fixed=fixed, color=color,
+                             unsafe=unsafe))
 
     if jobs and linted == 0:
         return 2

@@ -1,7 +1,13 @@
-"""Finding renderers for `check`: text for people, SARIF and GitHub for CI."""
+"""Finding renderers for `check`: text for people, JSON, SARIF and GitHub for CI.
+
+A fix is "safe" (applied by --fix) or "unsafe" (it may change behaviour; applied
+only with --unsafe-fixes), as in Ruff. `[*]` marks a finding whose fix the
+current options would apply.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Iterable
 
 from .. import __version__
@@ -17,27 +23,81 @@ def _paint(text: str, code: str, color: bool) -> str:
     return f"\033[{code}m{text}\033[0m" if color else text
 
 
-def text(findings: Iterable[Finding], *, color: bool = False) -> Iterable[str]:
+def applicability(finding: Finding) -> str | None:
+    """"safe", "unsafe", or None without a fix."""
+    if finding.fix is None:
+        return None
+    return "safe" if finding.fix.safe else "unsafe"
+
+
+def _applies(finding: Finding, unsafe: bool) -> bool:
+    """Whether `--fix` (with `--unsafe-fixes` when `unsafe`) would apply this finding's fix."""
+    return finding.fix is not None and (finding.fix.safe or unsafe)
+
+
+def text(findings: Iterable[Finding], *, color: bool = False, unsafe: bool = False) -> Iterable[str]:
     for f in findings:
         where = f"{f.path}:{f.range.start.line + 1}:{f.range.start.column + 1}:"
         code = _paint(f.code, "1;31" if f.severity is Severity.ERROR else "1;33", color)
-        fixable = " [*]" if f.fix is not None and f.fix.safe else ""
+        fixable = " [*]" if _applies(f, unsafe) else ""
         yield f"{_paint(where, '1', color)} {code} {f.message}{fixable}"
 
 
-def summary(findings: list[Finding], *, files: int, errors: int, fixed: int, color: bool = False) -> str:
-    fixable = sum(1 for f in findings if f.fix is not None and f.fix.safe)
+def summary(findings: list[Finding], *, files: int, errors: int, fixed: int, color: bool = False,
+            unsafe: bool = False) -> str:
+    fixable = sum(1 for f in findings if _applies(f, unsafe))
+    hidden = sum(1 for f in findings if f.fix is not None and not _applies(f, unsafe))
     parts = []
     if fixed:
         parts.append(f"Fixed {fixed} problem{'s' * (fixed != 1)}.")
     if findings:
+        with_fix = " --unsafe-fixes" if unsafe else ""
+        notes = [f"{fixable} fixable with --fix{with_fix}"] if fixable else []
+        if hidden:
+            notes.append(f"{hidden} more with --unsafe-fixes")
         parts.append(f"Found {len(findings)} problem{'s' * (len(findings) != 1)} in {files} "
-                     f"file{'s' * (files != 1)}" + (f" ({fixable} fixable with --fix)." if fixable else "."))
+                     f"file{'s' * (files != 1)}" + (f" ({'; '.join(notes)})." if notes else "."))
     else:
         parts.append(f"No problems found in {files} file{'s' * (files != 1)}.")
     if errors:
         parts.append(f"{errors} file{'s' * (errors != 1)} could not be linted.")
     return _paint(" ".join(parts), "1", color)
+
+
+def json_findings(findings: Iterable[Finding]) -> list[dict[str, Any]]:
+    """The JSON list of `check --format json`: `Finding.to_json`, with the fix's applicability."""
+    out = []
+    for f in findings:
+        entry = f.to_json()
+        if entry["fix"] is not None:
+            entry["fix"]["applicability"] = applicability(f)
+        out.append(entry)
+    return out
+
+
+def _counts(findings: Iterable[Finding], unsafe: bool) -> list[tuple[str, str, int, bool]]:
+    """(code, name, count, fixable) per rule, most frequent first."""
+    counts: Counter[tuple[str, str]] = Counter()
+    fixable: set[str] = set()
+    for f in findings:
+        counts[(f.code, f.name)] += 1
+        if _applies(f, unsafe):
+            fixable.add(f.code)
+    return [(code, name, n, code in fixable)
+            for (code, name), n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def statistics(findings: Iterable[Finding], *, unsafe: bool = False) -> Iterable[str]:
+    """`check --statistics`, as Ruff prints it: count, code, [*] when fixable, rule name."""
+    rows = _counts(findings, unsafe)
+    width = max((len(str(n)) for _, _, n, _ in rows), default=1)
+    for code, name, n, fixable in rows:
+        yield f"{n:>{width}}\t{code}\t{'[*]' if fixable else '[ ]'} {name}"
+
+
+def statistics_json(findings: Iterable[Finding], *, unsafe: bool = False) -> list[dict[str, Any]]:
+    return [{"code": code, "name": name, "count": n, "fixable": fixable}
+            for code, name, n, fixable in _counts(findings, unsafe)]
 
 
 def github(findings: Iterable[Finding]) -> Iterable[str]:
@@ -76,6 +136,7 @@ def sarif(findings: list[Finding]) -> dict[str, Any]:
         if f.fix is not None:
             result["fixes"] = [{
                 "description": {"text": f.fix.title},
+                "properties": {"applicability": applicability(f)},
                 "artifactChanges": [{
                     "artifactLocation": {"uri": f.path.replace("\\", "/")},
                     "replacements": [{

@@ -1,0 +1,136 @@
+"""The ecosystem check's pure logic: matching verdicts to findings, precision arithmetic,
+and the fix check's breakage detection (bench/ecosystem.py; the measurement itself needs
+the extracted repositories and is not run here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "bench" / "ecosystem.py"
+_spec = importlib.util.spec_from_file_location("ecosystem", _PATH)
+eco = importlib.util.module_from_spec(_spec)
+sys.modules["ecosystem"] = eco  # dataclasses look the module up by name
+_spec.loader.exec_module(eco)
+
+
+def hit(line: int, text: str, code: str = "TRN401", path: str = "train.py") -> "eco.Hit":
+    return eco.Hit("o/r", path, line, code, text)
+
+
+def verdict(line: int, text: str, kind: str = "fp", code: str = "TRN401", path: str = "train.py") -> "eco.Verdict":
+    return eco.Verdict("o/r", path, line, code, eco.normalize(text), kind, "why")
+
+
+def test_a_verdict_follows_its_line_when_unrelated_code_moves_it():
+    pairs, leftover = eco.match([hit(57, "x = a / b")], [verdict(50, "x = a / b")])
+    assert pairs[0][1] is not None and pairs[0][1].line == 50
+    assert leftover == []
+
+
+def test_a_changed_line_is_unjudged_even_at_the_same_number():
+    pairs, leftover = eco.match([hit(50, "x = a / (b + eps)")], [verdict(50, "x = a / b")])
+    assert pairs[0][1] is None
+    assert len(leftover) == 1
+
+
+def test_indentation_and_spacing_do_not_matter():
+    pairs, _ = eco.match([hit(10, "    x  =  a / b")], [verdict(10, "x = a / b")])
+    assert pairs[0][1] is not None
+
+
+def test_identical_lines_pair_with_the_nearest_verdict_exact_line_first():
+    hits = [hit(100, "loss.backward()", code="TRN101"), hit(20, "loss.backward()", code="TRN101")]
+    verdicts = [verdict(22, "loss.backward()", "tp", code="TRN101"),
+                verdict(100, "loss.backward()", "fp", code="TRN101")]
+    pairs, leftover = eco.match(hits, verdicts)
+    assert [v.verdict for _, v in pairs] == ["fp", "tp"]
+    assert leftover == []
+
+
+def test_one_verdict_judges_one_finding_only():
+    hits = [hit(5, "y = x / n"), hit(9, "y = x / n")]
+    pairs, _ = eco.match(hits, [verdict(5, "y = x / n")])
+    assert [v is not None for _, v in pairs] == [True, False]
+
+
+def test_code_path_and_repo_must_agree():
+    hits = [hit(5, "y = x / n", code="TRN402"), hit(5, "y = x / n", path="other.py")]
+    pairs, leftover = eco.match(hits, [verdict(5, "y = x / n")])
+    assert all(v is None for _, v in pairs)
+    assert len(leftover) == 1
+
+
+def test_a_verdict_without_text_matches_on_the_line():
+    pairs, _ = eco.match([hit(5, "y = x / n")], [verdict(5, "")])
+    assert pairs[0][1] is not None
+
+
+def test_precision_counts_debatable_as_not_a_hit_and_ignores_unjudged():
+    hits = [hit(i, f"l{i}") for i in range(1, 6)]
+    verdicts = [verdict(1, "l1", "tp"), verdict(2, "l2", "tp"), verdict(3, "l3", "fp"), verdict(4, "l4", "debatable")]
+    table = eco.score(eco.match(hits, verdicts)[0])
+    entry = table["TRN401"]
+    assert (entry.tp, entry.fp, entry.debatable, entry.unjudged, entry.findings) == (2, 1, 1, 1, 5)
+    assert entry.precision == pytest.approx(0.5)
+
+
+def test_precision_is_none_when_nothing_is_judged_and_totals_add_up():
+    table = eco.score(eco.match([hit(1, "a"), hit(2, "b", code="TRN101")], [verdict(2, "b", "tp", code="TRN101")])[0])
+    assert table["TRN401"].precision is None
+    assert table["TRN101"].precision == 1.0
+    everything = eco.total(table)
+    assert (everything.findings, everything.tp, everything.unjudged) == (2, 1, 1)
+    rows = eco.format_table(table)
+    assert rows[-1].split()[0] == "all" and rows[-1].split()[-1] == "1.000"  # 1 tp of 1 judged
+
+
+def test_a_verdict_must_be_tp_fp_or_debatable():
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        eco.Verdict.from_dict({"repo": "o/r", "path": "p.py", "line": 1, "code": "TRN101", "verdict": "maybe"})
+
+
+def test_fix_breakage_is_a_new_undefined_name_or_redefinition_or_a_parse_error():
+    before = "from random import random\nx = random()\n"
+    shadowed = "from random import random\nimport random\nx = random()\n"
+    assert any("RedefinedWhileUnused" in p for p in eco.new_breakages(before, shadowed, "t.py"))
+    assert eco.new_breakages("x = 1\n", "g.manual_seed(0)\nx = 1\n", "t.py") == ["UndefinedName: undefined name 'g'"]
+    assert eco.new_breakages("x = 1\n", "x = (\n", "t.py")[0].startswith("does not parse")
+    # Problems the original already had are not the fix's fault.
+    assert eco.new_breakages("print(y)\n", "print(y)\nz = 1\n", "t.py") == []
+
+
+def test_only_pytorch_cells_of_a_markdown_notebook_are_kept_on_their_own_lines():
+    markdown = "\n".join([
+        "# Title",                          # 1
+        "```{.python .input}",              # 2
+        "%%tab pytorch, mxnet",             # 3
+        "import torch",                     # 4
+        "```",                              # 5
+        "```{.python .input  n=2}",         # 6
+        "%%tab tensorflow",                 # 7
+        "import tensorflow as tf",          # 8
+        "```",                              # 9
+        "```{.python .input}",              # 10
+        "#@tab all",                        # 11
+        "x = torch.ones(2)",                # 12
+        "%matplotlib inline",               # 13
+        "```",                              # 14
+        "```python",                        # 15: not an input cell
+        "print('shown only')",              # 16
+        "```",                              # 17
+    ])
+    lines = eco.pytorch_cells(markdown).splitlines()
+    assert lines[3] == "import torch" and lines[11] == "x = torch.ones(2)"
+    assert "import tensorflow as tf" not in lines and "%matplotlib inline" not in lines
+    assert "print('shown only')" not in lines
+    assert len(lines) == 17
+
+
+def test_a_message_that_only_moved_is_not_a_new_breakage():
+    before = "import os\nimport os\n"
+    after = "# header\n\nimport os\nimport os\n"  # "redefinition of unused 'os' from line 1" -> line 3
+    assert eco.new_breakages(before, after, "t.py") == []
