@@ -12,6 +12,7 @@ from ..config import load_config
 _SKIP_DIRS = {
     ".git", ".hg", ".svn", ".venv", "venv", "env", ".env", ".tox", ".nox", "node_modules", "__pycache__",
     "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs",
+    ".ipynb_checkpoints",
 }
 
 
@@ -38,8 +39,9 @@ def _git_visible(folder: Path) -> set[Path] | None:
 
 
 def python_files(paths: list[str]) -> Iterator[Path]:
-    """Files named on the command line, and the .py files under folders named
-    there, skipping VCS folders, virtualenvs, git-ignored and excluded files."""
+    """Files named on the command line, and the .py files and Jupyter notebooks
+    under folders named there, skipping VCS folders, virtualenvs, git-ignored and
+    excluded files (and `.ipynb_checkpoints`, Jupyter's autosave copies)."""
     seen: set[Path] = set()
     for raw in paths:
         path = Path(raw)
@@ -56,7 +58,7 @@ def python_files(paths: list[str]) -> Iterator[Path]:
                 if d not in _SKIP_DIRS and not d.endswith(".egg-info") and not _is_virtualenv(root_path / d)
             )
             for name in sorted(files):
-                if not name.endswith((".py", ".pyi")):
+                if not name.endswith((".py", ".pyi", ".ipynb")):
                     continue
                 file = root_path / name
                 if visible is not None and file.resolve() not in visible:
