@@ -144,6 +144,19 @@ def test_rewriting_every_cell_with_its_own_source_is_byte_identical(notebook: Pa
     assert dict(parse_notebook(replace_cell_sources(raw, edited)).code_cells) == edited
 
 
+def test_facts_flow_across_cells_in_cell_order():
+    from traindoctor.config import Config
+    from traindoctor.lint.notebook import lint_notebook_program
+
+    seeds = "import numpy as np\nimport torch\ntorch.manual_seed(0)\n"
+    draws = "noise = np.random.rand(3)\n"
+    together = lint_notebook_program(program_from_cells([(1, seeds), (3, draws)]), "nb.ipynb", Config())
+    # The seed call in cell 1 is incomplete because of the draw in cell 3.
+    assert [(f.code, f.cell, f.range.start.line) for f in together.findings] == [("TRN202", 1, 2)]
+    alone = lint_notebook_program(program_from_cells([(1, seeds)]), "nb.ipynb", Config())
+    assert not alone.findings
+
+
 def test_ipython_syntax_keeps_the_line_count_and_is_restored():
     cells = [(1, "%load_ext autoreload\nx = !ls\nif True:\n    %time y = 1\ntorch.nn.Linear?\n"),
              (2, "%%bash\nfor f in *; do echo $f; done"),

@@ -17,7 +17,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..lint import lint_source
-from . import actions, commands, hover
+from . import actions, commands, hover, notebooks
 from .actions import FIX_ALL_KIND
 from .convert import ClientFeatures, Converter, diagnostic
 from .documents import DocumentState, LintSnapshot
@@ -27,8 +27,10 @@ logger = logging.getLogger(__name__)
 
 class TrainDoctorServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("traindoctor", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
-        self.documents: dict[str, DocumentState] = {}
+        super().__init__("traindoctor", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=notebooks.NOTEBOOK_SYNC)
+        self.documents: dict[str, DocumentState] = {}  # files and notebook cells, by uri
+        self.notebooks: dict[str, notebooks.NotebookState] = {}
         self.settings = EditorSettings()
         self.client = ClientFeatures()
         # Diagnoses published on files (traceback / live), kept apart from lint results
@@ -120,6 +122,9 @@ class TrainDoctorServer(LanguageServer):
         return doc
 
     def schedule_lint(self, doc: DocumentState, delay_ms: int = 0) -> None:
+        if isinstance(doc, notebooks.CellDocument):  # a cell is linted with its notebook
+            notebooks.relint(self, doc)
+            return
         generation = doc.generation
         doc.scheduled = generation
         doc.pending = asyncio.ensure_future(self._lint(doc, generation, delay_ms / 1000))
@@ -380,6 +385,7 @@ def create_server() -> TrainDoctorServer:
         ls.engine_pool.shutdown(wait=False, cancel_futures=True)
 
     commands.register(server)
+    notebooks.register(server)
     return server
 
 
