@@ -35,8 +35,10 @@ MARKDOWN = "# Training\nThe loop below leaks memory."
 
 
 class NotebookClient(EditorClient):
-    def open_notebook(self, path: Path, cells: list[tuple[str, str]]) -> list[str]:
-        """cells: (kind, text), kind "code" or "markdown". Returns the cell uris."""
+    def open_notebook(self, path: Path, cells: list[tuple[str, str]], counts: list[int | None] | None = None) -> list[str]:
+        """cells: (kind, text), kind "code" or "markdown"; counts: the execution count of
+        each cell, as VS Code sends it (executionSummary). Returns the cell uris."""
+        counts = counts or [None] * len(cells)
         uri = path.as_uri()
         cell_uris = [f"vscode-notebook-cell:{path}#W{i}sZmlsZQ%3D%3D" for i in range(len(cells))]
         self.notebook_uri, self.notebook_version = uri, 1
@@ -50,7 +52,9 @@ class NotebookClient(EditorClient):
             notebook_document=lsp.NotebookDocument(
                 uri=uri, notebook_type="jupyter-notebook", version=1,
                 cells=[lsp.NotebookCell(kind=lsp.NotebookCellKind.Code if k == "code" else lsp.NotebookCellKind.Markup,
-                                        document=u) for u, (k, _t) in zip(cell_uris, cells)]),
+                                        document=u,
+                                        execution_summary=lsp.ExecutionSummary(execution_order=n) if n else None)
+                       for u, (k, _t), n in zip(cell_uris, cells, counts)]),
             cell_text_documents=[i for i, (k, _t) in zip(items, cells) if k == "code"]))
         return cell_uris
 
@@ -244,3 +248,32 @@ def test_an_edit_in_one_cell_reparses_only_that_cells_blocks():
     reparsed = [p.text for p in after if id(p) not in before]
     assert reparsed == ["y = x * 3\n"]
     assert first.findings == second.findings and [f.cell for f in first.findings] == [4]
+
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("with_counts", [True, False], ids=["execution-counts", "code-only"])
+async def test_a_traceback_from_a_cell_output_lands_on_the_cells(client, with_counts: bool):
+    """shape_mismatch.log is what IPython printed when shape_mismatch.ipynb ran (In[1..3])."""
+    import nbformat
+
+    notebook = nbformat.read(DATA / "shape_mismatch.ipynb", as_version=4)
+    cells = [("code" if c.cell_type == "code" else "markdown", c.source) for c in notebook.cells]
+    # A decoy that shows the same line as In[3] but ran as In[4] (execution counts tell them apart).
+    cells.append(("code", "model = make_model(20)\nbatch = torch.randn(8, 20)\nloss = train_step(model, batch)\n"))
+    counts = [None, 1, 2, 3, 4] if with_counts else None
+    uris = client.open_notebook(client.root / "shape_mismatch.ipynb", cells, counts)
+    log = (DATA / "shape_mismatch.log").read_text(encoding="utf-8")
+    result = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="traindoctor.diagnoseTraceback", arguments=[log]))
+    assert result["kind"] == "shape-mismatch"
+    definition = await client.eventually(uris[2], lambda ds: any(d.code == "shape-mismatch" for d in ds))
+    [on_def] = [d for d in definition if d.code == "shape-mismatch"]
+    assert on_def.range.start.line == 9  # `logits = model(batch)`, line 10 of In[2]
+    assert client.texts[uris[2]].splitlines()[9][on_def.range.start.character:] == "logits = model(batch)"
+    if with_counts:
+        call = await client.eventually(uris[3], lambda ds: any(d.code == "shape-mismatch" for d in ds))
+        assert [d.range.start.line for d in call if d.code == "shape-mismatch"] == [2]
+    decoy = client.diagnostics_pushed(uris[4]) if not client.pulls else await client.current_diagnostics(uris[4])
+    assert not [d for d in decoy if d.code == "shape-mismatch"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,10 +22,11 @@ from pygls.uris import to_fs_path
 from ..config import Config
 from ..lint import fix_source
 from ..lint.notebook import NotebookProgram, lint_notebook_program, program_from_cells
-from .convert import Converter, diagnostic
+from .convert import SOURCE, Converter, diagnostic
 from .documents import DocumentState, LintSnapshot
 
 if TYPE_CHECKING:
+    from ..model import Diagnosis, Frame
     from .server import TrainDoctorServer
 
 logger = logging.getLogger(__name__)
@@ -226,3 +228,71 @@ def register(server: "TrainDoctorServer") -> None:
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def on_close(ls: "TrainDoctorServer", params: lsp.DidCloseNotebookDocumentParams) -> None:
         close(ls, params.notebook_document.uri)
+
+
+# --- tracebacks from notebook cells ---------------------------------------------------
+
+_IPYTHON_FRAME = re.compile(r"^(?:Cell In\s?\[(?P<cell>\d+)\]|Input In \[(?P<input>\d+)\]|<ipython-input-(?P<old>\d+)-[0-9a-f]+>)$")
+
+
+def execution_count(frame_path: str) -> int | None:
+    """`Cell In[12]`, `Input In [12]`, `<ipython-input-12-ab3f…>` -> 12; None for a file."""
+    match = _IPYTHON_FRAME.match(frame_path.strip())
+    if match is None:
+        return None
+    return int(match.group("cell") or match.group("input") or match.group("old"))
+
+
+def cell_for_frame(ls: "TrainDoctorServer", frame: "Frame") -> tuple[str, str] | None:
+    """The open notebook cell an IPython frame ran in: (cell uri, cell text). The cell
+    whose execution count is the frame's `In[N]` and whose line shows the frame's code;
+    without execution counts from the client, the cell whose line shows that code."""
+    count = execution_count(frame.path)
+    if count is None:
+        return None
+    wanted = (frame.code or "").strip()
+    by_count, by_code = [], []
+    for state in ls.notebooks.values():
+        notebook = ls.workspace.get_notebook_document(notebook_uri=state.uri)
+        summaries = {c.document: c.execution_summary for c in notebook.cells} if notebook is not None else {}
+        for cell_uri in state.cells:
+            try:
+                text = ls.workspace.get_text_document(cell_uri).source
+            except Exception:
+                continue
+            lines = text.splitlines()
+            shows_code = 0 < frame.line <= len(lines) and bool(wanted) and lines[frame.line - 1].strip() == wanted
+            summary = summaries.get(cell_uri)
+            if summary is not None and summary.execution_order == count and (shows_code or not wanted):
+                by_count.append((cell_uri, text))
+            elif shows_code:
+                by_code.append((cell_uri, text))
+    found = by_count or by_code
+    return found[0] if len(found) == 1 or by_count else None
+
+
+def diagnosis_on_cells(ls: "TrainDoctorServer", diagnosis: "Diagnosis") -> dict[str, list[lsp.Diagnostic]]:
+    """Diagnostics on the notebook cells of the traceback's IPython frames (the user's
+    code in a notebook), as `commands.diagnosis_diagnostics` puts them on files."""
+    frames = list(diagnosis.frames)
+    if diagnosis.location is not None and diagnosis.location not in frames:
+        frames.append(diagnosis.location)
+    out: dict[str, list[lsp.Diagnostic]] = {}
+    codec = ls.workspace.position_codec
+    for frame in frames:
+        found = cell_for_frame(ls, frame)
+        if found is None:
+            continue
+        cell_uri, text = found
+        converter = Converter(text, codec)
+        line = min(max(frame.line - 1, 0), len(converter.lines) - 1)
+        body = converter.lines[line].rstrip("\r\n")
+        start = len(body) - len(body.lstrip())
+        out.setdefault(cell_uri, []).append(lsp.Diagnostic(
+            range=lsp.Range(converter.position(line, start), converter.position(line, len(body))),
+            message=diagnosis.title if frame == (diagnosis.location or frame) else f"{diagnosis.title} (via {frame.function})",
+            severity=lsp.DiagnosticSeverity.Error,
+            code=diagnosis.kind,
+            source=SOURCE,
+        ))
+    return out
