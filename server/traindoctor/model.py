@@ -12,7 +12,7 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Failure modes from the ML debugging playbooks (see ARCHITECTURE.md).
+# Failure modes from the ML debugging playbooks (see docs/ARCHITECTURE.md).
 FAILURE_MODES = (
     "nan-gradient",
     "oom",
