@@ -132,6 +132,71 @@ scenario('the TRN101 quick fix changes the code and the diagnostic disappears', 
     .catch(() => assert.fail(`Problems panel after the fix: ${JSON.stringify(seen.map(({ code, line: l }) => ({ code, line: l })))}`));
 });
 
+scenario('a Jupyter notebook shows TRN101 in its cell, and the quick fix edits the cell', async () => {
+  const file = 'train_notebook.ipynb';
+  await wb.command('View: Close All Editors');
+  await wb.quickInput('Control+P', file);
+  // The built-in ipynb support opens it as a notebook; no kernel is needed to lint its cells.
+  await wb.page.locator('.notebook-editor .cell-editor-container .view-line').first().waitFor({ timeout: 60_000 });
+  await wb.showProblems(file);
+  let seen = [];
+  await wb
+    .until('TRN101 on the cell line', async () => {
+      seen = await wb.problems();
+      // Line 9 of the cell (a cell counts its own lines), under the notebook's name.
+      return seen.some((p) => p.code === 'TRN101' && p.line === 9 && p.file === file);
+    }, 60_000)
+    .catch(() => assert.fail(`Problems panel: ${JSON.stringify(seen.map(({ file: f, code, line }) => ({ file: f, code, line })))}`));
+  // As a user would: the problem's row reveals the cell with the cursor on the flagged code.
+  await wb.page.locator('.markers-panel .monaco-list-row', { hasText: 'TRN101' }).first().click();
+  const flagged = wb.page.locator('.notebook-editor .cell-editor-container .view-line', { hasText: 'epoch_loss += loss' }).first();
+  await flagged.waitFor({ timeout: 30_000 });
+  await wb.page.waitForTimeout(500);
+  await wb.screenshot(join(SCREENSHOTS, 'notebook.png'));
+
+  let fix;
+  for (let attempt = 1; !fix; attempt++) {
+    await wb.page.keyboard.press('Control+.');
+    // With the focus on the problem's row, Ctrl+. opens the Problems panel's quick fix menu;
+    // in the cell's editor, the lightbulb menu. Either lists the rule's fix.
+    const entry = wb.page
+      .locator('.action-widget .monaco-list-row.action, .context-view .action-item', { hasText: /item\(\)/ })
+      .first();
+    try {
+      await entry.waitFor({ timeout: 5_000 });
+      fix = entry;
+    } catch (error) {
+      if (attempt === 3) {
+        throw error;
+      }
+      await wb.page.keyboard.press('Escape');
+      await wb.page.locator('.markers-panel .monaco-list-row', { hasText: 'TRN101' }).first().click();
+    }
+  }
+  await fix.click();
+  await wb.page.locator('.notebook-editor .cell-editor-container .view-line', { hasText: 'epoch_loss += loss.item()' }).first().waitFor();
+  await wb.page.keyboard.press('Control+S');
+  const saved = () => JSON.parse(readFileSync(join(editor.workspace, file), 'utf8'));
+  await wb.until('the fixed cell on disk', () => {
+    try {
+      return saved().cells[3].source.join('').includes('epoch_loss += loss.item()');
+    } catch {
+      return false; // caught while VS Code writes it
+    }
+  });
+  // Only the source changed: outputs (an image among them) are as they were.
+  const original = JSON.parse(readFileSync(join(FIXTURES, 'workspace', file), 'utf8'));
+  assert.deepEqual(saved().cells.map((c) => c.outputs ?? null), original.cells.map((c) => c.outputs ?? null));
+  await wb.showProblems(file);
+  await wb
+    .until('TRN101 to disappear from the notebook', async () => {
+      seen = await wb.problems();
+      return !seen.some((p) => p.code === 'TRN101');
+    })
+    .catch(() => assert.fail(`Problems panel after the fix: ${JSON.stringify(seen.map(({ code, line }) => ({ code, line })))}`));
+  await wb.command('View: Close All Editors');
+});
+
 scenario('"Diagnose this traceback" on a CUDA OOM log shows the diagnosis and marks the user frame', async () => {
   const userLine = lineOf('train_oom.py', 'loss.backward()');
   await wb.openFile('cuda_oom.log');

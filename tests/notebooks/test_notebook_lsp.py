@@ -1,8 +1,9 @@
 """Notebook cells over LSP 3.17 notebook document sync, with the real `traindoctor serve`.
 
 The client is VS Code's recorded capabilities plus the notebook synchronization
-capability that vscode-languageclient 9 announces; once with pushed and once with
-pulled diagnostics (VS Code uses either, depending on the server).
+capability that vscode-languageclient 9 announces; once without and once with pull
+diagnostics. Cell diagnostics are pushed in both cases (VS Code never pulls for cells);
+a pull for a cell answers nothing, so a client that does both sees no duplicates.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ class NotebookClient(EditorClient):
                 lsp.NotebookDocumentCellContentChanges(
                     document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
                     changes=[lsp.TextDocumentContentChangePartial(range=rng, text=new_text)])]))))
+
+    @property
+    def pulls(self) -> bool:
+        return False  # cell diagnostics are pushed, also to clients that pull for files
 
     def insert_cell(self, index: int, text: str) -> str:
         cell_uri = f"vscode-notebook-cell:{self.notebook_uri[7:]}#X{index}new"
@@ -275,5 +280,14 @@ async def test_a_traceback_from_a_cell_output_lands_on_the_cells(client, with_co
     if with_counts:
         call = await client.eventually(uris[3], lambda ds: any(d.code == "shape-mismatch" for d in ds))
         assert [d.range.start.line for d in call if d.code == "shape-mismatch"] == [2]
-    decoy = client.diagnostics_pushed(uris[4]) if not client.pulls else await client.current_diagnostics(uris[4])
+    decoy = client.diagnostics_pushed(uris[4])
     assert not [d for d in decoy if d.code == "shape-mismatch"]
+
+
+async def test_a_pull_for_a_cell_answers_nothing_so_pushes_are_not_doubled(client):
+    *_, loop = _open(client)
+    await _trn101(client, loop)
+    if client.capabilities.text_document.diagnostic is None:
+        return
+    report = await client.text_document_diagnostic_async(lsp.DocumentDiagnosticParams(lsp.TextDocumentIdentifier(loop)))
+    assert not report.items

@@ -5,7 +5,9 @@ own for diagnostics, hovers and code actions. The cells are linted together, as 
 program (lint/notebook.py), with one LintCache per notebook: an edit in one cell
 re-parses only that cell's blocks. After each run every cell gets a snapshot of its
 own (its text, its findings, its diagnostics), so the per-document code in server.py,
-actions.py and hover.py serves cells unchanged.
+actions.py and hover.py serves cells unchanged. Cell diagnostics are always pushed
+(publishDiagnostics), also to clients that pull for files: VS Code's language client
+never pulls for notebook cells.
 """
 
 from __future__ import annotations
@@ -132,7 +134,6 @@ async def _lint(ls: "TrainDoctorServer", state: NotebookState, generation: int, 
         ls.log(f"{doc.path or doc.uri}: {result.error}")
     state.program = program
     codec = ls.workspace.position_codec
-    changed = False
     for cell_uri, number, text, version in cells:
         cell = state.cells.get(cell_uri)
         if cell is None or cell.generation != generations.get(cell_uri):
@@ -140,14 +141,10 @@ async def _lint(ls: "TrainDoctorServer", state: NotebookState, generation: int, 
         findings = tuple(f for f in result.findings if f.cell == number)
         converter = Converter(text, codec)
         diagnostics = tuple(diagnostic(f, converter, cell_uri, config, ls.client) for f in findings)
-        changed |= cell.latest is None or cell.latest.diagnostics != diagnostics
         cell.finish(LintSnapshot(cell.generation, version, text, config, findings, diagnostics, converter,
                                  result.error))
         ls.publish(cell_uri, refresh=False)
-    # A pull client re-pulls the cell it edited by itself; an edit in one cell can change the
-    # findings of others (an import, a seed), so it is told to pull again.
-    if changed and ls.client.pull_diagnostics and ls.client.diagnostic_refresh:
-        ls.workspace_diagnostic_refresh(None)
+
     doc.finish(LintSnapshot(generation, None, program.text, config, (), (), Converter(program.text, codec),
                             result.error))
 
@@ -188,8 +185,7 @@ def _drop_cell(ls: "TrainDoctorServer", state: NotebookState, cell_uri: str) -> 
     cell.close()
     if ls.documents.get(cell_uri) is cell:
         del ls.documents[cell_uri]
-    if not ls.client.pull_diagnostics:
-        ls._push(cell_uri, [], None)
+    ls._push(cell_uri, [], None)  # cells are always pushed (server.publish)
 
 
 def close(ls: "TrainDoctorServer", uri: str) -> None:

@@ -182,7 +182,11 @@ class TrainDoctorServer(LanguageServer):
         """Push, or with a pull client ask it to pull again (`refresh`: the change did not
         come from the client's own edit, which it pulls for anyway). Files the editor has
         not opened are always pushed: a pull client only pulls for open documents."""
-        if self.client.pull_diagnostics and uri in self.documents:
+        # Notebook cells are always pushed: VS Code's language client pulls only for text
+        # documents it opened itself, never for cells synced with their notebook.
+        if self.client.pull_diagnostics and uri in self.documents and not isinstance(
+            self.documents[uri], notebooks.CellDocument
+        ):
             if uri in self._pushed:  # pushed while closed: clear that copy, now pulled
                 self._push(uri, [], None)
             if refresh and self.client.diagnostic_refresh:
@@ -340,6 +344,8 @@ def create_server() -> TrainDoctorServer:
         doc = ls.documents.get(uri)
         if doc is None:
             return lsp.RelatedFullDocumentDiagnosticReport(items=ls.diagnosis_diagnostics.get(uri, []))
+        if isinstance(doc, notebooks.CellDocument):  # pushed (see publish): a pull must not double them
+            return lsp.RelatedFullDocumentDiagnosticReport(items=[])
         target = max(doc.scheduled, 1)
         snapshot = await asyncio.wait_for(doc.wait_for(target), timeout=60)
         result_id = f"{snapshot.generation}.{ls.diagnosis_epoch}"
