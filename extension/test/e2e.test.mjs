@@ -197,6 +197,36 @@ scenario('a Jupyter notebook shows TRN101 in its cell, and the quick fix edits t
   await wb.command('View: Close All Editors');
 });
 
+scenario('"Diagnose this traceback" on a notebook cell\'s error output marks the cells it ran in', async () => {
+  const file = 'shape_mismatch.ipynb';
+  await wb.command('View: Close All Editors');
+  await wb.quickInput('Control+P', file);
+  // The cell that failed (In[3]); its error output holds the traceback IPython printed.
+  // Select it as a user does: click the first code cell, then move down (the notebook scrolls to it).
+  const first = wb.page.locator('.notebook-editor .cell-editor-container .view-line', { hasText: 'manual_seed' }).first();
+  await first.waitFor({ timeout: 60_000 });
+  await first.click();
+  await wb.page.keyboard.press('Escape');
+  for (let i = 0; i < 2; i++) {
+    await wb.page.keyboard.press('ArrowDown');
+  }
+  await wb.page.locator('.notebook-editor .cell-editor-container .view-line', { hasText: 'loss = train_step(model, batch)' }).first().waitFor();
+  await wb.command('traindoctor: Diagnose this traceback');
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="traceback"]');
+  assert.equal(await panel.locator('body').getAttribute('data-kind'), 'shape-mismatch');
+  await wb.showProblems(file);
+  let seen = [];
+  await wb
+    .until('the diagnosis on both cells', async () => {
+      seen = await wb.problems();
+      // `Cell In[2], line 10` (logits = model(batch)) and `Cell In[3], line 3` (the call).
+      return [10, 3].every((line) => seen.some((p) => p.file === file && p.code === 'shape-mismatch' && p.line === line));
+    }, 60_000)
+    .catch(() => assert.fail(`Problems panel: ${JSON.stringify(seen.map(({ file: f, code, line }) => ({ file: f, code, line })))}`));
+  await wb.command('traindoctor: Clear diagnosis');
+  await wb.command('View: Close All Editors');
+}, 240_000);
+
 scenario('"Diagnose this traceback" on a CUDA OOM log shows the diagnosis and marks the user frame', async () => {
   const userLine = lineOf('train_oom.py', 'loss.backward()');
   await wb.openFile('cuda_oom.log');
