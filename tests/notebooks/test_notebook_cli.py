@@ -168,6 +168,16 @@ def test_ipython_syntax_keeps_the_line_count_and_is_restored():
     assert program.split(program.text) == dict(cells)
 
 
+def test_python_that_looks_like_ipython_inside_strings_is_left_alone():
+    cell = 'def f():\n    """Is this fine?\n    %d percent\n    """\n    return 1\n%time f()\n'
+    program = program_from_cells([(1, cell)])
+    compile(program.text, "<notebook>", "exec")
+    assert '"""Is this fine?\n    %d percent\n' in program.text  # the string kept its lines
+    assert "%time" not in program.text
+    valid = 'x = 1\nprint("really?")\n'
+    assert program_from_cells([(1, valid)]).text.endswith(valid)
+
+
 def test_a_broken_notebook_is_a_one_line_error(work: Path):
     (work / "broken.ipynb").write_text('{"cells": [], "metadata": {}')
     (work / "invalid.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code"}], "metadata": {},

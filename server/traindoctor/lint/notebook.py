@@ -12,9 +12,12 @@ Cells are numbered 1-based among all cells of the notebook (markdown included), 
 
 from __future__ import annotations
 
+import ast
 import difflib
+import io
 import json
 import re
+import tokenize
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,6 +37,7 @@ _CELL_MARKER = "# traindoctor: notebook cell\n"
 _MAGIC_PLACEHOLDER = "pass  # traindoctor: ipython syntax"
 # Cell magics whose body is Python; any other `%%magic` cell (bash, html, writefile...) is not.
 _PYTHON_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
+_HELP = re.compile(r"^(\?{1,2}[A-Za-z_][\w.]*|[A-Za-z_][\w.]*\?{1,2})$")  # `?torch.nn`, `nn.Linear??`
 _ASSIGNED_MAGIC = re.compile(r"^\s*[A-Za-z_][\w.]*(\s*,\s*[A-Za-z_][\w.]*)*\s*=\s*[%!]")
 
 
@@ -120,16 +124,21 @@ def _line_ending(line: str) -> str:
 
 
 def _is_line_magic(stripped: str) -> bool:
-    if stripped.startswith(("%", "!", "?")):
+    if stripped.startswith(("%", "!")) or _HELP.match(stripped):
         return True
-    if stripped.endswith("?") and not stripped.startswith("#"):
-        return True  # `torch.nn.Linear?` help
     return bool(_ASSIGNED_MAGIC.match(stripped))
 
 
 def _python_lines(source: str) -> tuple[list[str], list[str]]:
-    """A cell's lines with IPython syntax replaced, and the replaced originals."""
+    """A cell's lines with IPython syntax replaced, and the replaced originals. A cell
+    that is valid Python as it stands is left alone (a `%` or `?` inside a string is not
+    IPython syntax)."""
     lines = source_lines(source)
+    try:
+        ast.parse(source)
+        return lines, []
+    except (SyntaxError, ValueError):
+        pass
     out: list[str] = []
     magics: list[str] = []
 
@@ -137,6 +146,7 @@ def _python_lines(source: str) -> tuple[list[str], list[str]]:
         magics.append(line)
         out.append(indent + _MAGIC_PLACEHOLDER + (_line_ending(line) or ""))
 
+    in_string = _lines_inside_strings(source)
     first = next((line.strip() for line in lines if line.strip()), "")
     cell_magic = first[2:].split(maxsplit=1)[0] if first.startswith("%%") and len(first) > 2 else None
     whole_cell = first.startswith("%%") and cell_magic not in _PYTHON_CELL_MAGICS
@@ -145,7 +155,7 @@ def _python_lines(source: str) -> tuple[list[str], list[str]]:
         stripped = line.strip()
         if whole_cell or continuing or (first.startswith("%%") and stripped == first and index == _first_index(lines)):
             blank(line)
-        elif _is_line_magic(stripped):
+        elif index not in in_string and _is_line_magic(stripped):
             blank(line, line[: len(line) - len(line.lstrip())])
         else:
             out.append(line)
@@ -153,6 +163,18 @@ def _python_lines(source: str) -> tuple[list[str], list[str]]:
             continue
         continuing = line.rstrip("\r\n").endswith("\\")
     return out, magics
+
+
+def _lines_inside_strings(source: str) -> set[int]:
+    """0-based lines that continue a multi-line string (never IPython syntax there)."""
+    inside: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                inside.update(range(token.start[0], token.end[0]))  # rows after the first, 0-based
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    return inside
 
 
 def _first_index(lines: list[str]) -> int:
