@@ -15,7 +15,7 @@ step() { printf '\n== %s (%ss)\n' "$1" "$SECONDS"; }
 
 step "system packages"
 missing=()
-command -v chromium >/dev/null || missing+=(chromium)
+[ -n "${CHROMIUM:-}" ] || command -v chromium >/dev/null || missing+=(chromium)  # CHROMIUM=/path/to/chrome: use that one
 fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
 dpkg -s libkrb5-dev >/dev/null 2>&1 || missing+=(libkrb5-dev)  # code-server's kerberos module builds from source
 if ((${#missing[@]})); then

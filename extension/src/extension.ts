@@ -33,7 +33,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
 
   context.subscriptions.push(
-    vscode.commands.registerCommand('traindoctor.diagnoseTraceback', () => diagnoseTraceback(server!, panel)),
+    vscode.commands.registerCommand('traindoctor.diagnoseTraceback', (target?: unknown) =>
+      diagnoseTraceback(server!, panel, target),
+    ),
     vscode.commands.registerCommand('traindoctor.runWithDiagnosis', (resource?: vscode.Uri) => {
       if (!vscode.workspace.isTrusted) {
         void vscode.window.showErrorMessage(server!.notRunningMessage());

@@ -130,6 +130,8 @@ export class ServerManager implements vscode.Disposable {
       documentSelector: [
         { scheme: 'file', language: 'python' },
         { scheme: 'untitled', language: 'python' },
+        // Python cells of Jupyter notebooks (synced through LSP notebook document sync).
+        { notebook: 'jupyter-notebook', language: 'python' },
       ],
       synchronize: { configurationSection: SECTION },
       initializationOptions: { settings: serverSettings(folder) },

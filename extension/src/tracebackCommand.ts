@@ -6,17 +6,28 @@ import { DiagnosisPanel } from './diagnosisPanel';
 import { log } from './logging';
 import { ServerManager } from './server';
 
-type TracebackSource = 'editor selection' | 'terminal selection' | 'clipboard' | 'input';
+type TracebackSource = 'editor selection' | 'notebook cell output' | 'terminal selection' | 'clipboard' | 'input';
+
+// How VS Code hands a cell's error output to extensions ({name, message, stack}).
+const NOTEBOOK_ERROR_MIME = 'application/vnd.code.notebook.error';
 
 const TRACEBACK_HINT = /Traceback \(most recent call last\)|\b\w*(Error|Exception)\b.*:|CUDA error|out of memory/;
 
-/** "Diagnose this traceback": editor selection, terminal selection, clipboard, then an input box. */
-export async function diagnoseTraceback(server: ServerManager, panel: DiagnosisPanel): Promise<Diagnosis | undefined> {
+/**
+ * "Diagnose this traceback": editor selection, the error output of the notebook cell (the one
+ * whose menu ran the command, else the selected cells), terminal selection, clipboard, then an
+ * input box.
+ */
+export async function diagnoseTraceback(
+  server: ServerManager,
+  panel: DiagnosisPanel,
+  target?: unknown,
+): Promise<Diagnosis | undefined> {
   if (!(await server.ready())) {
     void vscode.window.showErrorMessage(server.notRunningMessage());
     return undefined;
   }
-  const input = await findTracebackText();
+  const input = await findTracebackText(target);
   if (!input) {
     return undefined;
   }
@@ -41,7 +52,7 @@ export async function diagnoseTraceback(server: ServerManager, panel: DiagnosisP
   return result;
 }
 
-async function findTracebackText(): Promise<{ text: string; source: TracebackSource } | undefined> {
+async function findTracebackText(target?: unknown): Promise<{ text: string; source: TracebackSource } | undefined> {
   const editor = vscode.window.activeTextEditor;
   const selected = editor?.selections
     .filter((s) => !s.isEmpty)
@@ -49,6 +60,10 @@ async function findTracebackText(): Promise<{ text: string; source: TracebackSou
     .join('\n');
   if (selected?.trim()) {
     return { text: selected, source: 'editor selection' };
+  }
+  const fromNotebook = notebookCellError(target);
+  if (fromNotebook) {
+    return { text: fromNotebook, source: 'notebook cell output' };
   }
   const fromTerminal = await terminalSelection();
   if (fromTerminal) {
@@ -67,6 +82,35 @@ async function findTracebackText(): Promise<{ text: string; source: TracebackSou
     return undefined;
   }
   return { text: await readIfLogFile(typed.trim()), source: 'input' };
+}
+
+/** The traceback of a notebook cell's error output: the cell passed by its menu, else the selected cells. */
+function notebookCellError(target?: unknown): string | undefined {
+  const isCell = (value: unknown): value is vscode.NotebookCell =>
+    typeof value === 'object' && value !== null && 'outputs' in value && 'document' in value;
+  const editor = vscode.window.activeNotebookEditor;
+  const cells = isCell(target)
+    ? [target]
+    : (editor?.selections.flatMap((range) => editor.notebook.getCells(range)) ?? []);
+  for (const cell of cells) {
+    for (const output of cell.outputs) {
+      for (const item of output.items) {
+        if (item.mime !== NOTEBOOK_ERROR_MIME) {
+          continue;
+        }
+        try {
+          const error = JSON.parse(new TextDecoder().decode(item.data)) as { name?: string; message?: string; stack?: string };
+          const text = error.stack?.trim() ? error.stack : `${error.name ?? 'Error'}: ${error.message ?? ''}`;
+          if (text.trim()) {
+            return text;
+          }
+        } catch {
+          continue;
+        }
+      }
+    }
+  }
+  return undefined;
 }
 
 /** The terminal API has no stable selection getter: copy the selection through the clipboard and put the clipboard back. */

@@ -134,6 +134,101 @@ scenario('the TRN101 quick fix changes the code and the diagnostic disappears', 
     .catch(() => assert.fail(`Problems panel after the fix: ${JSON.stringify(seen.map(({ code, line: l }) => ({ code, line: l })))}`));
 });
 
+scenario('a Jupyter notebook shows TRN101 in its cell, and the quick fix edits the cell', async () => {
+  const file = 'train_notebook.ipynb';
+  await wb.command('View: Close All Editors');
+  await wb.quickInput('Control+P', file);
+  // The built-in ipynb support opens it as a notebook; no kernel is needed to lint its cells.
+  await wb.page.locator('.notebook-editor .cell-editor-container .view-line').first().waitFor({ timeout: 60_000 });
+  await wb.showProblems(file);
+  let seen = [];
+  await wb
+    .until('TRN101 on the cell line', async () => {
+      seen = await wb.problems();
+      // Line 9 of the cell (a cell counts its own lines), under the notebook's name.
+      return seen.some((p) => p.code === 'TRN101' && p.line === 9 && p.file === file);
+    }, 60_000)
+    .catch(() => assert.fail(`Problems panel: ${JSON.stringify(seen.map(({ file: f, code, line }) => ({ file: f, code, line })))}`));
+  // As a user would: the problem's row reveals the cell with the cursor on the flagged code.
+  await wb.page.locator('.markers-panel .monaco-list-row', { hasText: 'TRN101' }).first().click();
+  const flagged = wb.page.locator('.notebook-editor .cell-editor-container .view-line', { hasText: 'epoch_loss += loss' }).first();
+  await flagged.waitFor({ timeout: 30_000 });
+  await wb.page.waitForTimeout(500);
+  await wb.screenshot(join(SCREENSHOTS, 'notebook.png'));
+
+  let fix;
+  for (let attempt = 1; !fix; attempt++) {
+    await wb.page.keyboard.press('Control+.');
+    // With the focus on the problem's row, Ctrl+. opens the Problems panel's quick fix menu;
+    // in the cell's editor, the lightbulb menu. Either lists the rule's fix.
+    const entry = wb.page
+      .locator('.action-widget .monaco-list-row.action, .context-view .action-item', { hasText: /item\(\)/ })
+      .first();
+    try {
+      await entry.waitFor({ timeout: 5_000 });
+      fix = entry;
+    } catch (error) {
+      if (attempt === 3) {
+        throw error;
+      }
+      await wb.page.keyboard.press('Escape');
+      await wb.page.locator('.markers-panel .monaco-list-row', { hasText: 'TRN101' }).first().click();
+    }
+  }
+  await fix.click();
+  await wb.page.locator('.notebook-editor .cell-editor-container .view-line', { hasText: 'epoch_loss += loss.item()' }).first().waitFor();
+  await wb.page.keyboard.press('Control+S');
+  const saved = () => JSON.parse(readFileSync(join(editor.workspace, file), 'utf8'));
+  await wb.until('the fixed cell on disk', () => {
+    try {
+      return saved().cells[3].source.join('').includes('epoch_loss += loss.item()');
+    } catch {
+      return false; // caught while VS Code writes it
+    }
+  });
+  // Only the source changed: outputs (an image among them) are as they were.
+  const original = JSON.parse(readFileSync(join(FIXTURES, 'workspace', file), 'utf8'));
+  assert.deepEqual(saved().cells.map((c) => c.outputs ?? null), original.cells.map((c) => c.outputs ?? null));
+  await wb.showProblems(file);
+  await wb
+    .until('TRN101 to disappear from the notebook', async () => {
+      seen = await wb.problems();
+      return !seen.some((p) => p.code === 'TRN101');
+    })
+    .catch(() => assert.fail(`Problems panel after the fix: ${JSON.stringify(seen.map(({ code, line }) => ({ code, line })))}`));
+  await wb.command('View: Close All Editors');
+});
+
+scenario('"Diagnose this traceback" on a notebook cell\'s error output marks the cells it ran in', async () => {
+  const file = 'shape_mismatch.ipynb';
+  await wb.command('View: Close All Editors');
+  await wb.quickInput('Control+P', file);
+  // The cell that failed (In[3]); its error output holds the traceback IPython printed.
+  // Select it as a user does: click the first code cell, then move down (the notebook scrolls to it).
+  const first = wb.page.locator('.notebook-editor .cell-editor-container .view-line', { hasText: 'manual_seed' }).first();
+  await first.waitFor({ timeout: 60_000 });
+  await first.click();
+  await wb.page.keyboard.press('Escape');
+  for (let i = 0; i < 2; i++) {
+    await wb.page.keyboard.press('ArrowDown');
+  }
+  await wb.page.locator('.notebook-editor .cell-editor-container .view-line', { hasText: 'loss = train_step(model, batch)' }).first().waitFor();
+  await wb.command('traindoctor: Diagnose this traceback');
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="traceback"]');
+  assert.equal(await panel.locator('body').getAttribute('data-kind'), 'shape-mismatch');
+  await wb.showProblems(file);
+  let seen = [];
+  await wb
+    .until('the diagnosis on both cells', async () => {
+      seen = await wb.problems();
+      // `Cell In[2], line 10` (logits = model(batch)) and `Cell In[3], line 3` (the call).
+      return [10, 3].every((line) => seen.some((p) => p.file === file && p.code === 'shape-mismatch' && p.line === line));
+    }, 60_000)
+    .catch(() => assert.fail(`Problems panel: ${JSON.stringify(seen.map(({ file: f, code, line }) => ({ file: f, code, line })))}`));
+  await wb.command('traindoctor: Clear diagnosis');
+  await wb.command('View: Close All Editors');
+}, 240_000);
+
 scenario('"Diagnose this traceback" on a CUDA OOM log shows the diagnosis and marks the user frame', async () => {
   const userLine = lineOf('train_oom.py', 'loss.backward()');
   await wb.openFile('cuda_oom.log');

@@ -1,7 +1,8 @@
 // Runs a fresh code-server (a real VS Code) with the packaged extension installed, and a headless
 // Chromium on it through Playwright. Everything lives under one scratch folder per run.
 import { spawn, execFileSync } from 'child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'fs';
+import { tmpdir } from 'os';
 import { createServer } from 'net';
 import { join } from 'path';
 import { chromium } from 'playwright-core';
@@ -51,7 +52,10 @@ export class Editor {
     this.home = join(dir, 'home');
     this.userData = join(dir, 'user-data');
     this.extensions = join(dir, 'extensions');
-    this.workspace = join(dir, 'workspace');
+    // The workspace lives under a neutral temporary path: screenshots and logs show
+    // /tmp/e2e-XXXXXX/my-project/..., nothing of the machine or the clone.
+    this.workspaceParent = mkdtempSync(join(tmpdir(), 'e2e-'));
+    this.workspace = join(this.workspaceParent, 'my-project');
     this.logs = join(dir, 'logs');
   }
 
@@ -130,6 +134,7 @@ export class Editor {
 
   async stop() {
     await this.context?.close().catch(() => undefined);
+    rmSync(this.workspaceParent, { recursive: true, force: true });
     if (this.process && this.process.exitCode === null) {
       try {
         process.kill(-this.process.pid, 'SIGKILL');

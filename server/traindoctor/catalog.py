@@ -31,7 +31,7 @@ _REQUIRED = (
 )
 _CODE = re.compile(r"^TRN[1-7]\d\d$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-# Rule codes are grouped by failure area (ARCHITECTURE.md).
+# Rule codes are grouped by failure area (docs/ARCHITECTURE.md).
 _CODE_GROUP_MODES = {
     "1": {"oom"},
     "2": {"repro-failure"},

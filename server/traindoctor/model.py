@@ -12,7 +12,7 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Failure modes from the ML debugging playbooks (see ARCHITECTURE.md).
+# Failure modes from the ML debugging playbooks (see docs/ARCHITECTURE.md).
 FAILURE_MODES = (
     "nan-gradient",
     "oom",
@@ -99,9 +99,13 @@ class Finding:
     range: Range
     fix: Fix | None = None
     related: tuple[RelatedLocation, ...] = ()
+    # In a notebook: the 1-based cell number; `range` and the fix's edits are then
+    # within that cell (see lint/notebook.py).
+    cell: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI's JSON shape: exactly these keys, 1-based positions."""
+        """The CLI's JSON shape: exactly these keys, 1-based positions (plus `cell`
+        for a finding in a notebook)."""
         return {
             "code": self.code,
             "name": self.name,
@@ -109,6 +113,7 @@ class Finding:
             "severity": self.severity.value,
             "message": self.message,
             "path": self.path,
+            **({"cell": self.cell} if self.cell is not None else {}),
             "line": self.range.start.line + 1,
             "column": self.range.start.column + 1,
             "end_line": self.range.end.line + 1,

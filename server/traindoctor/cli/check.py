@@ -20,6 +20,7 @@ from ..fsio import has_bom, match_line_endings, replace_text
 from ..lint.api import LintResult, fix_source, lint_source, read_source
 from ..lint.engine import LintError
 from ..lint.files import python_files
+from ..lint.notebook import check_notebook, is_notebook
 from ..model import Finding
 from . import output
 
@@ -72,6 +73,8 @@ def _process(job: _Job) -> _Outcome:
         config = load_config(path).with_overrides(select=job.select, ignore=job.ignore)
     except ConfigError as exc:
         return _Outcome(LintResult(job.path, error=f"configuration: {exc}"))
+    if is_notebook(path):
+        return _Outcome(*check_notebook(path, config, job.mode))
     try:
         source = read_source(path)
     except LintError as exc:

@@ -8,11 +8,12 @@ current options would apply.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any, Iterable
 
 from .. import __version__
 from ..catalog import load_rules
-from ..model import Finding, Severity
+from ..model import Finding, Position, Range, Severity
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note", Severity.HINT: "note"}
 _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice",
@@ -37,7 +38,7 @@ def _applies(finding: Finding, unsafe: bool) -> bool:
 
 def text(findings: Iterable[Finding], *, color: bool = False, unsafe: bool = False) -> Iterable[str]:
     for f in findings:
-        where = f"{f.path}:{f.range.start.line + 1}:{f.range.start.column + 1}:"
+        where = f"{_cell_prefix(f)}{f.range.start.line + 1}:{f.range.start.column + 1}:"
         code = _paint(f.code, "1;31" if f.severity is Severity.ERROR else "1;33", color)
         fixable = " [*]" if _applies(f, unsafe) else ""
         yield f"{_paint(where, '1', color)} {code} {f.message}{fixable}"
@@ -98,6 +99,37 @@ def statistics(findings: Iterable[Finding], *, unsafe: bool = False) -> Iterable
 def statistics_json(findings: Iterable[Finding], *, unsafe: bool = False) -> list[dict[str, Any]]:
     return [{"code": code, "name": name, "count": n, "fixable": fixable}
             for code, name, n, fixable in _counts(findings, unsafe)]
+# --- notebooks: findings in cells --------------------------------------------------
+
+
+def _cell_prefix(f: Finding) -> str:
+    """`path:` or, in a notebook, `path:cell N:` (the line and column follow, within the cell)."""
+    return f"{f.path}:cell {f.cell}:" if f.cell is not None else f"{f.path}:"
+
+
+def _cell_note(f: Finding) -> str:
+    return f" (cell {f.cell}, line {f.range.start.line + 1})" if f.cell is not None else ""
+
+
+_notebook_texts: dict[str, str] = {}
+
+
+def _file_range(f: Finding) -> Range:
+    """The finding's range in the file itself: for a notebook, the line of the .ipynb
+    JSON that holds the code, which is where CI annotations and code scanning point."""
+    if f.cell is None:
+        return f.range
+    from ..lint.notebook import file_position
+
+    raw = _notebook_texts.get(f.path)
+    if raw is None:
+        try:
+            raw = _notebook_texts[f.path] = Path(f.path).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            return f.range
+    start = file_position(raw, f.cell, f.range.start.line, f.range.start.column)
+    end = file_position(raw, f.cell, f.range.end.line, f.range.end.column)
+    return Range(Position(*start), Position(*max(start, end)))
 
 
 def github(findings: Iterable[Finding]) -> Iterable[str]:
@@ -105,8 +137,10 @@ def github(findings: Iterable[Finding]) -> Iterable[str]:
         return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
     for f in findings:
-        props = (f"file={escape(f.path)},line={f.range.start.line + 1},col={f.range.start.column + 1},"
-                 f"endLine={f.range.end.line + 1},endColumn={f.range.end.column + 1},title={f.code} {f.name}")
+        rng = _file_range(f)
+        props = (f"file={escape(f.path)},line={rng.start.line + 1},col={rng.start.column + 1},"
+                 f"endLine={rng.end.line + 1},endColumn={rng.end.column + 1},"
+                 f"title={escape(f'{f.code} {f.name}{_cell_note(f)}').replace(':', '%3A').replace(',', '%2C')}")
         yield f"::{_GITHUB_LEVEL[f.severity]} {props}::{escape(f.message)}"
 
 
@@ -116,6 +150,7 @@ def sarif(findings: list[Finding]) -> dict[str, Any]:
     index = {code: i for i, code in enumerate(codes)}
     results = []
     for f in findings:
+        rng = _file_range(f)
         result: dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
@@ -125,15 +160,18 @@ def sarif(findings: list[Finding]) -> dict[str, Any]:
                 "physicalLocation": {
                     "artifactLocation": {"uri": f.path.replace("\\", "/")},
                     "region": {
-                        "startLine": f.range.start.line + 1,
-                        "startColumn": f.range.start.column + 1,
-                        "endLine": f.range.end.line + 1,
-                        "endColumn": f.range.end.column + 1,
+                        "startLine": rng.start.line + 1,
+                        "startColumn": rng.start.column + 1,
+                        "endLine": rng.end.line + 1,
+                        "endColumn": rng.end.column + 1,
                     },
                 }
             }],
         }
-        if f.fix is not None:
+        if f.cell is not None:
+            result["properties"] = {"cell": f.cell, "cellLine": f.range.start.line + 1,
+                                    "cellColumn": f.range.start.column + 1}
+        if f.fix is not None and f.cell is None:  # a notebook's fix edits cells, not the file's JSON
             result["fixes"] = [{
                 "description": {"text": f.fix.title},
                 "properties": {"applicability": applicability(f)},

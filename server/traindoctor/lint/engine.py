@@ -1,6 +1,6 @@
 """The lint engine: source -> Findings, incrementally.
 
-Flow for one file (see ARCHITECTURE.md, "Lint"):
+Flow for one file (see docs/ARCHITECTURE.md, "The lint engine"):
   pre-filter (no torch: nothing to do) -> split into top-level blocks ->
   parse each block (cached by its text) -> import aliases (statement-level
   scan) -> the analysis of each block (cached by text + aliases) -> the file

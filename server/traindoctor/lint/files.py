@@ -14,6 +14,7 @@ from ..safegit import run_git
 _SKIP_DIRS = {
     ".git", ".hg", ".svn", ".venv", "venv", "env", ".env", ".tox", ".nox", "node_modules", "__pycache__",
     "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache", "build", "dist", ".eggs",
+    ".ipynb_checkpoints",
 }
 
 
@@ -46,10 +47,11 @@ def _git_visible(folder: Path) -> set[Path] | None:
 
 
 def python_files(paths: list[str], on_error: Callable[[Path, str], None] = _report_error) -> Iterator[Path]:
-    """Files named on the command line, and the .py files under folders named
-    there, skipping VCS folders, virtualenvs, git-ignored and excluded files.
-    A folder that cannot be listed is passed to `on_error` (default: one
-    `path: error: reason` line on stderr) and the walk goes on."""
+    """Files named on the command line, and the .py files and Jupyter notebooks
+    under folders named there, skipping VCS folders, virtualenvs, git-ignored and
+    excluded files (and `.ipynb_checkpoints`, Jupyter's autosave copies). A folder
+    that cannot be listed is passed to `on_error` (default: one `path: error:
+    reason` line on stderr) and the walk goes on."""
     seen: set[Path] = set()
 
     def walk_error(exc: OSError) -> None:
@@ -70,7 +72,7 @@ def python_files(paths: list[str], on_error: Callable[[Path, str], None] = _repo
                 if d not in _SKIP_DIRS and not d.endswith(".egg-info") and not _is_virtualenv(root_path / d)
             )
             for name in sorted(files):
-                if not name.endswith((".py", ".pyi")):
+                if not name.endswith((".py", ".pyi", ".ipynb")):
                     continue
                 file = root_path / name
                 if visible is not None and file.resolve() not in visible:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
-from ..lint import fix_source, suppression_edit
+from ..lint import suppression_edit
 from ..model import Finding, Position, Range
 from .convert import ranges_overlap, text_edits, whole_text_edit
+from .notebooks import fixed_text
 
 if TYPE_CHECKING:
     from .documents import DocumentState, LintSnapshot
@@ -135,9 +136,7 @@ async def _fix_all_action(ls, doc, snapshot) -> lsp.CodeAction | None:
 async def _fix_all_edit(ls, doc, snapshot) -> lsp.WorkspaceEdit | None:
     loop = asyncio.get_running_loop()
     try:
-        fixed, _count = await loop.run_in_executor(
-            ls.engine_pool, fix_source, snapshot.text, doc.path or doc.uri, snapshot.config
-        )
+        fixed = await loop.run_in_executor(ls.engine_pool, fixed_text, doc, snapshot)
     except Exception as exc:  # never let a fix crash the request
         logger.exception("fixAll failed for %s", doc.uri)
         ls.log(f"fixAll failed: {type(exc).__name__}: {exc}", lsp.MessageType.Error)

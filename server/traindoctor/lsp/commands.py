@@ -20,6 +20,7 @@ from pygls.uris import from_fs_path
 
 from ..lint import lint_source
 from .convert import SOURCE, Converter, diagnostic
+from .notebooks import diagnosis_on_cells
 
 if TYPE_CHECKING:
     from ..model import Diagnosis, Frame
@@ -158,6 +159,8 @@ def diagnosis_diagnostics(ls: "TrainDoctorServer", diagnosis: "Diagnosis") -> di
                 related_information=related,
             )
         )
+    for uri, diagnostics in diagnosis_on_cells(ls, diagnosis).items():  # frames in notebook cells
+        out.setdefault(uri, []).extend(diagnostics)
     return out
 
 

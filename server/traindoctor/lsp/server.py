@@ -17,7 +17,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..lint import lint_source
-from . import actions, commands, hover
+from . import actions, commands, hover, notebooks
 from .actions import FIX_ALL_KIND
 from .convert import ClientFeatures, Converter, diagnostic
 from .documents import DocumentState, LintSnapshot
@@ -29,8 +29,9 @@ logger = logging.getLogger(__name__)
 class TrainDoctorServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("traindoctor", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
-                         protocol_cls=RobustProtocol)
-        self.documents: dict[str, DocumentState] = {}
+                         protocol_cls=RobustProtocol, notebook_document_sync=notebooks.NOTEBOOK_SYNC)
+        self.documents: dict[str, DocumentState] = {}  # files and notebook cells, by uri
+        self.notebooks: dict[str, notebooks.NotebookState] = {}
         self.settings = EditorSettings()
         self.client = ClientFeatures()
         # Diagnoses published on files (traceback / live), kept apart from lint results
@@ -122,6 +123,9 @@ class TrainDoctorServer(LanguageServer):
         return doc
 
     def schedule_lint(self, doc: DocumentState, delay_ms: int = 0) -> None:
+        if isinstance(doc, notebooks.CellDocument):  # a cell is linted with its notebook
+            notebooks.relint(self, doc)
+            return
         generation = doc.generation
         doc.scheduled = generation
         doc.pending = asyncio.ensure_future(self._lint(doc, generation, delay_ms / 1000))
@@ -179,7 +183,11 @@ class TrainDoctorServer(LanguageServer):
         """Push, or with a pull client ask it to pull again (`refresh`: the change did not
         come from the client's own edit, which it pulls for anyway). Files the editor has
         not opened are always pushed: a pull client only pulls for open documents."""
-        if self.client.pull_diagnostics and uri in self.documents:
+        # Notebook cells are always pushed: VS Code's language client pulls only for text
+        # documents it opened itself, never for cells synced with their notebook.
+        if self.client.pull_diagnostics and uri in self.documents and not isinstance(
+            self.documents[uri], notebooks.CellDocument
+        ):
             if uri in self._pushed:  # pushed while closed: clear that copy, now pulled
                 self._push(uri, [], None)
             if refresh and self.client.diagnostic_refresh:
@@ -337,6 +345,8 @@ def create_server() -> TrainDoctorServer:
         doc = ls.documents.get(uri)
         if doc is None:
             return lsp.RelatedFullDocumentDiagnosticReport(items=ls.diagnosis_diagnostics.get(uri, []))
+        if isinstance(doc, notebooks.CellDocument):  # pushed (see publish): a pull must not double them
+            return lsp.RelatedFullDocumentDiagnosticReport(items=[])
         target = max(doc.scheduled, 1)
         snapshot = await asyncio.wait_for(doc.wait_for(target), timeout=60)
         result_id = f"{snapshot.generation}.{ls.diagnosis_epoch}"
@@ -382,6 +392,7 @@ def create_server() -> TrainDoctorServer:
         ls.engine_pool.shutdown(wait=False, cancel_futures=True)
 
     commands.register(server)
+    notebooks.register(server)
     return server
 
 

@@ -1,0 +1,57 @@
+"""The package as a user installs it: a wheel that builds without warnings, installed into a
+fresh virtualenv without torch, where `check` and `diagnose` of a log work (they never import
+torch) and `python -m traindoctor` is the same command as `traindoctor`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(REPO)],
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    [built] = out.glob("traindoctor-*.whl")
+    return built, build.stdout + build.stderr
+
+
+def test_the_wheel_builds_without_deprecation_warnings(wheel):
+    _built, log = wheel
+    offending = [line for line in log.splitlines()
+                 if "SetuptoolsDeprecationWarning" in line or "SetuptoolsWarning" in line
+                 or "is deprecated" in line or "_DeprecatedConfig" in line]
+    assert not offending, "\n".join(offending)
+
+
+def test_installed_without_torch_check_and_diagnose_work(wheel, tmp_path: Path):
+    built, _log = wheel
+    env_dir = tmp_path / "env"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(built)], capture_output=True, text=True,
+                             timeout=600)
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert subprocess.run([str(python), "-c", "import torch"], capture_output=True).returncode != 0
+
+    version = subprocess.run([str(env_dir / "bin" / "traindoctor"), "--version"], capture_output=True, text=True,
+                             timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("traindoctor ")
+    check = subprocess.run([str(python), "-m", "traindoctor", "check", "examples/"], cwd=REPO, capture_output=True,
+                           text=True, timeout=120)
+    assert check.returncode == 1, check.stderr  # the examples hold bugs on purpose
+    assert "TRN101" in check.stdout and "could not be linted" not in check.stdout
+    diagnose = subprocess.run([str(python), "-m", "traindoctor", "diagnose", "examples/tracebacks/cuda_oom.log"],
+                              cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert diagnose.returncode == 0, diagnose.stderr
+    assert "out of memory" in diagnose.stdout.lower()
