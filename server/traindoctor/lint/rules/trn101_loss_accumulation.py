@@ -94,7 +94,10 @@ class LossAccumulationKeepsGraph(Rule):
             return
         scope = self.analysis.scope_of(function)
         feeding = scope.feeds_backward()
+        summed = {accumulator for _, _, accumulator, how, _, _ in pending if how in ("+=", "=")}
         for stmt, value, accumulator, how, found, loop in pending:
+            if how not in ("+=", "=") and _mentions(value, summed - {accumulator}):
+                continue  # e.g. `losses.append(total / n)`: the finding on `total += loss` is the cause and its fix
             if accumulator in feeding:
                 continue  # sub-losses summed into the loss backpropagated in this step
             if accumulator in scope.returned and id(loop) not in scope.training_loops:
@@ -106,18 +109,18 @@ class LossAccumulationKeepsGraph(Rule):
     def _report(self, stmt, value, accumulator, how, found, scope, function) -> None:
         text = code(value)
         method = "detach" if how not in ("+=", "=") or not self._number_only(accumulator, function) else "item"
+        fixed = with_method(value, method)
         what = "the model output" if found.role == "output" else "the loss"
         if how in ("+=", "="):
             said = f"`{accumulator}` sums {what} `{text}` with its autograd graph"
         else:
             said = f"`{accumulator}.{how}({text})` stores {what} with its autograd graph"
         message = (f"{said}: every iteration's graph (activations included) stays alive, so memory grows "
-                   f"each step until CUDA OOM. Use `{text}.{method}()`.")
+                   f"each step until CUDA OOM. Use `{fixed}`.")
         # A fix relies on the value being a tensor: only when the analysis knows it is.
         fix = None
         if found.grad == "known":
-            fix = FixSpec(f"Accumulate `{text}.{method}()` instead of the tensor",
-                          (Replace(value, with_method(value, method)),))
+            fix = FixSpec(f"Accumulate `{fixed}` instead of the tensor", (Replace(value, fixed),))
         related = []
         if found.origin is not None and found.origin is not value:
             related.append(Related(found.origin, "the tensor with autograd history comes from here"))
@@ -156,6 +159,10 @@ class LossAccumulationKeepsGraph(Rule):
                 if callee not in _NUMBER_FUNCTIONS and not callee.endswith((".append", ".log", ".info")):
                     return False
         return True
+
+
+def _mentions(value: cst.BaseExpression, names: set[str]) -> bool:
+    return any(isinstance(node, cst.Name) and node.value in names for node in _nodes(value))
 
 
 def _nodes(root: cst.CSTNode):
