@@ -513,3 +513,78 @@ def does_not_fit(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hi
     facts["suspects"] = "; ".join(f"{i}) {s}" for i, s in enumerate(suspects, 1))
     return [Hit(run.records[-1]["step"], facts, site_frame(run.meta.get("step_site")), tuple(findings),
                 {"suspects": suspects, "fit": summary})]
+
+
+def compare_runs(a: RunData, b: RunData, tolerance: float = 0.0) -> dict[str, Any]:
+    """First step whose loss differs between two runs of the same command, and the parameter checksums."""
+    loss_a = {r["step"]: to_float(r.get("loss")) for r in a.records}
+    loss_b = {r["step"]: to_float(r.get("loss")) for r in b.records}
+    out: dict[str, Any] = {"steps": min(len(loss_a), len(loss_b)), "step": None}
+    for step in sorted(set(loss_a) & set(loss_b)):
+        x, y = loss_a[step], loss_b[step]
+        same = (x is None and y is None) or (x is not None and y is not None and (
+            x == y or (math.isnan(x) and math.isnan(y)) or abs(x - y) <= tolerance))
+        if not same:
+            out.update(step=step, loss_a=x, loss_b=y,
+                       delta=abs(x - y) if x is not None and y is not None else None)
+            break
+    checksum_a, checksum_b = a.meta.get("checksum"), b.meta.get("checksum")
+    out["checksum_a"], out["checksum_b"] = checksum_a, checksum_b
+    out["checksums_differ"] = checksum_a is not None and checksum_b is not None and checksum_a != checksum_b
+    out["identical"] = out["step"] is None and not out["checksums_differ"] and len(loss_a) == len(loss_b)
+    return out
+
+
+def unseeded_generators(a: RunData, b: RunData) -> list[str]:
+    """Generators whose state differs between the runs at the same step and changes during a run (drawn from)."""
+    out = []
+    for name in ("numpy", "python", "torch"):
+        states_a = [r.get("rng", {}).get(name) for r in a.records]
+        states_b = [r.get("rng", {}).get(name) for r in b.records]
+        differs = any(x is not None and y is not None and x != y for x, y in zip(states_a, states_b))
+        drawn = len({s for s in states_a if s is not None}) > 1
+        if differs and drawn:
+            out.append(name)
+    return out
+
+
+_GENERATOR_NAMES = {"numpy": "NumPy's global RNG (np.random.*)", "python": "Python's `random` module",
+                    "torch": "torch's default generator"}
+
+
+@detector("not-reproducible")
+def not_reproducible(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    other = run.other
+    if other is None:
+        return []
+    result = compare_runs(run, other, float(params.get("tolerance", 0.0)))
+    if result["identical"]:
+        return []
+    facts: dict[str, Any] = {"steps": result["steps"], "checksum_a": num(result["checksum_a"]),
+                             "checksum_b": num(result["checksum_b"])}
+    if result["step"] is not None:
+        facts.update(step=result["step"], loss_a=num(result["loss_a"]), loss_b=num(result["loss_b"]),
+                     delta=num(result["delta"]))
+    suspects = []
+    unseeded = unseeded_generators(run, other)
+    if unseeded:
+        facts["unseeded"] = ", ".join(_GENERATOR_NAMES[n] for n in unseeded)
+        suspects += [f"unseeded draws from {_GENERATOR_NAMES[n]}" for n in unseeded]
+    warned = sorted({w.get("message", "") for w in other.meta.get("warnings") or []})
+    if warned:
+        facts["nondeterministic"] = "; ".join(warned[:3])
+        suspects.append("nondeterministic operations: " + "; ".join(w[:120] for w in warned[:2]))
+    if run.meta.get("cudnn_benchmark") or other.meta.get("cudnn_benchmark"):
+        facts["cudnn_benchmark"] = True
+        suspects.append("torch.backends.cudnn.benchmark = True")
+    findings = lint()
+    for finding in findings[:3]:
+        suspects.append(f"{finding.code} at {finding.path}:{finding.range.start.line + 1}: {finding.message}")
+    if findings:
+        facts["lint"] = "; ".join(f"{f.code} line {f.range.start.line + 1}: {f.message}" for f in findings[:3])
+    if not suspects:
+        suspects.append("a source of randomness outside the global generators (data order, threads, the clock)")
+    facts["top_suspect"] = suspects[0]
+    facts["suspects"] = "; ".join(f"{i}) {s}" for i, s in enumerate(suspects, 1))
+    return [Hit(result["step"], facts, site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site")),
+                tuple(findings), {"comparison": result, "suspects": suspects})]

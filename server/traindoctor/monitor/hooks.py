@@ -446,13 +446,15 @@ def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
 
 
 def _rng_fingerprints() -> dict[str, int]:
-    out = {"torch": zlib.crc32(torch.get_rng_state().numpy().tobytes())}
+    """Checksums of the global RNG states: equal across two runs only if seeded alike."""
     import random
 
-    out["python"] = zlib.crc32(repr(random.getstate()[1][:8]).encode())
+    out = {"torch": zlib.crc32(torch.get_rng_state().numpy().tobytes()),
+           "python": zlib.crc32(repr(random.getstate()).encode())}
     numpy = sys.modules.get("numpy")
     if numpy is not None:
-        out["numpy"] = zlib.crc32(numpy.random.get_state()[1].tobytes())
+        state = numpy.random.get_state()
+        out["numpy"] = zlib.crc32(state[1].tobytes() + str(state[2]).encode())
     return out
 
 
