@@ -203,6 +203,32 @@ def read_curves(paths: Iterable[str | Path]) -> RunData:
         for name, one in found.items():
             if name in series:  # the same metric in two files: keep both
                 name = f"{name} ({path.name})"
-                one = Series(name, one.steps, one.values, one.lines)
-            series[name] = one
+            series[name] = Series(name, one.steps, one.values, one.lines, str(path))
     return RunData("curves", series, files=tuple(files))
+
+
+def diagnose_curves(text: str, diagnosis: Any) -> Any:
+    """For `diagnose`: a log without a traceback may still show a NaN, a divergence or a plateau.
+
+    Returns the first curve finding's Diagnosis (every finding in details["curve_findings"]), or
+    `diagnosis` unchanged when it recognised a failure or the log has no curves.
+    """
+    if getattr(diagnosis, "kind", "other") != "other" or getattr(diagnosis, "exception", None) is not None:
+        return diagnosis
+    import dataclasses
+
+    from .findings import detect
+
+    try:
+        series = parse_content(text)
+        if not series:
+            return diagnosis
+        findings = detect(RunData("curves", series), "curves")
+    except Exception:  # the curves reader must never break `diagnose`
+        return diagnosis
+    if not findings:
+        return diagnosis
+    first = findings[0]
+    details = dict(first.diagnosis.details)
+    details["curve_findings"] = [f.to_json() for f in findings]
+    return dataclasses.replace(first.diagnosis, details=details)

@@ -122,10 +122,11 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     count = int(params.get("history", 5))
     hits = []
     for step, series, value in onsets:
+        origin = series.origin if run.source == "curves" else None
         loss = series if series.role in ("loss", "val_loss") else run.first("loss")
         facts: dict[str, Any] = {"series": series.name.replace("_", " "), "step": step, "value": num(value),
                                  "loss_history": history(loss, step, count),
-                                 "grad_history": history(run.first("grad_norm"), step, count)}
+                                 "grad_history": history(run.first("grad_norm", origin), step, count)}
         before = [v for s, v in (loss.finite() if loss else []) if s < step]
         facts["at_start"] = not before
         if len(before) >= 3 and before[-1] > 2 * min(before) and before[-1] > before[0]:
@@ -418,7 +419,8 @@ def plateau(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
 
 @detector("train-val-gap")
 def train_val_gap(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
-    train, val = run.first("loss"), run.first("val_loss")
+    val = run.first("val_loss")
+    train = run.first("loss", val.origin) if val is not None else None
     if train is None or val is None:
         return []
     points = val.finite()

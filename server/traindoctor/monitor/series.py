@@ -15,7 +15,7 @@ _VAL = re.compile(r"(?i)(^|[^a-z])(val|valid|validation|eval|test|dev)([^a-z]|$)
 
 
 def role_of(name: str) -> str:
-    lowered = name.lower()
+    lowered = re.sub(r" \([^)]*\)$", "", name.lower())  # "loss (run2.log)": the same metric from another file
     if "loss" in lowered:
         return "val_loss" if _VAL.search(lowered) else "loss"
     if lowered in ("lr", "learning_rate") or lowered.startswith(("lr-", "lr_", "lr/", "learning_rate")) \
@@ -49,6 +49,7 @@ class Series:
     values: tuple[float, ...]
     # Where each point came from in its file (1-based line), when it came from a text log.
     lines: tuple[int, ...] = ()
+    origin: str = ""  # the file it was read from (curves)
 
     @property
     def role(self) -> str:
@@ -75,8 +76,8 @@ class RunData:
     def of_role(self, role: str) -> list[Series]:
         return [s for s in self.series.values() if s.role == role and s.values]
 
-    def first(self, role: str) -> Series | None:
-        found = self.of_role(role)
+    def first(self, role: str, origin: str | None = None) -> Series | None:
+        found = [s for s in self.of_role(role) if origin is None or s.origin == origin]
         return found[0] if found else None
 
 
