@@ -271,7 +271,8 @@ def no_learning(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
     facts = learning_facts(run, params)
     if facts["finite_steps"] < int(params.get("min_steps", 10)):
         return []  # a NaN early on is the story, not learning
-    if not any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen", "flat")):
+    # A flat loss alone is a plateau (curves); these say why nothing can be learned.
+    if not any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen")):
         return []
     return [Hit(run.records[0]["step"], facts, site_frame(run.meta.get("step_site")))]
 

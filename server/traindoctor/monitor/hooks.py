@@ -191,10 +191,11 @@ class Monitor:
         roots = _root_modules(owners)
         names: dict[int, str] = {}
         for root in roots:
+            prefix = type(root).__name__
             for name, module in root.named_modules():
-                self.modules.append((name or type(root).__name__, module))
+                self.modules.append((f"{prefix}.{name}" if name else prefix, module))
             for name, p in root.named_parameters():
-                names.setdefault(id(p), name)
+                names.setdefault(id(p), f"{prefix}.{name}")
         self.names = [names.get(id(p), f"param[{i}]") for i, p in enumerate(self.params)]
         self.never_grad = set(range(len(self.params)))
         candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.numel() <= 4_000_000]

@@ -1,15 +1,17 @@
-"""TRN101: the running total keeps every step's autograd graph, so memory grows each step."""
+"""TRN101: a validation loss summed with its autograd graph each step; every step's activations stay alive."""
 import torch
 
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 1))
+model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1))
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-total_loss = 0
-for step in range(120):
+x_val = torch.randn(256, 256)
+total_val_loss = 0
+for step in range(80):
     x = torch.randn(256, 256)
     optimizer.zero_grad()
     loss = model(x).pow(2).mean()
     loss.backward()
     optimizer.step()
-    total_loss += loss
-print(f"mean loss {float(total_loss) / 120:.4f}")
+    val_loss = model(x_val).pow(2).mean()
+    total_val_loss += val_loss
+print(f"mean validation loss {total_val_loss.item() / 80:.4f}")
