@@ -101,12 +101,16 @@ def _with_live(findings: list[Any], stop: Any) -> tuple[list[Any], list[str], di
 
     from ..diagnose import render_text
 
+    live = stop.diagnosis
+    frame = getattr(stop.probes, "frame", None)  # where the probes ran: the user's training line
+    if live is not None and frame is not None:
+        live = dataclasses.replace(live, location=frame)
     live_json: dict[str, Any] = {"exception_type": stop.exception_type, "message": stop.message,
                                  "process": stop.process}
     lines: list[str] = []
-    if stop.diagnosis is not None:
-        live_json["diagnosis"] = stop.diagnosis.to_json()
-        lines = ["traindoctor: live diagnosis in the training frame:", render_text(stop.diagnosis).rstrip("\n")]
+    if live is not None:
+        live_json["diagnosis"] = live.to_json()
+        lines = ["traindoctor: live diagnosis in the training frame:", render_text(live).rstrip("\n")]
     elif stop.error:
         live_json["error"] = stop.error
     out = []
@@ -117,11 +121,11 @@ def _with_live(findings: list[Any], stop: Any) -> tuple[list[Any], list[str], di
             details = dict(diagnosis.details)
             details["live"] = live_json.get("diagnosis") or live_json
             location = diagnosis.location
-            if stop.diagnosis is not None and stop.diagnosis.location is not None:
-                location = stop.diagnosis.location  # where it stopped: the user's training line
-                details["stopped_at"] = location.to_json()
-            diagnosis = dataclasses.replace(diagnosis, details=details, location=location,
-                                            frames=stop.diagnosis.frames if stop.diagnosis else diagnosis.frames)
+            if frame is not None:
+                location = frame
+                details["stopped_at"] = frame.to_json()
+            diagnosis = dataclasses.replace(diagnosis, details=details, location=location, frames=(location,)
+                                            if location is not None else diagnosis.frames)
             finding = dataclasses.replace(finding, diagnosis=diagnosis)
             attached = True
         out.append(finding)

@@ -11,21 +11,26 @@ the collector next to this file is loaded by path.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import runpy
 import sys
+import types
 
 CONFIG_VARIABLE = "TRAINDOCTOR_MONITOR"
 
 
 def _load_hooks():
+    """hooks.py, compiled under a `<...>` file name: debuggers (debugpy's justMyCode) and
+    traindoctor's own frame resolver then treat the monitor's frames as library code, so a
+    stop at a NaN shows the user's `optimizer.step()` line, not the hook that raised."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks.py")
-    spec = importlib.util.spec_from_file_location("traindoctor_monitor_hooks", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    with open(path, encoding="utf-8") as handle:
+        code = compile(handle.read(), f"<traindoctor monitor {path}>", "exec")
+    module = types.ModuleType("traindoctor_monitor_hooks")
+    module.__file__ = path
+    sys.modules[module.__name__] = module
+    exec(code, module.__dict__)
     return module
 
 
