@@ -55,7 +55,7 @@ def report(args: argparse.Namespace, *, command: str, verdict: str, summary: str
     notes = write_records(findings, args.record, summary + "\n" + "\n".join(body or []))
     if args.format == "json":
         payload = {"command": command, "verdict": verdict, "findings": [f.to_json() for f in findings],
-                   "steps": steps, "run_dir": run_dir, **(extra or {})}
+                   "steps": steps, "run_dir": run_dir, "summary": summary, **(extra or {})}
         for note in notes:
             print(f"traindoctor: {note}", file=sys.stderr)
         sys.stdout.flush()
