@@ -67,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
         extra["live"] = live_json
     if monitored.timed_out:
         extra["timed_out"] = True
+    if data.meta.get("monitor_error"):
+        extra["monitor_error"] = data.meta["monitor_error"]
+        body.append(f"traindoctor: the monitor stopped measuring after step {len(data.records)} "
+                    f"(the run went on): {data.meta['monitor_error'][:200]}")
     steps = len(data.records)
     verdict = "problems" if findings else "ok"
     summary = _summary(steps, findings, monitored, str(run_dir))

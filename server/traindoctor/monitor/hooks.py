@@ -78,6 +78,7 @@ class Monitor:
         self.max_steps = config.get("max_steps")
         self.repeat_batches = config.get("repeat_batches")
         self.ratio_layers = int(config.get("ratio_layers", 4))
+        self.ratio_every = max(1, int(config.get("ratio_every", 5)))
         self.per_layer = bool(config.get("per_layer"))
         self.fingerprint_rng = bool(config.get("fingerprint_rng"))
         self.spike_factor = float(config.get("stop_spike_factor", 10.0))
@@ -90,6 +91,7 @@ class Monitor:
         self.names: list[str] = []
         self.never_grad: set[int] = set()
         self.ratio_index: list[int] = []
+        self.sampled: list[int] = []
         self.before: list[torch.Tensor] = []
         self.ratio_values: list[torch.Tensor] = []
         self.modules: list[tuple[str, torch.nn.Module]] = []
@@ -106,8 +108,8 @@ class Monitor:
     # --- installation ------------------------------------------------------------------
 
     def install(self) -> None:
-        self._handles.append(register_optimizer_step_pre_hook(self._pre_step))
-        self._handles.append(register_optimizer_step_post_hook(self._post_step))
+        self._handles.append(register_optimizer_step_pre_hook(self._guarded(self._pre_step)))
+        self._handles.append(register_optimizer_step_post_hook(self._guarded(self._post_step)))
         monitor = self
         original_backward = torch.Tensor.backward
 
@@ -154,6 +156,20 @@ class Monitor:
                 original_showwarning(message, category, filename, lineno, *args, **kw)
 
             warnings.showwarning = showwarning
+
+    def _guarded(self, hook: Any) -> Any:
+        """A bug in the monitor must never break the user's training: it stops monitoring instead."""
+
+        def run(optimizer: Any, args: Any, kwargs: Any) -> None:
+            try:
+                hook(optimizer, args, kwargs)
+            except (StopRun, NonFiniteTraining):
+                raise
+            except Exception as exc:
+                self.meta["monitor_error"] = f"{type(exc).__name__}: {exc}"[:500]
+                self.close(remove_hooks=False)  # torch is iterating over its hooks right now
+
+        return run
 
     def _note_loader(self, loader: Any) -> None:
         if getattr(loader, "_traindoctor_seen", False) or len(self.meta["loaders"]) >= 8:
@@ -226,7 +242,7 @@ class Monitor:
         grad_index = []
         for i, p in enumerate(params):
             if p.grad is not None:
-                grads.append(p.grad)
+                grads.append(p.grad.coalesce().values() if p.grad.is_sparse else p.grad)
                 grad_index.append(i)
         self.never_grad.difference_update(grad_index)
         loss = self.loss
@@ -250,8 +266,9 @@ class Monitor:
         ratios = values[:previous_ratios]
         per_param = values[previous_ratios:]
         if self.pending is not None:
-            self.pending["update_ratio"] = {name: _finite_or_text(v)
-                                            for name, v in zip(self.pending.pop("_ratio_names"), ratios)}
+            names = self.pending.pop("_ratio_names")
+            if names:
+                self.pending["update_ratio"] = {name: _finite_or_text(v) for name, v in zip(names, ratios)}
             self._flush_pending()
         self.step += 1
         record: dict[str, Any] = {"step": self.step, "loss": _finite_or_text(loss_value),
@@ -286,10 +303,14 @@ class Monitor:
         if self.fingerprint_rng:
             record["rng"] = _rng_fingerprints()
         self.pending = record
-        self.pending["_ratio_names"] = []
-        # Parameters about to change: keep a copy of the sampled ones for the update ratio.
-        self.before = [params[i].detach().clone() for i in self.ratio_index if params[i].grad is not None]
-        self.pending["_ratio_names"] = [self.names[i] for i in self.ratio_index if params[i].grad is not None]
+        # Parameters about to change: keep a copy of the sampled ones for the update ratio
+        # (every step at first, then every `ratio_every` steps: the copies are the monitor's main cost).
+        sampled = [i for i in self.ratio_index if params[i].grad is not None]
+        if self.step > 5 and self.step % self.ratio_every:
+            sampled = []
+        self.sampled = sampled
+        self.before = [params[i].detach().clone() for i in sampled]
+        self.pending["_ratio_names"] = [self.names[i] for i in sampled]
         if loss_value is not None:
             self.losses_seen.append(loss_value)
         reason = self._stop_reason(loss_value, grad_norm)
@@ -302,7 +323,7 @@ class Monitor:
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.closed or optimizer is not self.optimizer:
             return
-        after = [self.params[i] for i in self.ratio_index if self.params[i].grad is not None]
+        after = [self.params[i] for i in self.sampled]
         if len(after) == len(self.before) and self.before:
             diffs = torch._foreach_sub([a.detach() for a in after], self.before)
             update = torch._foreach_norm(diffs)
@@ -352,8 +373,10 @@ class Monitor:
             json.dump(self.meta, handle, default=str)
         os.replace(temporary, path)
 
-    def close(self, exit_code: Any = None, error: str | None = None) -> None:
+    def close(self, exit_code: Any = None, error: str | None = None, remove_hooks: bool = True) -> None:
         if self.closed:
+            if remove_hooks:
+                self._remove_hooks()
             return
         self.closed = True
         if self.pending is not None:
@@ -380,8 +403,13 @@ class Monitor:
         self._write_meta()
         with self.lock:
             self.steps_file.close()
+        if remove_hooks:
+            self._remove_hooks()
+
+    def _remove_hooks(self) -> None:
         for handle in self._handles:
             handle.remove()
+        self._handles = []
 
 
 class _RepeatBatches:
