@@ -6,10 +6,13 @@ import * as vscode from 'vscode';
 /** One step as the chart draws it, read from the monitor's steps.jsonl. */
 interface Point {
   step: number;
-  loss: number | null;
-  grad_norm: number | null;
-  memory: number | null;
+  loss: Value;
+  grad_norm: Value;
+  memory: Value;
 }
+
+// Messages to a webview travel as JSON, which has no NaN: a non-finite value travels as "nan".
+type Value = number | 'nan' | null;
 
 const POLL_MS = 500;
 
@@ -26,8 +29,9 @@ export class RunChart implements vscode.Disposable {
     this.offset = 0;
     this.partial = '';
     if (!this.panel) {
-      this.panel = vscode.window.createWebviewPanel(RunChart.viewType, title, { viewColumn: vscode.ViewColumn.Beside, preserveFocus: true },
-        { enableScripts: true, localResourceRoots: [] });
+      // Column three: the diagnosis panel opens beside the editor when the run stops, and the chart stays in view.
+      this.panel = vscode.window.createWebviewPanel(RunChart.viewType, title, { viewColumn: vscode.ViewColumn.Three, preserveFocus: true },
+        { enableScripts: true, localResourceRoots: [], retainContextWhenHidden: true });
       this.panel.onDidDispose(() => {
         this.panel = undefined;
         this.stop();
@@ -86,12 +90,12 @@ export class RunChart implements vscode.Disposable {
   }
 }
 
-function number(value: unknown): number | null {
+function number(value: unknown): Value {
   if (typeof value === 'number') {
-    return value;
+    return Number.isFinite(value) ? value : 'nan';
   }
   if (value === 'nan' || value === 'inf' || value === '-inf') {
-    return Number.NaN; // drawn as a marker: the step where it broke
+    return 'nan'; // drawn as a marker: the step where it broke
   }
   return null;
 }
@@ -166,7 +170,8 @@ function html(runDir: string): string {
  window.addEventListener('message', (event) => {
    const message = event.data;
    if (!message || message.type !== 'points') return;
-   points.push(...message.points);
+   const value = (v) => (v === 'nan' ? NaN : v);
+   points.push(...message.points.map((p) => ({ step: p.step, loss: value(p.loss), grad_norm: value(p.grad_norm), memory: value(p.memory) })));
    document.body.dataset.steps = String(points.length);
    document.getElementById('steps').textContent = String(points.length);
    const broken = points.find((p) => (p.loss !== null && !Number.isFinite(p.loss)) || (p.grad_norm !== null && !Number.isFinite(p.grad_norm)));

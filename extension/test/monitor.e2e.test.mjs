@@ -55,17 +55,20 @@ after(async () => {
   await editor.stop();
 });
 
+/** The status bar item shows a check or a warning count once the server runs (the workbench is then settled). */
+function serverRunning(timeout = 90_000) {
+  const item = wb.page.locator('.statusbar-item', { hasText: 'traindoctor' });
+  return wb.until('the traindoctor server to run', () => item.locator('.codicon-check, .codicon-warning').count(), timeout);
+}
+
 scenario('"Watch this run" charts the run live and pauses at the NaN onset with the live diagnosis inline', async () => {
   await wb.openFile('train_lr_too_high.py');
+  await serverRunning();
   await wb.command('traindoctor: Watch this run');
-  const chart = await wb.webviewFrame('[data-testid="traindoctor-run-chart"]', 90_000);
-  // lr=5: the loss is 7.1, 8.3e4, 1.9e19, then inf at optimizer step 4, where the monitor stops the run.
-  const nonfinite = await wb.until('the chart to mark the non-finite step', async () =>
-    (await chart.locator('body').getAttribute('data-nonfinite-step')) || undefined, 150_000);
-  assert.equal(nonfinite, '4');
-  assert.equal(await chart.locator('body').getAttribute('data-steps'), '4');
-  assert.equal(await chart.locator('.chart[data-series="loss"] polyline').count(), 1);
-  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="live"]', 90_000);
+  await wb.webviewFrame('[data-testid="traindoctor-run-chart"]', 90_000);
+  // lr=5: the loss is 7.1, 8.3e4, 1.9e19, then inf at optimizer step 4, where the monitor stops the run
+  // under the debugger and the live diagnosis runs in the training frame.
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="live"]', 150_000);
   assert.match(await panel.locator('body').innerText(), /optimizer step 4/);
   const decorated = await wb.until('the inline diagnosis at the paused line', () =>
     wb.page.evaluate(() => {
@@ -79,12 +82,26 @@ scenario('"Watch this run" charts the run live and pauses at the NaN onset with 
       return undefined;
     }), 60_000);
   assert.ok(decorated.line.includes('optimizer.step()'), `decorated line: ${decorated.line}`);
+  // The chart shares the editor group with the diagnosis: bring it to the front and read it.
+  const chartTab = wb.page.locator('.tab', { hasText: '(live)' });
+  let body;
+  const nonfinite = await wb.until('the chart to mark the non-finite step', async () => {
+    await chartTab.first().click().catch(() => undefined);
+    const chart = await wb.webviewFrame('[data-testid="traindoctor-run-chart"]', 5_000).catch(() => undefined);
+    body = chart?.locator('body');
+    return (await body?.getAttribute('data-nonfinite-step').catch(() => null)) || undefined;
+  }, 60_000);
+  assert.equal(nonfinite, '4');
+  assert.equal(await body.getAttribute('data-steps'), '4');
+  assert.equal(await body.locator('.chart[data-series="loss"] polyline').count(), 1);
+  assert.equal(await body.locator('.chart[data-series="loss"] line.broken').count(), 1);
   await wb.screenshot(join(SCREENSHOTS, 'watch-nan-onset.png'));
   await wb.page.keyboard.press('Shift+F5');
 }, 300_000);
 
 scenario('"Overfit one batch" shows the verdict and why it does not fit', async () => {
   await wb.openFile('fit_detached.py');
+  await serverRunning();
   await wb.command('traindoctor: Overfit one batch');
   const toast = wb.page.locator('.notification-toast', { hasText: 'traindoctor overfit:' });
   await toast.waitFor({ timeout: 240_000 });

@@ -21,12 +21,13 @@ CONFIG_VARIABLE = "TRAINDOCTOR_MONITOR"
 
 
 def _load_hooks():
-    """hooks.py, compiled under a `<...>` file name: debuggers (debugpy's justMyCode) and
-    traindoctor's own frame resolver then treat the monitor's frames as library code, so a
+    """hooks.py, compiled under a `<frozen ...>` file name: debuggers (debugpy's justMyCode) and
+    traceback readers (traindoctor's own) then treat the monitor's frames as library code, so a
     stop at a NaN shows the user's `optimizer.step()` line, not the hook that raised."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks.py")
     with open(path, encoding="utf-8") as handle:
-        code = compile(handle.read(), f"<traindoctor monitor {path}>", "exec")
+        # Like the standard library's `<frozen runpy>`: source held in memory, not the user's code.
+        code = compile(handle.read(), "<frozen traindoctor.monitor.hooks>", "exec")
     module = types.ModuleType("traindoctor_monitor_hooks")
     module.__file__ = path
     sys.modules[module.__name__] = module
