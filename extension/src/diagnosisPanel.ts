@@ -3,7 +3,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { Diagnosis, DiagnosisFrame } from './diagnosis';
 
-export type DiagnosisOrigin = 'traceback' | 'live';
+export type DiagnosisOrigin = 'traceback' | 'live' | 'monitor';
 
 /** One webview panel that shows the latest Diagnosis; frames are links into the editor. */
 export class DiagnosisPanel implements vscode.Disposable {

@@ -4,6 +4,7 @@ import { LiveDiagnosisTrackerFactory } from './debugTracker';
 import { DiagnosisPanel } from './diagnosisPanel';
 import { onPythonInterpreterChanged } from './interpreter';
 import { LiveDecorations } from './liveDecorations';
+import { registerMonitorCommands } from './monitorCommands';
 import { createLogger, log } from './logging';
 import { ServerManager } from './server';
 import { affectsInterpreter } from './settings';
@@ -43,6 +44,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
       return runWithDiagnosis(resource);
     }),
+    ...registerMonitorCommands(panel),
     vscode.commands.registerCommand('traindoctor.lintWorkspace', requireServer((s) => s.executeCommand('traindoctor.lintWorkspace'))),
     vscode.commands.registerCommand('traindoctor.clearDiagnosis', async () => {
       decorations.clear();

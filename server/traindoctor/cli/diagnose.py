@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 from ..diagnose import diagnose_text, render_text
 from ..diagnose.normalize import decode
+from ..monitor.curves import diagnose_curves
 
 # Failures are at the end of a log: beyond this, only the tail is read
 # (streamed, so a huge log or an endless pipe never sits in memory whole).
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     text = decode(data)
     # Relative frame paths are relative to where the run started: by default the cwd.
     diagnosis = diagnose_text(text, correlate=not args.no_correlate, base_dir=args.base_dir)
+    diagnosis = diagnose_curves(text, diagnosis)  # no traceback: the loss curves may still tell
     if args.format == "json":
         sys.stdout.write(json.dumps(diagnosis.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:

@@ -1,0 +1,114 @@
+"""Overhead of `traindoctor watch`: training steps per second with the step monitor.
+
+The same CPU training loop (an MLP fed by a DataLoader) runs as plain `python`,
+under `traindoctor watch` (default monitors) and under `traindoctor watch
+--per-layer`, interleaved, in one session. The script measures its own steps
+per second after a warm-up, so start-up costs are not counted. Reports the
+median slowdown of each mode against plain python, in steps per CPU second
+(what the monitor adds; robust on a shared machine) and per wall-clock second
+(goals: at most 5 % with the default monitors, at most 15 % with per-layer
+statistics).
+
+    .venv/bin/python bench/bench_watch_overhead.py [--repeats 5] [--steps 400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+TRAIN = textwrap.dedent(
+    """
+    import sys, time
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    data = TensorDataset(torch.randn(4096, 256), torch.randint(0, 10, (4096,)))
+    loader = DataLoader(data, batch_size=64, shuffle=True, drop_last=True)
+    steps, warmup = int(sys.argv[1]), 30
+    done = 0
+    start = None
+    while done < steps + warmup:
+        for inputs, targets in loader:
+            if done == warmup:
+                start, cpu_start = time.perf_counter(), time.process_time()
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(inputs), targets)
+            loss.backward()
+            optimizer.step()
+            done += 1
+            if done == steps + warmup:
+                break
+    print("steps_per_sec", steps / (time.perf_counter() - start))
+    print("steps_per_cpu_sec", steps / (time.process_time() - cpu_start))
+    """
+)
+
+MODES = {
+    "plain": [],
+    "watch": ["-m", "traindoctor", "watch", "--"],
+    "watch --per-layer": ["-m", "traindoctor", "watch", "--per-layer", "--"],
+}
+
+
+def measure(mode: str, script: Path, steps: int, workdir: Path) -> dict[str, float]:
+    prefix = MODES[mode]
+    command = [sys.executable, *prefix, sys.executable, str(script), str(steps)] if prefix else \
+        [sys.executable, str(script), str(steps)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=workdir, env=env)
+    found = {line.split()[0]: float(line.split()[1]) for line in done.stdout.splitlines()
+             if line.startswith("steps_per_")}
+    if len(found) == 2:
+        return found
+    raise RuntimeError(f"{mode}: no measurement (exit {done.returncode}): {done.stderr[-500:]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=400)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        workdir = Path(folder)
+        script = workdir / "train.py"
+        script.write_text(TRAIN)
+        rates: dict[str, dict[str, list[float]]] = {m: {"steps_per_sec": [], "steps_per_cpu_sec": []} for m in MODES}
+        ratios: dict[str, dict[str, list[float]]] = {m: {"steps_per_sec": [], "steps_per_cpu_sec": []}
+                                                     for m in MODES if m != "plain"}
+        for _ in range(args.repeats):
+            plain = measure("plain", script, args.steps, workdir)
+            for key, value in plain.items():
+                rates["plain"][key].append(value)
+            for mode in ratios:
+                measured = measure(mode, script, args.steps, workdir)
+                for key, value in measured.items():
+                    rates[mode][key].append(value)
+                    ratios[mode][key].append(1 - value / plain[key])
+    result = {
+        "steps": args.steps,
+        "repeats": args.repeats,
+        # CPU time per step is what the monitor adds; wall time also carries the machine's load.
+        "steps_per_cpu_sec_median": {m: round(statistics.median(v["steps_per_cpu_sec"]), 1) for m, v in rates.items()},
+        "slowdown_cpu_median_percent": {m: round(100 * statistics.median(v["steps_per_cpu_sec"]), 1)
+                                        for m, v in ratios.items()},
+        "steps_per_sec_median": {m: round(statistics.median(v["steps_per_sec"]), 1) for m, v in rates.items()},
+        "slowdown_wall_median_percent": {m: round(100 * statistics.median(v["steps_per_sec"]), 1)
+                                         for m, v in ratios.items()},
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

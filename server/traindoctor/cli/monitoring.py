@@ -1,0 +1,73 @@
+"""What `watch`, `overfit`, `repro` and `curves` share: options, the report and the record.
+
+Text goes to stderr (stdout stays the training script's); `--format json`
+prints one object as the last stdout line:
+{"command", "verdict", "findings": [Diagnosis + "step", ...], "steps", "run_dir", ...}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+USAGE_TAIL = "-- python train.py ARGS"
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, command: bool = True) -> None:
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--record", metavar="DIR", help="also write a Markdown debug record per finding into DIR")
+    if command:
+        parser.add_argument("--timeout", type=float, metavar="S", default=None,
+                            help="stop the command after S seconds (default: no limit)")
+        parser.add_argument("--runs-dir", metavar="DIR", default=None,
+                            help="where run records go (default: .traindoctor/runs in the current directory)")
+        parser.add_argument("command", nargs=argparse.REMAINDER, help="python train.py ARGS | python -m module ARGS")
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"traindoctor: {message}", file=sys.stderr)
+    return code
+
+
+def write_records(findings: list[Any], directory: str | None, source_text: str) -> list[str]:
+    """One Markdown record per finding (diagnose/record.py); errors as one line each."""
+    if not directory:
+        return []
+    from ..diagnose.record import write_record
+
+    notes = []
+    for finding in findings:
+        try:
+            path = write_record(finding.diagnosis, directory, source_text=source_text)
+            notes.append(f"record written to {path}")
+        except OSError as exc:
+            notes.append(f"cannot write the record to {directory}: {exc.strerror or exc}")
+    return notes
+
+
+def report(args: argparse.Namespace, *, command: str, verdict: str, summary: str, findings: list[Any],
+           steps: int | None, run_dir: str | None, extra: dict[str, Any] | None = None,
+           body: list[str] | None = None) -> None:
+    from ..monitor.findings import render_finding
+
+    notes = write_records(findings, args.record, summary + "\n" + "\n".join(body or []))
+    if args.format == "json":
+        payload = {"command": command, "verdict": verdict, "findings": [f.to_json() for f in findings],
+                   "steps": steps, "run_dir": run_dir, "summary": summary, **(extra or {})}
+        for note in notes:
+            print(f"traindoctor: {note}", file=sys.stderr)
+        sys.stdout.flush()
+        print(json.dumps(payload, default=str, ensure_ascii=False), flush=True)
+        return
+    out = sys.stderr
+    sys.stdout.flush()
+    print(f"traindoctor: {summary}", file=out)
+    for line in body or []:
+        print(line, file=out)
+    for finding in findings:
+        print(render_finding(finding), file=out)
+    for note in notes:
+        print(f"traindoctor: {note}", file=out)
+    out.flush()

@@ -1,0 +1,136 @@
+"""`traindoctor watch [--stop-on nan|any] -- python train.py ARGS`: runs that fail without crashing.
+
+Runs the command unchanged with the step monitor (public torch hooks), writes
+one JSONL record per optimizer step under .traindoctor/runs/<run-id>/, and runs
+the detectors of rules/monitors/ over them: NaN onset, divergence, spikes,
+gradient explosion, no learning, memory growth, data starvation, eval mode.
+With `--stop-on`, the command runs under debugpy and stops at the first
+non-finite loss or gradient (`any`: also at a loss spike) before the optimizer
+applies it; the live diagnosis then reads the training frame.
+
+Exit code: the command's when it failed; else 1 when problems were found, 0 when not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .monitoring import USAGE_TAIL, add_common_options, fail, report
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "watch", help="run a training command with the step monitor and report NaN, divergence, leaks, starvation",
+        description=__doc__.split("\n\n")[1], usage=f"traindoctor watch [--format text|json] [--record DIR] "
+        f"[--stop-on nan|any] {USAGE_TAIL}")
+    parser.add_argument("--stop-on", choices=("nan", "any"), default=None,
+                        help="stop under the debugger at the first NaN/Inf (any: or loss spike) and diagnose it live")
+    parser.add_argument("--per-layer", action="store_true", help="also record every parameter's gradient norm")
+    add_common_options(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..live.launcher import LaunchError
+    from ..monitor.findings import detect
+    from ..monitor.rules import load_monitor_rules
+    from ..monitor.runner import new_run_dir, prepare, run_debugged, run_plain
+    from ..monitor.series import run_from_dir
+
+    try:
+        debuggee = prepare(list(args.command))
+    except LaunchError as exc:
+        return fail(str(exc))
+    run_dir = new_run_dir(debuggee, _base(args))
+    config: dict[str, Any] = {"run_dir": str(run_dir), "stop_on": args.stop_on, "per_layer": args.per_layer}
+    if args.stop_on == "any":
+        spike = load_monitor_rules()["loss-spike"].params
+        config["stop_spike_factor"] = float(spike.get("factor", 3.0)) * 3
+    try:
+        if args.stop_on:
+            monitored = run_debugged(debuggee, config, args.timeout)
+        else:
+            monitored = run_plain(debuggee, config, args.timeout)
+    except LaunchError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    data = run_from_dir(run_dir)
+    findings = detect(data, "watch")
+    body: list[str] = []
+    extra: dict[str, Any] = {"exit_code": monitored.exit_code}
+    if monitored.live is not None:
+        findings, live_lines, live_json = _with_live(findings, monitored.live)
+        body += live_lines
+        extra["live"] = live_json
+    if monitored.timed_out:
+        extra["timed_out"] = True
+    if data.meta.get("monitor_error"):
+        extra["monitor_error"] = data.meta["monitor_error"]
+        body.append(f"traindoctor: the monitor stopped measuring after step {len(data.records)} "
+                    f"(the run went on): {data.meta['monitor_error'][:200]}")
+    steps = len(data.records)
+    verdict = "problems" if findings else "ok"
+    summary = _summary(steps, findings, monitored, str(run_dir))
+    report(args, command="watch", verdict=verdict, summary=summary, findings=findings, steps=steps,
+           run_dir=str(run_dir), extra=extra, body=body)
+    if monitored.exit_code != 0:
+        return monitored.exit_code
+    return 1 if findings else 0
+
+
+def _base(args: argparse.Namespace) -> Any:
+    from pathlib import Path
+
+    return Path(args.runs_dir) if args.runs_dir else None
+
+
+def _summary(steps: int, findings: list[Any], monitored: Any, run_dir: str) -> str:
+    stopped = ""
+    if monitored.live is not None:
+        stopped = ", stopped under the debugger"
+    elif monitored.timed_out:
+        stopped = ", stopped at the timeout"
+    if not findings:
+        return f"watched {steps} optimizer steps{stopped}: no problems found (records in {run_dir})"
+    kinds = ", ".join(dict.fromkeys(f"{f.diagnosis.kind} at step {f.step}" for f in findings))
+    return f"watched {steps} optimizer steps{stopped}: {len(findings)} problem(s): {kinds} (records in {run_dir})"
+
+
+def _with_live(findings: list[Any], stop: Any) -> tuple[list[Any], list[str], dict[str, Any]]:
+    """The live diagnosis of the stop joins the NaN-onset finding (its frame, its tensors)."""
+    import dataclasses
+
+    from ..diagnose import render_text
+
+    live = stop.diagnosis
+    frame = getattr(stop.probes, "frame", None)  # where the probes ran: the user's training line
+    if live is not None and frame is not None:
+        live = dataclasses.replace(live, location=frame)
+    live_json: dict[str, Any] = {"exception_type": stop.exception_type, "message": stop.message,
+                                 "process": stop.process}
+    lines: list[str] = []
+    if live is not None:
+        live_json["diagnosis"] = live.to_json()
+        lines = ["traindoctor: live diagnosis in the training frame:", render_text(live).rstrip("\n")]
+    elif stop.error:
+        live_json["error"] = stop.error
+    out = []
+    attached = False
+    for finding in findings:
+        if not attached and finding.diagnosis.kind == "nan-onset":
+            diagnosis = finding.diagnosis
+            details = dict(diagnosis.details)
+            details["live"] = live_json.get("diagnosis") or live_json
+            location = diagnosis.location
+            if frame is not None:
+                location = frame
+                details["stopped_at"] = frame.to_json()
+            diagnosis = dataclasses.replace(diagnosis, details=details, location=location, frames=(location,)
+                                            if location is not None else diagnosis.frames)
+            finding = dataclasses.replace(finding, diagnosis=diagnosis)
+            attached = True
+        out.append(finding)
+    return out, lines, live_json

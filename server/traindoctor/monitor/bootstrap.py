@@ -1,0 +1,78 @@
+"""Run the user's program unchanged with the step monitor installed.
+
+    python bootstrap.py train.py ARGS        (as `python train.py ARGS`)
+    python bootstrap.py -m package ARGS      (as `python -m package ARGS`)
+
+The monitor's settings come as JSON in the TRAINDOCTOR_MONITOR environment
+variable (written by `traindoctor watch|overfit|repro`). Run as a file, not as
+`-m traindoctor...`, so the user's interpreter needs torch but not traindoctor;
+the collector next to this file is loaded by path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import types
+
+CONFIG_VARIABLE = "TRAINDOCTOR_MONITOR"
+
+
+def _load_hooks():
+    """hooks.py, compiled under a `<frozen ...>` file name: debuggers (debugpy's justMyCode) and
+    traceback readers (traindoctor's own) then treat the monitor's frames as library code, so a
+    stop at a NaN shows the user's `optimizer.step()` line, not the hook that raised."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks.py")
+    with open(path, encoding="utf-8") as handle:
+        # Like the standard library's `<frozen runpy>`: source held in memory, not the user's code.
+        code = compile(handle.read(), "<frozen traindoctor.monitor.hooks>", "exec")
+    module = types.ModuleType("traindoctor_monitor_hooks")
+    module.__file__ = path
+    sys.modules[module.__name__] = module
+    exec(code, module.__dict__)
+    return module
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if not args:
+        sys.exit("usage: bootstrap.py SCRIPT ARGS | -m MODULE ARGS")
+    config = json.loads(os.environ.pop(CONFIG_VARIABLE, "{}") or "{}")
+    config.setdefault("run_dir", os.path.join(".traindoctor", "runs", f"pid-{os.getpid()}"))
+    hooks = _load_hooks()
+    monitor = hooks.Monitor(config)
+    monitor.install()
+    if args[0] == "-m":
+        if len(args) < 2:
+            sys.exit("bootstrap.py: -m needs a module name")
+        sys.argv = [args[1], *args[2:]]
+        sys.path[0] = os.getcwd()
+        target = lambda: runpy.run_module(args[1], run_name="__main__", alter_sys=True)  # noqa: E731
+    else:
+        script = os.path.abspath(args[0])
+        sys.argv = list(args)
+        sys.path[0] = os.path.dirname(script)
+        target = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
+    exit_code: object = 0
+    error = None
+    try:
+        target()
+    except hooks.StopRun:
+        exit_code = 0
+    except SystemExit as exc:
+        exit_code = exc.code
+        monitor.close(exit_code)
+        raise
+    except BaseException as exc:
+        error = f"{type(exc).__name__}: {str(exc)[:500]}"
+        monitor.close(1, error)
+        raise
+    finally:
+        monitor.close(exit_code, error)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""Loss curves from any log: plain text, CSV, JSONL (watch's records too) and TensorBoard events.
+
+`read_curves(paths) -> RunData` (source "curves"): one Series per metric,
+steps from the log where it says (`step 120`, a `step` column or key), else
+the point's position. Plain text understands `loss: 0.31`, `loss=nan`,
+`Loss nan (nan)`, tqdm postfixes (`loss=0.31, lr=1e-3`), Hugging Face Trainer's
+dict lines (`{'loss': 0.31, 'learning_rate': 5e-05, 'epoch': 0.1}`) and
+Lightning's progress lines (`train_loss=0.31, val_loss=0.5`).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+from .series import RunData, Series, role_of, to_float
+
+_NUMBER = r"(?:nan|NaN|NAN|[-+]?inf(?:inity)?|[-+]?Inf|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_METRIC = re.compile(
+    r"(?<![\w.])(?P<key>(?:(?:train|training|val|valid|validation|eval|test)[ _/-])?(?:[a-z_]*loss[a-z_]*|lr|learning[ _]rate|grad[ _]norm))"
+    r"(?:\s*[:=]\s*|\s+)(?P<value>" + _NUMBER + r")(?![\w.])",
+    re.IGNORECASE,
+)
+_STEP = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter)\b\s*[:=#]?\s*(\d+)")
+_DICT = re.compile(r"\{[^{}]*\}")
+_BARE_NONFINITE = re.compile(r"(?<![\w'\"])(-?(?:nan|inf))(?![\w'\"])")
+_STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "trainer/global_step")
+_MAX_BYTES = 64 * 1024 * 1024
+
+
+class CurvesError(ValueError):
+    """A file that cannot be read as a training log (one line for the user)."""
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[ ]+", "_", name.strip().lower())
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.points: dict[str, list[tuple[int, float, int]]] = {}
+
+    def add(self, name: str, step: int | None, value: float, line: int = 0) -> None:
+        points = self.points.setdefault(name, [])
+        if step is None:
+            step = points[-1][0] + 1 if points else 1
+        points.append((step, value, line))
+
+    def series(self, suffix: str = "") -> dict[str, Series]:
+        out = {}
+        for name, points in self.points.items():
+            if role_of(name) == "other" and name not in ("accuracy", "acc"):
+                continue
+            out[name + suffix] = Series(name + suffix, tuple(p[0] for p in points), tuple(p[1] for p in points),
+                                        tuple(p[2] for p in points))
+        return out
+
+
+def parse_text(text: str) -> dict[str, Series]:
+    collector = _Collector()
+    for number, line in enumerate(text.splitlines(), 1):
+        found_dict = False
+        for match in _DICT.finditer(line):
+            try:
+                data = ast.literal_eval(_BARE_NONFINITE.sub(r"'\1'", match.group(0)))
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(data, dict):
+                found_dict |= _add_mapping(collector, data, number)
+        if found_dict:
+            continue
+        step_match = _STEP.search(line)
+        step = int(step_match.group(1)) if step_match else None
+        for match in _METRIC.finditer(line):
+            value = to_float(match.group("value"))
+            if value is not None:
+                collector.add(_key(match.group("key")), step, value, number)
+    return collector.series()
+
+
+def _add_mapping(collector: _Collector, data: dict[str, Any], line: int = 0) -> bool:
+    step = next((int(v) for k in _STEP_KEYS if isinstance((v := data.get(k)), (int, float)) and not isinstance(v, bool)
+                 and math.isfinite(v)), None)
+    added = False
+    for key, raw in data.items():
+        if key in _STEP_KEYS or key in ("epoch", "time", "timestamp", "wall_time"):
+            continue
+        if isinstance(raw, list) and raw:
+            raw = raw[0]  # watch writes one lr per parameter group
+        value = to_float(raw)
+        if value is None:
+            continue
+        name = _key(str(key))
+        if role_of(name) == "other":
+            continue
+        collector.add(name, step, value, line)
+        added = True
+    return added
+
+
+def parse_jsonl(text: str) -> dict[str, Series]:
+    collector = _Collector()
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            _add_mapping(collector, data, number)
+    return collector.series()
+
+
+def parse_csv(text: str) -> dict[str, Series]:
+    collector = _Collector()
+    reader = csv.DictReader(io.StringIO(text))
+    for number, row in enumerate(reader, 2):
+        data = {k.strip(): (to_float(v) if v not in (None, "") else None) for k, v in row.items() if k}
+        step_value = next((data[k] for k in _STEP_KEYS if data.get(k) is not None), None)
+        for key, value in data.items():
+            if value is None or key in _STEP_KEYS or key in ("epoch", "time", "timestamp", "wall_time"):
+                continue
+            if role_of(_key(key)) != "other":
+                collector.add(_key(key), int(step_value) if step_value is not None else None, value, number)
+    return collector.series()
+
+
+def parse_tensorboard(path: Path) -> dict[str, Series]:
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        raise CurvesError(f"{path}: reading TensorBoard files needs the `tensorboard` package "
+                          "(pip install 'traindoctor[tensorboard]')") from None
+    accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    try:
+        accumulator.Reload()
+    except Exception as exc:  # a corrupt or foreign file
+        raise CurvesError(f"{path}: not a readable TensorBoard event file ({type(exc).__name__}: {exc})") from None
+    out = {}
+    for tag in accumulator.Tags().get("scalars", []):
+        events = accumulator.Scalars(tag)
+        if role_of(tag) == "other":
+            continue
+        out[tag] = Series(tag, tuple(int(e.step) for e in events), tuple(float(e.value) for e in events))
+    return out
+
+
+def _is_tensorboard(path: Path) -> bool:
+    if path.is_dir():
+        return any(p.name.startswith("events.out.tfevents") for p in path.rglob("events.out.tfevents*"))
+    return path.name.startswith("events.out.tfevents")
+
+
+def read_file(path: Path) -> dict[str, Series]:
+    if not path.exists():
+        raise CurvesError(f"{path}: no such file")
+    if _is_tensorboard(path):
+        return parse_tensorboard(path)
+    if path.is_dir():
+        raise CurvesError(f"{path}: a directory without TensorBoard event files")
+    try:
+        data = path.read_bytes()[-_MAX_BYTES:]
+    except OSError as exc:
+        raise CurvesError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in data[:4096]:
+        raise CurvesError(f"{path}: a binary file, not a training log")
+    text = data.decode("utf-8", errors="replace")
+    return parse_content(text, path.suffix.lower())
+
+
+def parse_content(text: str, suffix: str = "") -> dict[str, Series]:
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if suffix == ".csv" or (suffix not in (".jsonl", ".log", ".txt") and "," in first
+                            and not first.lstrip().startswith("{") and _looks_like_header(first)):
+        return parse_csv(text)
+    if suffix in (".jsonl", ".ndjson") or first.lstrip().startswith("{\""):
+        found = parse_jsonl(text)
+        if found:
+            return found
+    return parse_text(text)
+
+
+def _looks_like_header(line: str) -> bool:
+    cells = [c.strip() for c in line.split(",")]
+    return len(cells) >= 2 and all(cells) and any(to_float(c) is None for c in cells)
+
+
+def read_curves(paths: Iterable[str | Path]) -> RunData:
+    series: dict[str, Series] = {}
+    files = []
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        found = read_file(path)
+        files.append(str(path))
+        for name, one in found.items():
+            if name in series:  # the same metric in two files: keep both
+                name = f"{name} ({path.name})"
+            series[name] = Series(name, one.steps, one.values, one.lines, str(path))
+    return RunData("curves", series, files=tuple(files))
+
+
+def diagnose_curves(text: str, diagnosis: Any) -> Any:
+    """For `diagnose`: a log without a traceback may still show a NaN, a divergence or a plateau.
+
+    Returns the first curve finding's Diagnosis (every finding in details["curve_findings"]), or
+    `diagnosis` unchanged when it recognised a failure or the log has no curves.
+    """
+    if getattr(diagnosis, "kind", "other") != "other" or getattr(diagnosis, "exception", None) is not None:
+        return diagnosis
+    import dataclasses
+
+    from .findings import detect
+
+    try:
+        series = parse_content(text)
+        if not series:
+            return diagnosis
+        findings = detect(RunData("curves", series), "curves")
+    except Exception:  # the curves reader must never break `diagnose`
+        return diagnosis
+    if not findings:
+        return diagnosis
+    first = findings[0]
+    details = dict(first.diagnosis.details)
+    details["curve_findings"] = [f.to_json() for f in findings]
+    return dataclasses.replace(first.diagnosis, details=details)

@@ -1,0 +1,593 @@
+"""Detector functions: measure a run, return facts. Words and thresholds live in rules/monitors/.
+
+A detector is registered under the id of its YAML file and called as
+`detector(run, params, lint)`: `params` is the YAML `params` mapping, `lint`
+returns the static findings (with the rule's `related_rules` prefixes) in the
+user files the run went through. It returns `Hit`s: the step, the facts its
+templates need, and where in the user's code it happened when known.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ..model import Finding, Frame
+from .series import RunData, Series, to_float
+
+Lint = Callable[[], list[Finding]]
+Detector = Callable[[RunData, Mapping[str, Any], Lint], list["Hit"]]
+
+DETECTORS: dict[str, Detector] = {}
+
+
+@dataclass(frozen=True)
+class Hit:
+    step: int | None
+    facts: dict[str, Any]
+    location: Frame | None = None
+    related: tuple[Finding, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+def detector(name: str) -> Callable[[Detector], Detector]:
+    def register(function: Detector) -> Detector:
+        DETECTORS[name] = function
+        return function
+
+    return register
+
+
+# --- formatting --------------------------------------------------------------------------
+
+
+def num(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    if not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if value == 0:
+        return "0"
+    if abs(value) >= 1e5 or abs(value) < 1e-3:
+        return f"{value:.3g}"
+    return f"{value:.4g}"
+
+
+def size(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(nbytes) < 1024 or unit == "GiB":
+            return f"{nbytes:.1f} {unit}" if unit != "B" else f"{nbytes:.0f} B"
+        nbytes /= 1024
+    return f"{nbytes:.1f} GiB"
+
+
+def percent(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def history(series: Series | None, before_step: int, count: int) -> str | None:
+    if series is None:
+        return None
+    points = [(s, v) for s, v in zip(series.steps, series.values) if s < before_step][-count:]
+    return ", ".join(f"{s}: {num(v)}" for s, v in points) or None
+
+
+def site_frame(site: Any) -> Frame | None:
+    if not isinstance(site, dict) or not site.get("path"):
+        return None
+    code = None
+    try:
+        with open(site["path"], encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, 1):
+                if number == site.get("line"):
+                    code = text.strip()
+                    break
+    except OSError:
+        pass
+    return Frame(str(site["path"]), int(site.get("line") or 0), str(site.get("function") or ""), code, True)
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def _record_at(run: RunData, step: int) -> dict[str, Any]:
+    return next((r for r in run.records if r.get("step") == step), {})
+
+
+# --- NaN, spikes, divergence ---------------------------------------------------------------
+
+
+def _onsets(run: RunData) -> list[tuple[int, Series, float]]:
+    roles = ("loss", "grad_norm") if run.source != "curves" else ("loss", "val_loss")
+    out = []
+    for role in roles:
+        for series in run.of_role(role):
+            index = series.first_nonfinite()
+            if index is not None:
+                out.append((series.steps[index], series, series.values[index]))
+    return out
+
+
+@detector("nan-onset")
+def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    onsets = _onsets(run)
+    if not onsets:
+        return []
+    if run.source != "curves":
+        onsets = [min(onsets, key=lambda o: (o[0], o[1].role != "loss"))]
+    count = int(params.get("history", 5))
+    hits = []
+    for step, series, value in onsets:
+        origin = series.origin if run.source == "curves" else None
+        loss = series if series.role in ("loss", "val_loss") else run.first("loss")
+        facts: dict[str, Any] = {"series": series.name.replace("_", " "), "step": step, "value": num(value),
+                                 "loss_history": history(loss, step, count),
+                                 "grad_history": history(run.first("grad_norm", origin), step, count)}
+        before = [v for s, v in (loss.finite() if loss else []) if s < step]
+        facts["at_start"] = not before
+        if len(before) >= 3 and before[-1] > 2 * min(before) and before[-1] > before[0]:
+            facts["diverged"] = True
+            facts["growth"] = f"{num(min(before))} -> {num(before[-1])}"
+        location = None
+        details: dict[str, Any] = {"series": series.name}
+        if run.records:
+            # The first step whose gradient is non-finite names the parameter.
+            bad = next((r for r in run.records if r.get("nonfinite_grad") and r["step"] >= step - 1), None)
+            if bad is not None:
+                facts["parameter"] = bad["nonfinite_grad"]
+                details["parameter_step"] = bad["step"]
+            record = _record_at(run, step)
+            if record.get("lr"):
+                facts["lr"] = ", ".join(num(to_float(v)) for v in record["lr"])
+            location = site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site"))
+        if series.lines:
+            details["log_line"] = series.lines[series.steps.index(step)]
+        hits.append(Hit(step, facts, location, details=details))
+    return hits
+
+
+def _finite_before_onset(series: Series) -> list[tuple[int, float]]:
+    index = series.first_nonfinite()
+    points = list(zip(series.steps, series.values))
+    return points if index is None else points[:index]
+
+
+@detector("loss-spike")
+def loss_spike(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    window, factor = int(params.get("window", 20)), float(params.get("factor", 3.0))
+    minimum = int(params.get("min_history", 10))
+    hits = []
+    for series in run.of_role("loss") + run.of_role("val_loss"):
+        points = _finite_before_onset(series)
+        spikes = []
+        for i in range(minimum, len(points)):
+            median = _median([v for _, v in points[max(0, i - window):i]])
+            value = points[i][1]
+            after = points[i + 1][1] if i + 1 < len(points) else None
+            # A spike comes back down; a value that stays up is divergence, not a spike.
+            if median > 0 and value > factor * median and after is not None and after < factor * median:
+                spikes.append((points[i][0], value, median))
+        if spikes:
+            step, value, median = spikes[0]
+            hits.append(Hit(step, {"series": series.name.replace("_", " "), "count": len(spikes), "step": step,
+                                   "value": num(value), "median": num(median), "ratio": f"{value / median:.1f}",
+                                   "steps": ", ".join(str(s) for s, _, _ in spikes[:10])},
+                            site_frame(run.meta.get("backward_site")), details={"spike_steps": [s for s, _, _ in spikes]}))
+    return hits
+
+
+@detector("divergence")
+def divergence(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    factor, share = float(params.get("factor", 2.0)), float(params.get("recent", 0.2))
+    hits = []
+    for series in run.of_role("loss") + run.of_role("val_loss"):
+        points = _finite_before_onset(series)
+        if len(points) < int(params.get("min_steps", 15)):
+            continue
+        recent = points[-max(3, int(len(points) * share)):]
+        best_index = min(range(len(points)), key=lambda i: points[i][1])
+        best_step, best = points[best_index]
+        recent_median = _median([v for _, v in recent])
+        first = points[0][1]
+        if best_step >= recent[0][0] or best < 0:
+            continue
+        grew = recent_median > factor * best if best > 0 else recent_median > abs(first)
+        if not grew or recent_median <= first * 0.5 + best * 0.5:
+            continue
+        onset = next(s for s, v in points[best_index:] if v > factor * max(best, 1e-12))
+        hits.append(Hit(onset, {"series": series.name.replace("_", " "), "step": onset, "best": num(best),
+                                "best_step": best_step, "recent": num(recent_median),
+                                "ratio": f"{recent_median / best:.1f}" if best > 0 else "many",
+                                "last": num(points[-1][1]), "last_step": points[-1][0]},
+                        site_frame(run.meta.get("step_site"))))
+    return hits
+
+
+@detector("gradient-explosion")
+def gradient_explosion(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    series = run.first("grad_norm")
+    if series is None:
+        return []
+    window, factor = int(params.get("window", 20)), float(params.get("factor", 10.0))
+    points = _finite_before_onset(series)
+    for i in range(int(params.get("min_history", 5)), len(points)):
+        median = _median([v for _, v in points[max(0, i - window):i]])
+        step, value = points[i]
+        if median > 0 and value > factor * median:
+            return [Hit(step, {"step": step, "value": num(value), "median": num(median),
+                               "ratio": f"{value / median:.0f}",
+                               "history": history(series, step, 5)}, site_frame(run.meta.get("step_site")))]
+    return []
+
+
+# --- runs that do not learn ---------------------------------------------------------------------
+
+
+def update_ratio(records: list[dict[str, Any]]) -> float | None:
+    values = [to_float(v) for r in records for v in (r.get("update_ratio") or {}).values()]
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    return _median(values) if values else None
+
+
+def learning_facts(run: RunData, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Why a monitored run may not learn: lr 0, parameters without gradients, weights that do not move."""
+    records = run.records
+    facts: dict[str, Any] = {"steps": len(records)}
+    lrs = [to_float(v) for r in records for v in (r.get("lr") or [])]
+    if lrs and all(v == 0 for v in lrs):
+        facts["lr_zero"] = True
+    if records and records[-1].get("lr"):
+        facts["lr"] = ", ".join(num(to_float(v)) for v in records[-1]["lr"])
+    never = list(run.meta.get("never_grad") or [])
+    if never:
+        facts["never_grad"] = True
+        facts["never_count"] = len(never)
+        facts["never"] = ", ".join(never[:6]) + (f" (+{len(never) - 6} more)" if len(never) > 6 else "")
+    ratio = update_ratio(records[1:] or records)
+    if ratio is not None:
+        facts["ratio"] = num(ratio)
+        if ratio < float(params.get("tiny_ratio", 1e-7)):
+            facts["frozen"] = True
+    if records and records[-1].get("zero_grad_params"):
+        facts["zero_grads"] = records[-1]["zero_grad_params"]
+    loss = run.first("loss")
+    losses = [v for _, v in _finite_before_onset(loss)] if loss is not None else []
+    facts["finite_steps"] = len(losses)
+    if losses:
+        head, tail = _median(losses[:3]), _median(losses[-3:])
+        facts["first"], facts["last"] = num(head), num(tail)
+        facts["flat"] = abs(tail - head) <= float(params.get("flat", 0.02)) * max(abs(head), 1e-12)
+    return facts
+
+
+@detector("no-learning")
+def no_learning(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    if len(run.records) < int(params.get("min_steps", 10)):
+        return []
+    facts = learning_facts(run, params)
+    if facts["finite_steps"] < int(params.get("min_steps", 10)):
+        return []  # a NaN early on is the story, not learning
+    # A flat loss alone is a plateau (curves); these say why nothing can be learned.
+    if not any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen")):
+        return []
+    return [Hit(run.records[0]["step"], facts, site_frame(run.meta.get("step_site")))]
+
+
+# --- memory, data, mode ---------------------------------------------------------------------------
+
+
+def _linear_fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Slope per step and r² of a least-squares line."""
+    n = len(points)
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    syy = sum((y - my) ** 2 for y in ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    if sxx == 0 or syy == 0:
+        return 0.0, 0.0
+    return sxy / sxx, sxy * sxy / (sxx * syy)
+
+
+@detector("memory-leak")
+def memory_leak(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    skip = int(params.get("skip", 3))
+    for name, metric in (("cuda_allocated", "CUDA allocated memory"), ("rss", "Process memory (RSS)")):
+        series = run.series.get(name)
+        if series is None or len(series.values) < int(params.get("min_steps", 20)) + skip:
+            continue
+        points = list(zip(series.steps, series.values))[skip:]
+        slope, r2 = _linear_fit(points)
+        growth = points[-1][1] - points[0][1]
+        if slope <= 0 or r2 < float(params.get("min_r2", 0.9)) or growth < float(params.get("min_growth_bytes", 2e7)):
+            continue
+        facts: dict[str, Any] = {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
+                                 "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
+                                 "first_step": points[0][0], "last_step": points[-1][0]}
+        findings = lint()
+        location = site_frame(run.meta.get("step_site"))
+        if findings:
+            finding = findings[0]
+            facts.update({"finding_code": finding.code, "finding_message": finding.message,
+                          "finding_place": f"{finding.path}:{finding.range.start.line + 1}",
+                          "finding_fix": _rule_fix(finding.code)})
+            location = _finding_frame(finding)
+        return [Hit(points[0][0], facts, location, tuple(findings), {"metric": name, "slope_bytes": slope})]
+    return []
+
+
+def _rule_fix(code: str) -> str:
+    try:
+        from ..catalog import load_rules
+
+        rule = load_rules().get(code)
+    except Exception:
+        return ""
+    return " ".join(rule.fix.split()) if rule else ""
+
+
+def _finding_frame(finding: Finding) -> Frame:
+    line = finding.range.start.line + 1
+    code = None
+    try:
+        with open(finding.path, encoding="utf-8", errors="replace") as handle:
+            code = handle.read().splitlines()[line - 1].strip()
+    except (OSError, IndexError):
+        pass
+    return Frame(finding.path, line, "", code, True)
+
+
+@detector("data-starved")
+def data_starved(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    timed = [r for r in run.records if to_float(r.get("step_time")) and to_float(r.get("data_time")) is not None]
+    if len(timed) < int(params.get("min_steps", 5)):
+        return []
+    total = sum(r["step_time"] for r in timed)
+    waited = sum(r["data_time"] for r in timed)
+    share = waited / total if total > 0 else 0.0
+    if share < float(params.get("share", 0.5)):
+        return []
+    facts: dict[str, Any] = {"share": percent(share), "steps": len(timed),
+                             "data_ms": f"{_median([r['data_time'] for r in timed]) * 1000:.1f}",
+                             "step_ms": f"{_median([r['step_time'] for r in timed]) * 1000:.1f}"}
+    loaders = run.meta.get("loaders") or []
+    location = None
+    if loaders:
+        loader = loaders[0]
+        workers = loader.get("num_workers") or 0
+        facts.update({"has_loader": True, "num_workers": workers, "pin_memory": loader.get("pin_memory"),
+                      "persistent_workers": loader.get("persistent_workers"), "batch_size": loader.get("batch_size"),
+                      "dataset": loader.get("dataset")})
+        facts["few_workers"] = workers < 2
+        facts["suggest_workers"] = max(2, min(8, (os.cpu_count() or 4) // 2))
+        facts["restarts_workers"] = workers > 0 and not loader.get("persistent_workers")
+        facts["cuda_unpinned"] = bool(run.meta.get("cuda")) and not loader.get("pin_memory")
+        location = site_frame(loader.get("site"))
+        if location is not None:
+            facts["loader_place"] = f"{location.path}:{location.line}"
+    return [Hit(timed[0]["step"], facts, location or site_frame(run.meta.get("step_site")),
+                details={"data_share": share, "loader": loaders[0] if loaders else None})]
+
+
+@detector("eval-mode")
+def eval_mode(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    sensitive = set(params.get("mode_sensitive") or ())
+    first = None
+    count = 0
+    for record in run.records:
+        modules = [(n, c) for n, c in record.get("eval_examples") or () if not sensitive or c in sensitive]
+        if modules:
+            count += 1
+            if first is None:
+                first = (record, modules)
+    if first is None:
+        return []
+    record, modules = first
+    return [Hit(record["step"], {"step": record["step"], "count": len(modules), "steps_in_eval": count,
+                                 "modules": ", ".join(f"{n} ({c})" for n, c in modules)},
+                site_frame(run.meta.get("step_site")))]
+
+
+# --- curves only ------------------------------------------------------------------------------------
+
+
+@detector("plateau")
+def plateau(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    hits = []
+    for series in run.of_role("loss"):
+        points = _finite_before_onset(series)
+        if len(points) < int(params.get("min_steps", 20)):
+            continue
+        tail = points[-max(4, int(len(points) * float(params.get("tail", 0.4)))):]
+        half = len(tail) // 2
+        a, b = _median([v for _, v in tail[:half]]), _median([v for _, v in tail[half:]])
+        level = _median([v for _, v in tail])
+        first = _median([v for _, v in points[:3]])
+        change = abs(b - a) / max(abs(level), 1e-12)
+        # Flat, and flat well above where it started: converged runs are flat too, but low.
+        if change < float(params.get("flat", 0.01)) and level > 0.5 * first:
+            hits.append(Hit(tail[0][0], {"series": series.name.replace("_", " "), "step": tail[0][0],
+                                         "level": num(level), "count": len(tail), "change": percent(change),
+                                         "start": num(tail[0][1]), "end": num(tail[-1][1]),
+                                         "last_step": tail[-1][0]}))
+    return hits
+
+
+@detector("train-val-gap")
+def train_val_gap(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    val = run.first("val_loss")
+    train = run.first("loss", val.origin) if val is not None else None
+    if train is None or val is None:
+        return []
+    points = val.finite()
+    if len(points) < int(params.get("min_points", 4)):
+        return []
+    best_step, best = min(points, key=lambda p: p[1])
+    last_step, val_last = points[-1]
+    if best_step == last_step or val_last < best * (1 + float(params.get("rise", 0.1))):
+        return []
+    train_points = train.finite()
+    at_best = [v for s, v in train_points if s <= best_step]
+    if not at_best or train_points[-1][1] >= at_best[-1]:
+        return []
+    return [Hit(best_step, {"step": best_step, "val_series": val.name, "train_series": train.name,
+                            "best": num(best), "val_last": num(val_last), "last_step": last_step,
+                            "train_at_best": num(at_best[-1]), "train_last": num(train_points[-1][1]),
+                            "gap": num(val_last - train_points[-1][1])})]
+
+
+@detector("lr-anomaly")
+def lr_anomaly(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    series = run.first("lr")
+    if series is None:
+        return []
+    points = series.finite()
+    hits = []
+    positive = [i for i, (_, v) in enumerate(points) if v > 0]
+    if positive and positive[-1] < len(points) - 2 and positive[0] < positive[-1] + 1:
+        step = points[positive[-1] + 1][0]
+        hits.append(Hit(step, {"zero": True, "series": series.name, "step": step,
+                               "before": num(points[positive[-1]][1]), "value": "0"}))
+    jump = float(params.get("jump", 10.0))
+    for (s0, v0), (s1, v1) in zip(points, points[1:]):
+        if v0 > 0 and v1 > 0 and max(v0 / v1, v1 / v0) >= jump:
+            hits.append(Hit(s1, {"jump": True, "series": series.name, "step": s1, "before": num(v0),
+                                 "value": num(v1), "factor": f"{max(v0 / v1, v1 / v0):.0f}"}))
+            break
+    return hits
+
+
+# --- overfit and repro verdicts ----------------------------------------------------------------------
+
+
+def fit_summary(run: RunData, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Did the loss go to ~0 on the repeated batches? first/last loss and the step it got there."""
+    loss = run.first("loss")
+    points = _finite_before_onset(loss) if loss is not None else []
+    if not points:
+        return {"fits": False, "steps": len(run.records), "first": None, "last": None, "fit_step": None}
+    first = points[0][1]
+    last = _median([v for _, v in points[-int(params.get("tail", 5)):]])
+    target = max(float(params.get("fit_ratio", 0.05)) * abs(first), float(params.get("fit_loss", 0.0)))
+    if first > 0 and float(params.get("fit_loss", 0.0)) >= first:
+        target = float(params.get("fit_ratio", 0.05)) * first  # a loss that starts tiny must still drop
+    fit_step = next((s for s, v in points if v <= target), None)
+    nonfinite = loss is not None and loss.first_nonfinite() is not None
+    return {"fits": fit_step is not None and last <= target and not nonfinite, "first": first, "last": last,
+            "fit_step": fit_step, "steps": len(run.records), "nonfinite": nonfinite}
+
+
+@detector("does-not-fit")
+def does_not_fit(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    summary = fit_summary(run, params)
+    if summary["fits"] or not run.records:
+        return []
+    facts = learning_facts(run, params)
+    facts["first"], facts["last"] = num(summary["first"]), num(summary["last"])
+    facts["steps"] = summary["steps"]
+    facts["batches"] = run.meta.get("repeat_batches") or 1
+    suspects = []
+    if facts.get("lr_zero"):
+        suspects.append("the learning rate is 0")
+    if facts.get("never_grad"):
+        suspects.append(f"a loss computed on detached outputs, or parameters not used in forward ({facts['never']} "
+                        "never get a gradient)")
+    if facts.get("frozen"):
+        suspects.append("frozen parameters or a missing optimizer.step() (the weights do not move)")
+    if summary.get("nonfinite"):
+        suspects.append("a learning rate too high (the loss became non-finite)")
+    elif summary["first"] is not None and summary["last"] > summary["first"]:
+        facts["rising"] = True
+        suspects.append("a learning rate too high (the loss rises)")
+    findings = lint()
+    for finding in findings[:3]:
+        suspects.append(f"{finding.code} at {finding.path}:{finding.range.start.line + 1}: {finding.message}")
+    if findings:
+        facts["lint"] = "; ".join(f"{f.code} line {f.range.start.line + 1}" for f in findings[:5])
+    if not suspects or not (facts.get("lr_zero") or facts.get("never_grad") or facts.get("frozen")):
+        suspects.append("zero_grad/step misuse, a learning rate too low for the number of steps, or labels that do "
+                        "not match the outputs")
+    facts["top_suspect"] = suspects[0].split(" (")[0]
+    facts["suspects"] = "; ".join(f"{i}) {s}" for i, s in enumerate(suspects, 1))
+    return [Hit(run.records[-1]["step"], facts, site_frame(run.meta.get("step_site")), tuple(findings),
+                {"suspects": suspects, "fit": summary})]
+
+
+def compare_runs(a: RunData, b: RunData, tolerance: float = 0.0) -> dict[str, Any]:
+    """First step whose loss differs between two runs of the same command, and the parameter checksums."""
+    loss_a = {r["step"]: to_float(r.get("loss")) for r in a.records}
+    loss_b = {r["step"]: to_float(r.get("loss")) for r in b.records}
+    out: dict[str, Any] = {"steps": min(len(loss_a), len(loss_b)), "step": None}
+    for step in sorted(set(loss_a) & set(loss_b)):
+        x, y = loss_a[step], loss_b[step]
+        same = (x is None and y is None) or (x is not None and y is not None and (
+            x == y or (math.isnan(x) and math.isnan(y)) or abs(x - y) <= tolerance))
+        if not same:
+            out.update(step=step, loss_a=x, loss_b=y,
+                       delta=abs(x - y) if x is not None and y is not None else None)
+            break
+    checksum_a, checksum_b = a.meta.get("checksum"), b.meta.get("checksum")
+    out["checksum_a"], out["checksum_b"] = checksum_a, checksum_b
+    out["checksums_differ"] = checksum_a is not None and checksum_b is not None and checksum_a != checksum_b
+    out["identical"] = out["step"] is None and not out["checksums_differ"] and len(loss_a) == len(loss_b)
+    return out
+
+
+def unseeded_generators(a: RunData, b: RunData) -> list[str]:
+    """Generators whose state differs between the runs at the same step and changes during a run (drawn from)."""
+    out = []
+    for name in ("numpy", "python", "torch"):
+        states_a = [r.get("rng", {}).get(name) for r in a.records]
+        states_b = [r.get("rng", {}).get(name) for r in b.records]
+        differs = any(x is not None and y is not None and x != y for x, y in zip(states_a, states_b))
+        drawn = len({s for s in states_a if s is not None}) > 1
+        if differs and drawn:
+            out.append(name)
+    return out
+
+
+_GENERATOR_NAMES = {"numpy": "NumPy's global RNG (np.random.*)", "python": "Python's `random` module",
+                    "torch": "torch's default generator"}
+
+
+@detector("not-reproducible")
+def not_reproducible(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    other = run.other
+    if other is None:
+        return []
+    result = compare_runs(run, other, float(params.get("tolerance", 0.0)))
+    if result["identical"]:
+        return []
+    facts: dict[str, Any] = {"steps": result["steps"], "checksum_a": num(result["checksum_a"]),
+                             "checksum_b": num(result["checksum_b"])}
+    if result["step"] is not None:
+        facts.update(step=result["step"], loss_a=num(result["loss_a"]), loss_b=num(result["loss_b"]),
+                     delta=num(result["delta"]))
+    suspects = []
+    unseeded = unseeded_generators(run, other)
+    if unseeded:
+        facts["unseeded"] = ", ".join(_GENERATOR_NAMES[n] for n in unseeded)
+        suspects += [f"unseeded draws from {_GENERATOR_NAMES[n]}" for n in unseeded]
+    warned = sorted({w.get("message", "") for w in other.meta.get("warnings") or []})
+    if warned:
+        facts["nondeterministic"] = "; ".join(warned[:3])
+        suspects.append("nondeterministic operations: " + "; ".join(w[:120] for w in warned[:2]))
+    if run.meta.get("cudnn_benchmark") or other.meta.get("cudnn_benchmark"):
+        facts["cudnn_benchmark"] = True
+        suspects.append("torch.backends.cudnn.benchmark = True")
+    findings = lint()
+    for finding in findings[:3]:
+        suspects.append(f"{finding.code} at {finding.path}:{finding.range.start.line + 1}: {finding.message}")
+    if findings:
+        facts["lint"] = "; ".join(f"{f.code} line {f.range.start.line + 1}: {f.message}" for f in findings[:3])
+    if not suspects:
+        suspects.append("a source of randomness outside the global generators (data order, threads, the clock)")
+    facts["top_suspect"] = suspects[0]
+    facts["suspects"] = "; ".join(f"{i}) {s}" for i, s in enumerate(suspects, 1))
+    return [Hit(result["step"], facts, site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site")),
+                tuple(findings), {"comparison": result, "suspects": suspects})]

@@ -1,0 +1,494 @@
+"""The in-process collector: public torch hooks that write one JSONL record per optimizer step.
+
+Loaded by `bootstrap.py` inside the user's process, so it imports nothing from
+traindoctor (the user's interpreter may not have it installed) and only torch
+and the standard library. What it installs:
+
+- the global optimizer step pre/post hooks (`torch.optim.optimizer.register_optimizer_step_*_hook`);
+- a wrapper on `torch.Tensor.backward` that keeps the (detached) loss;
+- timing around `_BaseDataLoaderIter.__next__`, and `DataLoader.__iter__` to read
+  the loader's live settings (and, for `overfit`, to repeat its first K batches).
+
+Cost per step: one host sync (a single `.tolist()` of the loss, the global
+gradient norm from `torch._foreach_norm`, the update ratios of the previous
+step and, with per-layer statistics, the per-parameter norms). A step's record
+is completed at the next step's pre-hook (or at exit), so the update ratios it
+carries cost no extra sync.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import sys
+import threading
+import time
+import warnings
+import zlib
+from typing import Any
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.utils.data import dataloader as _dl
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
+_MAX_EVAL_NAMES = 5
+_MAX_WARNINGS = 50
+
+
+class StopRun(BaseException):
+    """Ends the user's script quietly once the monitor has what it needs (overfit/repro steps)."""
+
+
+class NonFiniteTraining(FloatingPointError):
+    """Raised at the optimizer step with `--stop-on`, so a debugger stops in the training frame."""
+
+
+def user_site(depth: int = 2) -> dict[str, Any] | None:
+    """The innermost caller frame in the user's own code (not torch, the stdlib, site-packages or us)."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not (path.startswith("<") or path.startswith((_TORCH_DIR, _STDLIB_DIR, _HERE))
+                or "site-packages" in path or "dist-packages" in path):
+            return {"path": os.path.abspath(path), "line": frame.f_lineno, "function": frame.f_code.co_name}
+        frame = frame.f_back
+    return None
+
+
+def _rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Monitor:
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.run_dir = config["run_dir"]
+        os.makedirs(self.run_dir, exist_ok=True)
+        self.steps_file = open(os.path.join(self.run_dir, "steps.jsonl"), "w", encoding="utf-8")
+        self.stop_on = config.get("stop_on")
+        self.max_steps = config.get("max_steps")
+        self.repeat_batches = config.get("repeat_batches")
+        self.ratio_layers = int(config.get("ratio_layers", 4))
+        self.ratio_every = max(1, int(config.get("ratio_every", 5)))
+        self.per_layer = bool(config.get("per_layer"))
+        self.fingerprint_rng = bool(config.get("fingerprint_rng"))
+        self.spike_factor = float(config.get("stop_spike_factor", 10.0))
+        self.meta: dict[str, Any] = {"pid": os.getpid(), "argv": list(sys.argv), "loaders": [], "warnings": [],
+                                     "cuda": torch.cuda.is_available(), "repeat_batches": self.repeat_batches,
+                                     "max_steps": self.max_steps}
+        self.step = 0
+        self.optimizer: Any = None
+        self.params: list[torch.Tensor] = []
+        self.names: list[str] = []
+        self.never_grad: set[int] = set()
+        self.ratio_index: list[int] = []
+        self.sampled: list[int] = []
+        self.before: list[torch.Tensor] = []
+        self.ratio_values: list[torch.Tensor] = []
+        self.modules: list[tuple[str, torch.nn.Module]] = []
+        self.loss: torch.Tensor | None = None
+        self.backwards = 0
+        self.data_time = 0.0
+        self.last_pre: float | None = None
+        self.pending: dict[str, Any] | None = None
+        self.losses_seen: list[float] = []
+        self.lock = threading.Lock()
+        self.closed = False
+        self._handles: list[Any] = []
+
+    # --- installation ------------------------------------------------------------------
+
+    def install(self) -> None:
+        self._handles.append(register_optimizer_step_pre_hook(self._guarded(self._pre_step)))
+        self._handles.append(register_optimizer_step_post_hook(self._guarded(self._post_step)))
+        monitor = self
+        original_backward = torch.Tensor.backward
+
+        def backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if tensor.numel() == 1:
+                monitor.loss = tensor.detach()
+                monitor.backwards += 1
+                if "backward_site" not in monitor.meta:
+                    monitor.meta["backward_site"] = user_site()
+            return original_backward(tensor, *args, **kwargs)
+
+        backward.__wrapped__ = original_backward  # type: ignore[attr-defined]
+        torch.Tensor.backward = backward  # type: ignore[method-assign]
+
+        original_next = _dl._BaseDataLoaderIter.__next__
+
+        def timed_next(iterator: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original_next(iterator)
+            finally:
+                monitor.data_time += time.perf_counter() - start
+
+        _dl._BaseDataLoaderIter.__next__ = timed_next  # type: ignore[method-assign]
+
+        original_iter = _dl.DataLoader.__iter__
+
+        def loader_iter(loader: Any) -> Any:
+            monitor._note_loader(loader)
+            if monitor.repeat_batches:
+                return _RepeatBatches(loader, original_iter, int(monitor.repeat_batches), monitor)
+            return original_iter(loader)
+
+        _dl.DataLoader.__iter__ = loader_iter  # type: ignore[method-assign]
+
+        if self.config.get("deterministic"):
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            original_showwarning = warnings.showwarning
+
+            def showwarning(message: Any, category: Any, filename: str, lineno: int, *args: Any, **kw: Any) -> None:
+                text = str(message)
+                if len(monitor.meta["warnings"]) < _MAX_WARNINGS and "determinis" in text.lower():
+                    monitor.meta["warnings"].append({"step": monitor.step + 1, "message": text.splitlines()[0][:400]})
+                original_showwarning(message, category, filename, lineno, *args, **kw)
+
+            warnings.showwarning = showwarning
+
+    def _guarded(self, hook: Any) -> Any:
+        """A bug in the monitor must never break the user's training: it stops monitoring instead."""
+
+        def run(optimizer: Any, args: Any, kwargs: Any) -> None:
+            try:
+                hook(optimizer, args, kwargs)
+            except (StopRun, NonFiniteTraining):
+                raise
+            except Exception as exc:
+                self.meta["monitor_error"] = f"{type(exc).__name__}: {exc}"[:500]
+                self.close(remove_hooks=False)  # torch is iterating over its hooks right now
+
+        return run
+
+    def _note_loader(self, loader: Any) -> None:
+        if getattr(loader, "_traindoctor_seen", False) or len(self.meta["loaders"]) >= 8:
+            return
+        try:
+            loader._traindoctor_seen = True
+        except AttributeError:
+            pass
+        self.meta["loaders"].append({
+            "num_workers": getattr(loader, "num_workers", None),
+            "pin_memory": getattr(loader, "pin_memory", None),
+            "persistent_workers": getattr(loader, "persistent_workers", None),
+            "batch_size": getattr(loader, "batch_size", None),
+            "prefetch_factor": getattr(loader, "prefetch_factor", None),
+            "dataset": type(getattr(loader, "dataset", None)).__name__,
+            "site": user_site(),
+            "first_step": self.step + 1,
+        })
+
+    # --- the optimizer steps -------------------------------------------------------------
+
+    def _discover(self, optimizer: Any) -> None:
+        """Once: the optimized parameters, their names and the model(s) that own them."""
+        self.optimizer = optimizer
+        self.params = [p for group in optimizer.param_groups for p in group["params"]]
+        wanted = {id(p) for p in self.params}
+        owners = []
+        for obj in gc.get_objects():
+            if issubclass(type(obj), torch.nn.Module):  # type(): lazy proxies warn on __class__
+                try:
+                    if any(id(p) in wanted for p in obj.parameters(recurse=False)):
+                        owners.append(obj)
+                except Exception:
+                    continue
+        roots = _root_modules(owners)
+        names: dict[int, str] = {}
+        for root in roots:
+            prefix = type(root).__name__
+            for name, module in root.named_modules():
+                self.modules.append((f"{prefix}.{name}" if name else prefix, module))
+            for name, p in root.named_parameters():
+                names.setdefault(id(p), f"{prefix}.{name}")
+        self.names = [names.get(id(p), f"param[{i}]") for i, p in enumerate(self.params)]
+        self.never_grad = set(range(len(self.params)))
+        candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.numel() <= 4_000_000]
+        candidates = candidates or list(range(len(self.params)))
+        if candidates and self.ratio_layers > 0:
+            count = min(self.ratio_layers, len(candidates))
+            self.ratio_index = sorted({candidates[round(k * (len(candidates) - 1) / max(count - 1, 1))]
+                                       for k in range(count)})
+        self.meta.update({
+            "optimizer": type(optimizer).__name__,
+            "model": [type(r).__name__ for r in roots],
+            "param_names": self.names,
+            "ratio_params": [self.names[i] for i in self.ratio_index],
+            "step_site": user_site(3),
+        })
+        self._write_meta()
+
+    def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.closed:
+            return
+        if self.optimizer is None:
+            self._discover(optimizer)
+        elif optimizer is not self.optimizer:
+            return  # a second optimizer (GAN, EMA): only the first is followed
+        now = time.perf_counter()
+        params = self.params
+        grads = []
+        grad_index = []
+        for i, p in enumerate(params):
+            if p.grad is not None:
+                grads.append(p.grad.coalesce().values() if p.grad.is_sparse else p.grad)
+                grad_index.append(i)
+        self.never_grad.difference_update(grad_index)
+        loss = self.loss
+        device = grads[0].device if grads else (loss.device if loss is not None else torch.device("cpu"))
+        pieces: list[torch.Tensor] = []
+        norms = None
+        if grads:
+            norms = torch.stack([n.to(device, torch.float32) for n in torch._foreach_norm(grads)])
+            pieces.append(torch.linalg.vector_norm(norms).reshape(1))
+        if loss is not None:
+            pieces.append(loss.to(device, torch.float32).reshape(1))
+        self.loss = None
+        previous_ratios = len(self.ratio_values)
+        if self.ratio_values:
+            pieces.append(torch.stack([r.to(device, torch.float32) for r in self.ratio_values]))
+        if norms is not None:
+            pieces.append(norms)
+        values = torch.cat(pieces).tolist() if pieces else []  # the one host sync of the step
+        grad_norm = values.pop(0) if grads else None
+        loss_value = values.pop(0) if loss is not None else None
+        ratios = values[:previous_ratios]
+        per_param = values[previous_ratios:]
+        if self.pending is not None:
+            names = self.pending.pop("_ratio_names")
+            if names:
+                self.pending["update_ratio"] = {name: _finite_or_text(v) for name, v in zip(names, ratios)}
+            self._flush_pending()
+        self.step += 1
+        record: dict[str, Any] = {"step": self.step, "loss": _finite_or_text(loss_value),
+                                  "grad_norm": _finite_or_text(grad_norm),
+                                  "lr": [group.get("lr") for group in optimizer.param_groups]}
+        lrs = record["lr"]
+        record["lr"] = [float(lr) if isinstance(lr, (int, float)) else float(lr.item()) if hasattr(lr, "item") else None
+                        for lr in lrs]
+        if grad_norm is not None and not math.isfinite(grad_norm):
+            bad = next((grad_index[k] for k, v in enumerate(per_param) if not math.isfinite(v)), None)
+            record["nonfinite_grad"] = self.names[bad] if bad is not None else None
+        zero = [grad_index[k] for k, v in enumerate(per_param) if v == 0.0]
+        record["zero_grad_params"] = len(zero)
+        record["missing_grad_params"] = len(params) - len(grad_index)
+        if self.per_layer:
+            record["param_grad_norm"] = {self.names[grad_index[k]]: _finite_or_text(v) for k, v in enumerate(per_param)}
+        if self.last_pre is not None:
+            record["step_time"] = now - self.last_pre
+            record["data_time"] = self.data_time
+        self.data_time = 0.0
+        self.last_pre = now
+        record["rss"] = _rss_bytes()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            record["cuda_allocated"] = torch.cuda.memory_allocated()
+            record["cuda_reserved"] = torch.cuda.memory_reserved()
+        evals = [(name, type(m).__name__) for name, m in self.modules if not m.training]
+        if evals:
+            record["eval_modules"] = len(evals)
+            record["eval_examples"] = evals[:_MAX_EVAL_NAMES]
+        record["backwards"] = self.backwards
+        self.backwards = 0
+        if self.fingerprint_rng:
+            record["rng"] = _rng_fingerprints()
+        self.pending = record
+        # Parameters about to change: keep a copy of the sampled ones for the update ratio
+        # (every step at first, then every `ratio_every` steps: the copies are the monitor's main cost).
+        sampled = [i for i in self.ratio_index if params[i].grad is not None]
+        if self.step > 5 and self.step % self.ratio_every:
+            sampled = []
+        self.sampled = sampled
+        self.before = [params[i].detach().clone() for i in sampled]
+        self.pending["_ratio_names"] = [self.names[i] for i in sampled]
+        if loss_value is not None:
+            self.losses_seen.append(loss_value)
+        reason = self._stop_reason(loss_value, grad_norm)
+        if reason:
+            self.meta["stopped"] = {"step": self.step, "reason": reason}
+            self._flush_pending()
+            self._write_meta()
+            raise NonFiniteTraining(reason)
+
+    def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self.closed or optimizer is not self.optimizer:
+            return
+        after = [self.params[i] for i in self.sampled]
+        if len(after) == len(self.before) and self.before:
+            diffs = torch._foreach_sub([a.detach() for a in after], self.before)
+            update = torch._foreach_norm(diffs)
+            weight = torch._foreach_norm(self.before)
+            self.ratio_values = [u / w.clamp_min(1e-12) for u, w in zip(update, weight)]
+        else:
+            self.ratio_values = []
+        self.before = []
+        if self.max_steps and self.step >= self.max_steps:
+            self.meta["stopped"] = {"step": self.step, "reason": "max-steps"}
+            raise StopRun()
+
+    def _stop_reason(self, loss: float | None, grad_norm: float | None) -> str | None:
+        if not self.stop_on:
+            return None
+        if loss is not None and not math.isfinite(loss):
+            return f"traindoctor: loss is {loss} at optimizer step {self.step} (stopped before the step)"
+        if grad_norm is not None and not math.isfinite(grad_norm):
+            where = self.pending.get("nonfinite_grad") if self.pending else None
+            return (f"traindoctor: gradient is {grad_norm} at optimizer step {self.step}"
+                    + (f", first in {where}" if where else "") + " (stopped before the step)")
+        if self.stop_on == "any" and loss is not None and len(self.losses_seen) > 10:
+            history = sorted(self.losses_seen[-21:-1])
+            median = history[len(history) // 2]
+            if median > 0 and loss > self.spike_factor * median:
+                return (f"traindoctor: loss spiked to {loss:.4g} at optimizer step {self.step}, "
+                        f"{loss / median:.1f}x the running median {median:.4g}")
+        return None
+
+    # --- output ------------------------------------------------------------------------------
+
+    def _flush_pending(self) -> None:
+        record = self.pending
+        if record is None:
+            return
+        self.pending = None
+        record.pop("_ratio_names", None)
+        with self.lock:
+            if not self.steps_file.closed:
+                self.steps_file.write(json.dumps(record) + "\n")
+                self.steps_file.flush()
+
+    def _write_meta(self) -> None:
+        path = os.path.join(self.run_dir, "run.json")
+        temporary = path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(self.meta, handle, default=str)
+        os.replace(temporary, path)
+
+    def close(self, exit_code: Any = None, error: str | None = None, remove_hooks: bool = True) -> None:
+        if self.closed:
+            if remove_hooks:
+                self._remove_hooks()
+            return
+        self.closed = True
+        if self.pending is not None:
+            if self.ratio_values:
+                try:
+                    ratios = torch.stack([r.float() for r in self.ratio_values]).tolist()
+                    self.pending["update_ratio"] = {name: _finite_or_text(v)
+                                                    for name, v in zip(self.pending.get("_ratio_names", []), ratios)}
+                except Exception:
+                    pass
+            self._flush_pending()
+        self.meta["steps"] = self.step
+        self.meta["never_grad"] = [self.names[i] for i in sorted(self.never_grad)] if self.step else []
+        self.meta["exit_code"] = exit_code
+        if error:
+            self.meta["error"] = error
+        try:
+            self.meta["cudnn_benchmark"] = bool(torch.backends.cudnn.benchmark)
+            if self.params and self.config.get("checksum"):
+                with torch.no_grad():
+                    self.meta["checksum"] = float(sum(p.detach().double().sum().item() for p in self.params))
+        except Exception:
+            pass
+        self._write_meta()
+        with self.lock:
+            self.steps_file.close()
+        if remove_hooks:
+            self._remove_hooks()
+
+    def _remove_hooks(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+
+class _RepeatBatches:
+    """The loader's first K batches, again and again (`overfit`): same length per epoch as the loader."""
+
+    def __init__(self, loader: Any, original_iter: Any, count: int, monitor: Monitor) -> None:
+        cached = getattr(loader, "_traindoctor_batches", None)
+        if cached is None:
+            real = original_iter(loader)
+            cached = []
+            start = time.perf_counter()
+            for _ in range(count):
+                try:
+                    cached.append(next(real))
+                except StopIteration:
+                    break
+            monitor.data_time += time.perf_counter() - start
+            del real  # shuts down the worker processes of this iterator
+            try:
+                loader._traindoctor_batches = cached
+            except AttributeError:
+                pass
+        self.batches = cached
+        try:
+            self.remaining = len(loader)
+        except TypeError:  # an IterableDataset without __len__: the step limit ends the run
+            self.remaining = None
+        self.index = 0
+
+    def __iter__(self) -> "_RepeatBatches":
+        return self
+
+    def __next__(self) -> Any:
+        if not self.batches or self.remaining == 0:
+            raise StopIteration
+        if self.remaining is not None:
+            self.remaining -= 1
+        batch = self.batches[self.index % len(self.batches)]
+        self.index += 1
+        return batch
+
+    def __len__(self) -> int:
+        return self.remaining or 0
+
+
+def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
+    """The outermost modules among those that own optimized parameters (the model)."""
+    containers = []
+    owners = {id(m) for m in modules}
+    for obj in gc.get_objects():
+        if issubclass(type(obj), torch.nn.Module):
+            try:
+                if any(id(child) in owners for child in obj.modules()):
+                    containers.append(obj)
+            except Exception:
+                continue
+    inner = set()
+    for module in containers:
+        for child in list(module.modules())[1:]:
+            inner.add(id(child))
+    roots = [m for m in containers if id(m) not in inner]
+    return roots or modules
+
+
+def _rng_fingerprints() -> dict[str, int]:
+    """Checksums of the global RNG states: equal across two runs only if seeded alike."""
+    import random
+
+    out = {"torch": zlib.crc32(torch.get_rng_state().numpy().tobytes()),
+           "python": zlib.crc32(repr(random.getstate()).encode())}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        state = numpy.random.get_state()
+        out["numpy"] = zlib.crc32(state[1].tobytes() + str(state[2]).encode())
+    return out
+
+
+def _finite_or_text(value: float | None) -> Any:
+    """JSON has no NaN: non-finite values are written as "nan", "inf", "-inf"."""
+    if value is None or math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")

@@ -1,0 +1,143 @@
+"""Start the user's command with the step monitor (optionally under debugpy) and wait for it.
+
+`python [opts] train.py ARGS` becomes `python [opts] <monitor>/bootstrap.py train.py ARGS`
+(and `-m module` likewise); the child inherits stdout and stderr, so its output
+streams through unchanged. With `stop_on`, the same command runs under debugpy
+and the live session of `traindoctor run` diagnoses the stop in the training frame.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import secrets
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..live.launcher import DebuggeeCommand, LaunchError, exit_code, free_port, parse_command
+
+MONITOR_DIR = Path(__file__).resolve().parent
+BOOTSTRAP = MONITOR_DIR / "bootstrap.py"
+CONFIG_VARIABLE = "TRAINDOCTOR_MONITOR"
+
+
+@dataclass(frozen=True)
+class MonitoredRun:
+    run_dir: Path
+    exit_code: int
+    timed_out: bool = False
+    live: Any = None  # the live session's StopReport, when it stopped under debugpy
+    live_note: str | None = None
+
+
+def prepare(command: list[str]) -> DebuggeeCommand:
+    """The user's command, checked (raises LaunchError with a one-line reason)."""
+    if command and command[0] == "--":
+        command = command[1:]
+    debuggee = parse_command(command)
+    if debuggee.target and debuggee.target[0] == "-c":
+        raise LaunchError("`python -c` is not supported: pass a script or `-m module`")
+    if debuggee.target[:2] == ("-m", "torch.distributed.run"):
+        raise LaunchError("torchrun is not supported by the monitor yet: run one process (`python train.py`)")
+    return debuggee
+
+
+def new_run_dir(debuggee: DebuggeeCommand, base: Path | None = None, label: str = "") -> Path:
+    target = debuggee.target[1] if debuggee.target[0] == "-m" else Path(debuggee.target[0]).stem
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", target)[:40]
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name = f"{stamp}-{slug}{('-' + label) if label else ''}-{secrets.token_hex(2)}"
+    folder = (base or Path.cwd() / ".traindoctor" / "runs") / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _environment(config: dict[str, Any]) -> dict[str, str]:
+    env = dict(os.environ)
+    env[CONFIG_VARIABLE] = json.dumps(config)
+    return env
+
+
+def run_plain(debuggee: DebuggeeCommand, config: dict[str, Any], timeout: float | None = None) -> MonitoredRun:
+    argv = [debuggee.python, *debuggee.python_options, str(BOOTSTRAP), *debuggee.target]
+    try:
+        child = subprocess.Popen(argv, env=_environment(config))
+    except OSError as exc:
+        raise LaunchError(f"cannot start `{debuggee.python}`: {exc.strerror or exc}") from None
+    timed_out = False
+    try:
+        returncode = child.wait(timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        returncode = _stop(child)
+    except BaseException:
+        _stop(child)
+        raise
+    return MonitoredRun(Path(config["run_dir"]), exit_code(returncode), timed_out)
+
+
+def run_debugged(debuggee: DebuggeeCommand, config: dict[str, Any], timeout: float | None = None,
+                 on_report: Any = None) -> MonitoredRun:
+    """Under debugpy: the monitor raises at the stop step, the live session reads the training frame."""
+    from ..live.dap import DapError
+    from ..live.session import LiveSession
+
+    host = "127.0.0.1"
+    port = free_port(host)
+    wrapped = DebuggeeCommand(debuggee.python, debuggee.python_options, (str(BOOTSTRAP), *debuggee.target))
+    env = _environment(config)
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    # The monitor's own frames are library code to debugpy: the stop shows the user's line.
+    env["PYDEVD_FILTERS"] = json.dumps({f"{MONITOR_DIR.as_posix()}/**": True})
+    try:
+        child = subprocess.Popen(wrapped.argv(host, port), env=env)
+    except OSError as exc:
+        raise LaunchError(f"cannot start `{debuggee.python}`: {exc.strerror or exc}") from None
+    reports: list[Any] = []
+
+    def report(stop: Any) -> None:
+        reports.append(stop)
+        if on_report is not None:
+            on_report(stop)
+
+    session = LiveSession(host, port, on_report=report)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
+    try:
+        try:
+            session.start(retry_while=lambda: child.poll() is None)
+        except DapError as exc:
+            if child.poll() is None:
+                _stop(child)
+            raise LaunchError(f"could not start the debug session: {exc}") from None
+        while not session.wait(0.2):
+            if child.poll() is not None:
+                session.wait(3.0)
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                timed_out = True
+                break
+        session.close()
+        returncode = _stop(child) if timed_out else child.wait()
+    except BaseException:
+        session.close()
+        _stop(child)
+        raise
+    note = None if reports else ("; ".join(session.errors[:2]) or None)
+    return MonitoredRun(Path(config["run_dir"]), exit_code(returncode), timed_out,
+                        reports[0] if reports else None, note)
+
+
+def _stop(child: subprocess.Popen[bytes]) -> int:
+    if child.poll() is None:
+        child.terminate()
+        try:
+            child.wait(5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+    return child.wait()

@@ -1,0 +1,112 @@
+"""`traindoctor curves`: findings at the right steps from text logs, CSV and TensorBoard files."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from monitor_helpers import traindoctor
+from traindoctor.monitor.curves import parse_text, read_curves
+from traindoctor.monitor.findings import detect
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _text_log(path):
+    lines = []
+    for step in range(10, 310, 10):
+        loss = 2.3 * math.exp(-step / 200) if step < 250 else float("nan")
+        lines.append(f"Epoch 1 | step {step} | loss {loss:.4f} | lr 0.001")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _csv(path):
+    rows = ["step,train_loss,val_loss,lr"]
+    for step in range(1, 11):
+        train = 1.0 / step
+        val = 1.0 / step if step <= 5 else 0.2 + 0.05 * (step - 5)
+        rows.append(f"{step * 100},{train:.4f},{val:.4f},0.01")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_plain_text_log_nan_onset_at_the_logged_step(tmp_path):
+    outcome = traindoctor("curves", "--format", "json", str(_text_log(tmp_path / "train.log")), cwd=tmp_path)
+    payload = outcome.payload
+    assert payload["command"] == "curves" and payload["verdict"] == "problems"
+    nan = outcome.finding("nan-onset")
+    assert nan["step"] == 250 and nan["details"]["log_line"] == 25
+    assert "loss before it: 200: 0.8461, 210: 0.8049, 220: 0.7656, 230: 0.7283, 240: 0.6927" in nan["evidence"]
+    assert outcome.code == 1
+
+
+def test_csv_train_val_gap_at_the_best_validation_step(tmp_path):
+    outcome = traindoctor("curves", "--format", "json", str(_csv(tmp_path / "metrics.csv")), cwd=tmp_path)
+    gap = outcome.finding("overfitting")
+    assert gap["step"] == 500
+    assert gap["details"]["facts"]["val_series"] == "val_loss"
+    assert "Stop early at step 500 (keep that checkpoint)" in [f["title"] for f in gap["fixes"]]
+
+
+@pytest.mark.slow
+def test_tensorboard_events_spike_and_lr_to_zero_with_a_plot(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(log_dir=str(tmp_path / "tb"))
+    for step in range(60):
+        loss = 1.0 - step * 0.01 + (5.0 if step == 30 else 0.0)
+        writer.add_scalar("Loss/train", loss, step)
+        writer.add_scalar("lr", 0.1 if step < 40 else 0.0, step)
+    writer.close()
+    plot = tmp_path / "out" / "curves.png"
+    outcome = traindoctor("curves", "--format", "json", "--plot", str(plot), str(tmp_path / "tb"), cwd=tmp_path)
+    spike = outcome.finding("loss-spike")
+    assert spike["step"] == 30 and spike["details"]["spike_steps"] == [30]
+    lr = outcome.finding("lr-schedule")
+    assert lr["step"] == 40 and lr["title"] == "The learning rate reaches 0 at step 40"
+    assert outcome.payload["plot"] == str(plot)
+    assert plot.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_watch_records_are_curves_too(tmp_path):
+    lines = [f'{{"step": {s}, "loss": {1.0 / s}, "grad_norm": 1.0, "lr": [0.1]}}' for s in range(1, 20)]
+    lines.append('{"step": 20, "loss": "nan", "grad_norm": "nan", "lr": [0.1]}')
+    (tmp_path / "steps.jsonl").write_text("\n".join(lines) + "\n")
+    findings = detect(read_curves([tmp_path / "steps.jsonl"]), "curves")
+    assert [(f.diagnosis.kind, f.step) for f in findings] == [("nan-onset", 20)]
+
+
+def test_log_dialects_are_read():
+    text = "\n".join([
+        "{'loss': 0.9, 'learning_rate': 5e-05, 'epoch': 0.1}",  # Hugging Face Trainer
+        "{'loss': nan, 'learning_rate': 5e-05, 'epoch': 0.2}",
+        "Epoch 0:  50%|#####     | 5/10 [00:01<00:01, 4.1it/s, v_num=0, train_loss=0.310, val_loss=0.500]",
+        "100%|##########| 10/10 [00:02<00:00, loss=0.25, lr=0.001]",  # tqdm postfix
+        "Test: [ 10/100]  Loss nan (nan)",  # timm / torchvision reference scripts
+        "loss: 0.31",
+        "loss=inf",
+    ])
+    series = parse_text(text)
+    assert math.isnan(series["loss"].values[1]) and math.isnan(series["loss"].values[3])  # HF nan, `Loss nan (nan)`
+    assert [v for v in series["loss"].values if not math.isnan(v)] == [0.9, 0.25, 0.31, float("inf")]
+    assert series["train_loss"].values == (0.31,) and series["val_loss"].values == (0.5,)
+    assert series["learning_rate"].values == (5e-05, 5e-05) and series["lr"].values == (0.001,)
+
+
+def test_diagnose_reads_the_curves_of_a_log_without_a_traceback(tmp_path):
+    outcome = traindoctor("diagnose", "--format", "json", str(_text_log(tmp_path / "train.log")), cwd=tmp_path)
+    import json
+
+    diagnosis = json.loads(outcome.stdout)
+    assert diagnosis["kind"] == "nan-onset" and diagnosis["details"]["step"] == 250
+    assert outcome.code == 0
+
+
+def test_unreadable_input_is_a_one_line_error(tmp_path):
+    outcome = traindoctor("curves", str(tmp_path / "missing.log"), cwd=tmp_path)
+    assert outcome.code == 2 and outcome.stderr.strip() == f"traindoctor: {tmp_path / 'missing.log'}: no such file"
+    (tmp_path / "empty.log").write_text("nothing to see\n")
+    outcome = traindoctor("curves", str(tmp_path / "empty.log"), cwd=tmp_path)
+    assert outcome.code == 2 and "no loss" in outcome.stderr
