@@ -118,12 +118,13 @@ scenario('the TRN101 quick fix changes the code and the diagnostic disappears', 
   const file = 'train_four_bugs.py';
   const line = lineOf(file, 'total_loss += loss');
   await wb.openFile(file);
-  // The lightbulb menu lists the rule's fix ("Accumulate `loss.item()` ...") and "Ignore TRN101 on this line".
-  const fix = await wb.quickFixMenu(line, 20, /item\(\)/);
+  // The lightbulb menu lists the rule's fix ("Accumulate `loss.detach()` ...": the total is returned, so it
+  // stays a tensor) and "Ignore TRN101 on this line".
+  const fix = await wb.quickFixMenu(line, 20, /detach\(\)/);
   await wb.screenshot(join(SCREENSHOTS, 'quick-fix.png'));
   await fix.click();
   await wb.page.keyboard.press('Control+S');
-  await wb.until('the fix on disk', () => readFileSync(join(editor.workspace, file), 'utf8').includes('total_loss += loss.item()'));
+  await wb.until('the fix on disk', () => readFileSync(join(editor.workspace, file), 'utf8').includes('total_loss += loss.detach()'));
   await wb.showProblems(file);
   let seen = [];
   await wb
