@@ -94,16 +94,19 @@ class LossAccumulationKeepsGraph(Rule):
             return
         scope = self.analysis.scope_of(function)
         feeding = scope.feeds_backward()
-        summed = {accumulator for _, _, accumulator, how, _, _ in pending if how in ("+=", "=")}
+        kept = []
         for stmt, value, accumulator, how, found, loop in pending:
-            if how not in ("+=", "=") and _mentions(value, summed - {accumulator}):
-                continue  # e.g. `losses.append(total / n)`: the finding on `total += loss` is the cause and its fix
             if accumulator in feeding:
                 continue  # sub-losses summed into the loss backpropagated in this step
             if accumulator in scope.returned and id(loop) not in scope.training_loops:
                 continue  # e.g. per-head losses summed inside one training step
             if (found.role != "loss" or found.grad == "likely") and not scope.trains:
                 continue  # outputs, or values only named like losses, outside training code
+            kept.append((stmt, value, accumulator, how, found))
+        summed = {accumulator for _, _, accumulator, how, _ in kept if how in ("+=", "=")}
+        for stmt, value, accumulator, how, found in kept:
+            if how not in ("+=", "=") and _mentions(value, summed - {accumulator}):
+                continue  # e.g. `losses.append(total / n)`: the finding on `total += loss` is the cause and its fix
             self._report(stmt, value, accumulator, how, found, scope, function)
 
     def _report(self, stmt, value, accumulator, how, found, scope, function) -> None:
