@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections import Counter
 import os
 import resource
 import stat
@@ -22,7 +23,7 @@ ACCUMULATES = (
     "        total_loss += loss\n"
     "    return total_loss\n"
 )
-FIXED_LINE = "        total_loss += loss.item()"
+FIXED_LINE = "        total_loss += loss.detach()"  # the total is returned: it stays a tensor
 
 
 def _limit_file_size(limit: int):
@@ -72,16 +73,16 @@ def test_bom_and_crlf_survive_fixes(tmp_path):
 
 
 def test_crlf_survives_a_fix_that_inserts_lines(tmp_path):
-    source = (
-        "import torch\nfrom torch.utils.data import DataLoader\n\ntorch.manual_seed(0)\n"
-        "loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=4)\n"
+    source = (  # TRN202's fix inserts `random.seed(seed)` into the program's seeding function
+        "import random\n\nimport numpy as np\nimport torch\n\n\ndef set_seed(seed):\n"
+        "    np.random.seed(seed)\n    torch.manual_seed(seed)\n\n\nset_seed(0)\nprint(random.random())\n"
     )
-    path = tmp_path / "data.py"
+    path = tmp_path / "seeding.py"
     path.write_bytes(source.replace("\n", "\r\n").encode())
     done = traindoctor("check", "--fix", str(path))
     assert done.returncode == 0, done
     data = path.read_bytes()
-    assert b"worker_init_fn=seed_worker" in data
+    assert b"    random.seed(seed)\r\n" in data
     assert data.count(b"\n") == data.count(b"\r\n")
 
 
@@ -89,15 +90,20 @@ def _comments(source: str) -> list[str]:
     return [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
 
 
+OWNED_RNG = (
+    "import numpy as np\nimport torch\nfrom torch.utils.data import DataLoader, Dataset\n\n\n"
+    "class Noisy(Dataset):\n    def __init__(self):\n        self.rng = np.random.default_rng()\n\n"
+    "    def __len__(self):\n        return 64\n\n"
+    "    def __getitem__(self, i):\n        return torch.tensor(self.rng.normal())\n\n\n"
+)
+# TRN201 (a dataset-owned RNG copied into every worker; its fix is unsafe) and TRN301.
 MULTILINE_CALLS = {
     "dataloader": (
-        "import torch\nfrom torch.utils.data import DataLoader\n\ntorch.manual_seed(0)\n"
-        "loader = DataLoader(\n    ds,  # the training set\n    batch_size=32,\n"
+        OWNED_RNG + "loader = DataLoader(\n    Noisy(),  # the training set\n    batch_size=32,\n"
         "    shuffle=True,\n    num_workers=4,  # one per core\n)\n"
     ),
     "dataloader_joined": (
-        "import torch\nfrom torch.utils.data import DataLoader\n\ntorch.manual_seed(0)\n"
-        "loader = DataLoader(ds, batch_size=32,  # keep in sync with the lr\n"
+        OWNED_RNG + "loader = DataLoader(Noisy(), batch_size=32,  # keep in sync with the lr\n"
         "                    shuffle=True, num_workers=4)\n"
     ),
     "cross_entropy": (
@@ -114,10 +120,11 @@ def test_comments_inside_rewritten_calls_survive(tmp_path):
     for name, source in MULTILINE_CALLS.items():
         path = tmp_path / f"{name}.py"
         path.write_text(source)
-        done = traindoctor("check", "--fix", str(path))
+        done = traindoctor("check", "--fix", "--unsafe-fixes", str(path))
         fixed = path.read_text()
         assert fixed != source, f"{name}: no fix applied ({done.stdout})"
-        assert sorted(_comments(fixed)) == sorted(_comments(source)), f"{name}:\n{fixed}"
+        lost = Counter(_comments(source)) - Counter(_comments(fixed))  # a fix may add its own comments
+        assert not lost, f"{name}:\n{fixed}"
 
 
 def test_match_line_endings():
