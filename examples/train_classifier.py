@@ -8,7 +8,7 @@ Runs on CPU in a few seconds on synthetic data:  python examples/train_classifie
   - TRN101: the epoch loss is accumulated with its autograd graph (memory grows every step);
   - TRN402: the entropy regulariser takes log() of softmax probabilities, which underflow to 0
     (log -> -inf, NaN gradients): log_softmax is the stable form;
-  - TRN403 (strict set): the input standardisation divides by a std that is 0 for a constant row.
+  - TRN406 (strict set): the input standardisation divides by a std that is 0 for a constant row.
 """
 
 import argparse

@@ -28,11 +28,11 @@ def pairwise_distance(encoder, a, b):
 
 
 def masked_mean(values, mask):
-    return (values * mask).sum() / mask.sum()  # expect: TRN403
+    return (values * mask).sum() / mask.sum()  # expect: TRN406
 
 
 def normalize_advantages(adv):
-    return (adv - adv.mean()) / adv.std()  # expect: TRN403
+    return (adv - adv.mean()) / adv.std()  # expect: TRN406
 
 
 class Discriminator(nn.Module):

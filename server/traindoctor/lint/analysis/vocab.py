@@ -1,4 +1,7 @@
-"""The API vocabulary of the analysis, loaded from rules/vocab/torch.yaml (knowledge as data)."""
+"""The API vocabulary of the analysis, loaded from rules/vocab/*.yaml (knowledge as data).
+
+Each file holds its own keys (torch.yaml the core, others per rule family); a key
+defined twice is an error, so that two files never silently disagree."""
 
 from __future__ import annotations
 
@@ -40,7 +43,13 @@ def _compiled(text: str) -> re.Pattern[str]:
 
 @functools.cache
 def vocab() -> Vocab:
-    data = yaml.safe_load((rules_dir() / "vocab" / "torch.yaml").read_text(encoding="utf-8"))
+    data: dict[str, Any] = {}
+    for path in sorted((rules_dir() / "vocab").glob("*.yaml")):
+        part = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        clash = data.keys() & part.keys()
+        if clash:
+            raise ValueError(f"{path.name} redefines vocabulary keys {sorted(clash)}")
+        data.update(part)
     frozen: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, list):

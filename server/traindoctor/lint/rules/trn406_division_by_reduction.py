@@ -1,4 +1,4 @@
-"""TRN403 division-by-reduction (strict set): division by a count, a spread or a
+"""TRN406 division-by-reduction (strict set): division by a count, a spread or a
 norm that can be 0 (an empty mask, a constant batch, a zero vector).
 
 Often fine in practice (masks that always keep a CLS/EOS token, embeddings that
@@ -17,7 +17,7 @@ from ..rule import FixSpec, Replace, Rule
 
 
 class DivisionByReduction(Rule):
-    CODE = "TRN403"
+    CODE = "TRN406"
     READS = ("names", "objects", "classes", "functions", "calls", "globals")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
