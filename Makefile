@@ -39,6 +39,7 @@ bench: $(STAMP) $(BENCH_VENV)/.installed
 	$(BIN)/python bench/bench_diagnose.py
 	$(BIN)/python bench/bench_lsp_latency.py
 	$(BIN)/python bench/bench_live_overhead.py
+	$(BIN)/python bench/bench_watch_overhead.py
 
 docs: $(STAMP)
 	$(BIN)/python -m traindoctor.docs

@@ -87,15 +87,17 @@ def main() -> None:
         rates: dict[str, dict[str, list[float]]] = {m: {"steps_per_sec": [], "steps_per_cpu_sec": []} for m in MODES}
         ratios: dict[str, dict[str, list[float]]] = {m: {"steps_per_sec": [], "steps_per_cpu_sec": []}
                                                      for m in MODES if m != "plain"}
-        for _ in range(args.repeats):
-            plain = measure("plain", script, args.steps, workdir)
-            for key, value in plain.items():
-                rates["plain"][key].append(value)
-            for mode in ratios:
-                measured = measure(mode, script, args.steps, workdir)
-                for key, value in measured.items():
+        order = list(MODES)
+        for repeat in range(args.repeats):
+            # Rotate the order every repeat: whichever mode runs first in a round was
+            # otherwise systematically favoured or penalised (caches, frequency, load ramps).
+            turn = order[repeat % len(order):] + order[:repeat % len(order)]
+            measured = {mode: measure(mode, script, args.steps, workdir) for mode in turn}
+            for mode, values in measured.items():
+                for key, value in values.items():
                     rates[mode][key].append(value)
-                    ratios[mode][key].append(1 - value / plain[key])
+                    if mode != "plain":
+                        ratios[mode][key].append(1 - value / measured["plain"][key])
     result = {
         "steps": args.steps,
         "repeats": args.repeats,
