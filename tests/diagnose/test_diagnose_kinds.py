@@ -3,6 +3,8 @@ set-up, weights_only loading, cuDNN, spawn pickling, version skew) on real-shape
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from traindoctor.diagnose import diagnose_text
@@ -61,3 +63,23 @@ def test_calibration_report_is_committed_and_within_target() -> None:
     report = (DATA.parents[2] / "bench" / "calibration.md").read_text()
     eces = [float(x) for x in re.findall(r"ECE\): \*\*([\d.]+)\*\*", report)]
     assert len(eces) == 3 and eces[2] <= 0.1
+
+
+def test_a_log_with_only_loss_curves_is_diagnosed_with_a_kind_diagnose_names(tmp_path):
+    """`diagnose` on a log with no traceback falls back to the curve detectors: their kinds are
+    part of diagnose.KINDS, and the CLI exits 0 (diagnosed), not 1 (unrecognised)."""
+    import subprocess
+    import sys
+
+    from traindoctor.diagnose import KINDS
+    from traindoctor.diagnose.signatures import KINDS as TRACEBACK_KINDS
+
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"epoch {i} loss: {v}\n" for i, v in enumerate(["2.31", "1.9", "1.5", "nan", "nan"], 1)))
+    done = subprocess.run([sys.executable, "-m", "traindoctor", "diagnose", str(log), "--format", "json"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    diagnosis = json.loads(done.stdout)
+    assert diagnosis["kind"] == "nan-onset" and diagnosis["kind"] in KINDS
+    assert diagnosis["kind"] not in TRACEBACK_KINDS
+    assert KINDS[-1] == "other" and set(TRACEBACK_KINDS) <= set(KINDS)

@@ -8,7 +8,8 @@ Public API:
 - `render_text(diagnosis) -> str`: title, `path:line`, root cause, numbered fixes.
 - `traindoctor.diagnose.record.write_record(diagnosis, directory, source_text=None) -> Path`.
 - `parse_tracebacks(text) -> list[Traceback]`: every traceback chain in a log.
-- `KINDS`: the kinds a diagnosis can name (the `kind`s of rules/signatures/*.yaml).
+- `KINDS`: the kinds `diagnose` can name: the `kind`s of rules/signatures/*.yaml (tracebacks),
+  then those of the curve detectors in rules/monitors/*.yaml (a log with no traceback), "other" last.
 
 `location` is the deepest frame in the user's own code (not site-packages, the
 stdlib, torch or a launcher), as printed; for a NaN caught by anomaly mode it is
@@ -32,10 +33,13 @@ from .render import render_text
 
 
 def __getattr__(name: str):
-    if name == "KINDS":  # one kind per signature file: computed from the catalog
+    if name == "KINDS":  # computed from the catalogs: signatures, then curve detectors
+        from ..monitor.rules import load_monitor_rules
         from .signatures import kinds
 
-        return kinds()
+        traceback_kinds = kinds()[:-1]
+        curve_kinds = [r.kind for r in load_monitor_rules().values() if "curves" in r.sources]
+        return (*dict.fromkeys([*traceback_kinds, *curve_kinds]), "other")
     raise AttributeError(name)
 
 
