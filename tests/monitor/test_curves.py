@@ -110,3 +110,28 @@ def test_unreadable_input_is_a_one_line_error(tmp_path):
     (tmp_path / "empty.log").write_text("nothing to see\n")
     outcome = traindoctor("curves", str(tmp_path / "empty.log"), cwd=tmp_path)
     assert outcome.code == 2 and "no loss" in outcome.stderr
+
+
+def test_divergence_after_the_best_step(tmp_path):
+    """The loss falls to its best at step 100, then climbs back (lr too high for this stage)."""
+    losses = [2.0 - 0.015 * s for s in range(0, 101, 5)] + [0.5 + 0.06 * (s - 100) for s in range(105, 205, 5)]
+    steps = list(range(0, 205, 5))
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {s} loss {v:.4f}\n" for s, v in zip(steps, losses)))
+    divergence = traindoctor("curves", "--format", "json", str(log), cwd=tmp_path).finding("divergence")
+    assert divergence["details"]["facts"]["best_step"] == 100
+    assert divergence["step"] > 100
+
+
+def test_a_stalled_loss_is_a_plateau_and_a_falling_loss_is_not(tmp_path):
+    """Stuck at 1.8 from step 30 on, well above where it began (2.3): training stalled. The plateau
+    is reported from the start of the examined tail (the last 40 % of the points)."""
+    stalled = [2.3 - 0.5 * s / 30 if s < 30 else 1.8 + 0.001 * (s % 2) for s in range(100)]
+    log = tmp_path / "stalled.log"
+    log.write_text("".join(f"step {s} loss {v:.4f}\n" for s, v in enumerate(stalled)))
+    plateau = traindoctor("curves", "--format", "json", str(log), cwd=tmp_path).finding("plateau")
+    assert plateau["mode"] == "silent-error" and plateau["step"] == 60
+    falling = tmp_path / "falling.log"
+    falling.write_text("".join(f"step {s} loss {2.3 * math.exp(-s / 200):.4f}\n" for s in range(100)))
+    outcome = traindoctor("curves", "--format", "json", str(falling), cwd=tmp_path)
+    assert outcome.payload["verdict"] == "ok" and outcome.code == 0

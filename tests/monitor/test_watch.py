@@ -122,3 +122,14 @@ def test_a_command_that_cannot_run_is_a_one_line_error(workdir):
     outcome = traindoctor("watch", "--", PYTHON, str(workdir / "missing.py"), cwd=workdir)
     assert outcome.code == 2
     assert outcome.stderr.strip().count("\n") == 0 and "no such script" in outcome.stderr
+
+
+def test_a_corrupt_batch_is_a_gradient_explosion_at_its_step(workdir):
+    run = monitored("watch", "bad_batch.py", cwd=workdir)
+    explosion = run.finding("gradient-explosion")
+    assert explosion["step"] == 30
+    assert explosion["mode"] == "nan-gradient"
+    assert "Clip gradients" in " ".join(f["title"] for f in explosion["fixes"])
+    # The jump throws the weights so far that the loss overflows a few steps later: the explosion
+    # is named at the corrupt batch, before the NaN onset it causes.
+    assert run.finding("nan-onset")["step"] > explosion["step"]
