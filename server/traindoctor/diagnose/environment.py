@@ -22,6 +22,24 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("gpu_memory", re.compile(r"GPU \d+ has a total capacit(?:y|ies) of ([\d.]+ ?[GM]iB)|\(GPU \d+; ([\d.]+ ?[GM]iB) total capacity")),
 )
 
+# Every line an entry can come from names one of these; the patterns run on those lines
+# only (the GPU pattern, run over megabytes of training output, cost seconds).
+_HINT = re.compile(r"torch|cuda|driver|nvidia|tesla|quadro|geforce|gpu|capabilit", re.I)
+
+
+def _hinted_lines(text: str) -> str:
+    lines: list[str] = []
+    line_end = -1
+    for hint in _HINT.finditer(text):
+        if hint.start() <= line_end:
+            continue  # another hint on a line already kept
+        start = text.rfind("\n", 0, hint.start()) + 1
+        line_end = text.find("\n", hint.end())
+        if line_end < 0:
+            line_end = len(text)
+        lines.append(text[start:line_end])
+    return "\n".join(lines)
+
 
 def environment_from_log(text: str, frames: tuple[Frame, ...] = ()) -> dict[str, Any]:
     """Entries found in the log; empty when it names nothing."""
@@ -37,7 +55,7 @@ def environment_from_log(text: str, frames: tuple[Frame, ...] = ()) -> dict[str,
             env["os"] = "Windows"
         elif any(p.startswith("/") for p in paths):
             env["os"] = "macOS" if any(p.startswith(("/Users/", "/opt/homebrew/")) for p in paths) else "Linux"
-    head = text[:2_000_000]
+    head = _hinted_lines(text[:2_000_000])
     for name, pattern in _PATTERNS:
         found = pattern.search(head)
         if found:
