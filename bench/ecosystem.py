@@ -269,7 +269,8 @@ def extract_pypi(repo: Repo, dest: Path) -> None:
             raise SystemExit(f"{repo.name}: expected one sdist, pip left {[a.name for a in archives]}")
         data = archives[0].read_bytes()
         if sha256_of(data) != repo.sha256:
-            raise SystemExit(f"{repo.name}: {archives[0].name} has sha256 {sha256_of(data)}, repos.yaml pins {repo.sha256}")
+            raise SystemExit(f"{repo.name}: {archives[0].name} has sha256 {sha256_of(data)}, "
+                             f"repos.yaml pins {repo.sha256}")
         with tarfile.open(archives[0]) as tar:
             regular = [m for m in tar.getmembers() if m.isfile()]
             wanted = sdist_members([m.name for m in regular], repo.package, repo.version, repo.subdir)
@@ -279,7 +280,8 @@ def extract_pypi(repo: Repo, dest: Path) -> None:
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(tar.extractfile(member).read())
     files = list(dest.rglob("*.py"))
-    print(f"{repo.name} ({repo.package}=={repo.version} sdist, sha256 {repo.sha256[:12]}…): {len(files)} Python files")
+    print(f"{repo.name} ({repo.package}=={repo.version} sdist, sha256 {repo.sha256[:12]}…): "
+          f"{len(files)} Python files")
 
 
 # --- source: index (files read one by one from the stored GitHub index) -------------
