@@ -6,8 +6,12 @@
     .venv/bin/python bench/ecosystem.py run --from-json saved.json  # re-score saved findings (`run --json`)
     .venv/bin/python bench/ecosystem.py fixcheck [--unsafe-fixes]  # --fix on a copy; parse + pyflakes
 
-The repositories and their pinned commits are in `bench/ecosystem/repos.yaml`;
-the sources are extracted OUTSIDE this repository (default /work/eco-src), never
+The repositories and their pins are in `bench/ecosystem/repos.yaml`: a commit of a
+git snapshot (source: mirror), a PyPI sdist's version and sha256 for a repository whose
+snapshot is too large but whose package part is published (source: pypi), or a
+manifest of files read one by one from the stored GitHub index, each with its commit
+and sha256 (source: index; `extract` verifies them and says how to re-create them).
+The sources are extracted OUTSIDE this repository (default /work/eco-src), never
 committed. Every finding is judged by hand in `bench/ecosystem/verdicts.yaml`:
 tp (a real bug a strict reviewer would fix), fp, or debatable. Precision per rule
 is tp / judged: a debatable finding is not a hit. Findings without a verdict are
@@ -175,22 +179,179 @@ def format_table(table: dict[str, RuleScore]) -> list[str]:
 @dataclass(frozen=True)
 class Repo:
     name: str  # owner/name
-    source: str  # mirror | missing
+    source: str  # mirror | pypi | index | missing
     commit: str = ""
     subdir: str = ""
     note: str = ""
     markdown: bool = False  # also lint the PyTorch code cells of its Markdown notebooks (d2l)
+    package: str = ""  # pypi: the distribution name
+    version: str = ""  # pypi: the pinned version
+    sha256: str = ""  # pypi: the sdist's sha256
+    manifest: str = ""  # index: the manifest of files read from the stored GitHub index
 
     @property
     def slug(self) -> str:
         return self.name.replace("/", "+")
 
+    @property
+    def pin(self) -> str:
+        """What the sources are pinned at, as the run prints it."""
+        if self.source == "pypi":
+            return f"{self.package}=={self.version}"
+        if self.source == "index":
+            return "index"
+        return self.commit[:10]
+
+
+MEASURED = ("mirror", "pypi", "index")
+
 
 def load_repos(path: Path = REPOS_FILE) -> list[Repo]:
     raw = yaml.safe_load(path.read_text())["repos"]
-    return [Repo(r["name"], r["source"], str(r.get("commit", "")), str(r.get("subdir", "")), r.get("note", ""),
-                 bool(r.get("markdown", False)))
-            for r in raw]
+    repos = [Repo(r["name"], r["source"], str(r.get("commit", "")), str(r.get("subdir", "")), r.get("note", ""),
+                  bool(r.get("markdown", False)), str(r.get("package", "")), str(r.get("version", "")),
+                  str(r.get("sha256", "")), str(r.get("manifest", "")))
+             for r in raw]
+    for repo in repos:
+        if repo.source == "pypi" and not (repo.package and re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", repo.version)
+                                          and re.fullmatch(r"[0-9a-f]{64}", repo.sha256)):
+            raise ValueError(f"{repo.name}: a pypi source needs package, an exact version and the sdist's sha256")
+        if repo.source == "index" and not repo.manifest:
+            raise ValueError(f"{repo.name}: an index source needs a manifest")
+    return repos
+
+
+# --- source: pypi (a pinned sdist) ----------------------------------------------
+
+
+def sdist_name(package: str, version: str) -> str:
+    """The file name of a package's sdist (PEP 625: the normalized name, underscores)."""
+    return f"{re.sub(r'[-_.]+', '_', package).lower()}-{version}.tar.gz"
+
+
+def sdist_members(names: list[str], package: str, version: str, subdir: str) -> dict[str, str]:
+    """Archive member -> path in the sources folder for the .py files of `subdir` in an sdist.
+
+    Every member must sit under the sdist's single top folder `<name>-<version>/` (the pin
+    check: a tarball of another version or a hand-made archive is refused); absolute paths
+    and `..` are refused. `subdir` ("" = everything) keeps its own name in the result.
+    """
+    top = sdist_name(package, version)[:-len(".tar.gz")]
+    tops = {top, f"{package}-{version}"}  # older sdists keep the name's own spelling
+    out = {}
+    for name in names:
+        parts = name.split("/")
+        if name.startswith("/") or ".." in parts:
+            raise ValueError(f"unsafe path in the sdist: {name!r}")
+        if parts[0] not in tops:
+            raise ValueError(f"{name!r} is not under {top}/: not the sdist of {package}=={version}")
+        rel = "/".join(p for p in parts[1:] if p)
+        if rel.endswith(".py") and (not subdir or rel.startswith(subdir.rstrip("/") + "/")):
+            out[name] = rel
+    return out
+
+
+def sha256_of(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def extract_pypi(repo: Repo, dest: Path) -> None:
+    """Download the pinned sdist with pip, check its sha256 and unpack its .py files of `subdir`."""
+    import tarfile
+
+    with tempfile.TemporaryDirectory(prefix="eco-sdist-") as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                        "--dest", tmp, f"{repo.package}=={repo.version}"], check=True, timeout=900)
+        archives = sorted(Path(tmp).glob("*.tar.gz"))
+        if len(archives) != 1:
+            raise SystemExit(f"{repo.name}: expected one sdist, pip left {[a.name for a in archives]}")
+        data = archives[0].read_bytes()
+        if sha256_of(data) != repo.sha256:
+            raise SystemExit(f"{repo.name}: {archives[0].name} has sha256 {sha256_of(data)}, "
+                             f"repos.yaml pins {repo.sha256}")
+        with tarfile.open(archives[0]) as tar:
+            regular = [m for m in tar.getmembers() if m.isfile()]
+            wanted = sdist_members([m.name for m in regular], repo.package, repo.version, repo.subdir)
+            for member in regular:
+                if member.name in wanted:
+                    target = dest / wanted[member.name]
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(tar.extractfile(member).read())
+    files = list(dest.rglob("*.py"))
+    print(f"{repo.name} ({repo.package}=={repo.version} sdist, sha256 {repo.sha256[:12]}…): "
+          f"{len(files)} Python files")
+
+
+# --- source: index (files read one by one from the stored GitHub index) -------------
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    path: str  # in the repository, '/'-separated
+    commit: str  # the commit the file was read at
+    chars: int  # its length in characters (read_file's total_chars)
+    sha256: str  # of the UTF-8 bytes written to the sources folder
+
+
+def load_manifest(text: str) -> tuple[str, list[IndexFile]]:
+    """The repository and the files of an index manifest (bench/ecosystem/<name>.yaml), checked."""
+    raw = yaml.safe_load(text) or {}
+    repo = str(raw.get("repo", ""))
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+        raise ValueError(f"manifest: repo must be owner/name, not {repo!r}")
+    files, seen = [], set()
+    for entry in raw.get("files") or []:
+        path, commit, sha = str(entry.get("path", "")), entry.get("commit"), entry.get("sha256")
+        if not path or path.startswith("/") or ".." in path.split("/") or "\\" in path:
+            raise ValueError(f"manifest: bad path {path!r}")
+        # YAML reads an all-digit hash as a number: such a value must be quoted.
+        if not (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{40}", commit)):
+            raise ValueError(f"manifest: {path}: commit must be 40 hex digits (a string), not {commit!r}")
+        if not (isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha)):
+            raise ValueError(f"manifest: {path}: sha256 must be 64 hex digits (a string)")
+        if path in seen:
+            raise ValueError(f"manifest: {path} is listed twice")
+        seen.add(path)
+        files.append(IndexFile(path, commit, int(entry.get("chars", 0)), sha))
+    if not files:
+        raise ValueError("manifest: no files")
+    return repo, files
+
+
+def check_index_files(files: list[IndexFile], dest: Path) -> list[str]:
+    """What is wrong with the sources folder against the manifest (empty: all files there and equal)."""
+    problems = []
+    for f in files:
+        target = dest / f.path
+        if not target.is_file():
+            problems.append(f"{f.path}: missing")
+            continue
+        data = target.read_bytes()
+        if sha256_of(data) != f.sha256:
+            chars = len(data.decode("utf-8", "replace"))
+            problems.append(f"{f.path}: differs from the manifest ({chars} characters, {f.chars} read)")
+    return problems
+
+
+def extract_index(repo: Repo, dest: Path) -> bool:
+    """Files of the index cannot be downloaded by a script: verify them, and say how to re-create them."""
+    repo_name, files = load_manifest((HERE / "ecosystem" / repo.manifest).read_text())
+    if repo_name != repo.name:
+        raise SystemExit(f"{repo.manifest} is the manifest of {repo_name}, not {repo.name}")
+    problems = check_index_files(files, dest)
+    if problems:
+        print(f"{repo.name}: {len(problems)} of {len(files)} file(s) of bench/ecosystem/{repo.manifest} are not "
+              f"as read under {dest}:")
+        for problem in problems:
+            print(f"  {problem}")
+        print("  Re-create each one from the stored GitHub index: read_file repo=<repo> path=<path> commit=<commit>,\n"
+              "  paging with offset until total_chars, and write the text as UTF-8 to "
+              f"{dest}/<path>; its sha256 must equal the manifest's.")
+        return False
+    print(f"{repo.name}: {len(files)} file(s) of bench/ecosystem/{repo.manifest} present and equal")
+    return True
 
 
 def pytorch_cells(markdown: str) -> str:
@@ -231,9 +392,18 @@ def load_verdicts(path: Path = VERDICTS_FILE) -> list[Verdict]:
     return [Verdict.from_dict(v) for v in raw.get("verdicts") or []]
 
 
-def extract(repos: list[Repo], src: Path) -> None:
-    """Write each mirrored repository's Python files at its pinned commit to src/<owner>+<name>."""
+def extract(repos: list[Repo], src: Path) -> int:
+    """Write each repository's pinned Python files to src/<owner>+<name> (index sources: verify them)."""
+    failed = 0
     for repo in repos:
+        if repo.source == "index":
+            failed += not extract_index(repo, src / repo.slug)
+            continue
+        if repo.source == "pypi":
+            shutil.rmtree(src / repo.slug, ignore_errors=True)
+            (src / repo.slug).mkdir(parents=True)
+            extract_pypi(repo, src / repo.slug)
+            continue
         if repo.source != "mirror":
             print(f"{repo.name}: skipped ({repo.note or repo.source})")
             continue
@@ -275,6 +445,7 @@ def extract(repos: list[Repo], src: Path) -> None:
                     (dest / (path + ".py")).write_text(code)
         files = list(dest.rglob("*.py"))
         print(f"{repo.name}@{repo.commit[:10]}: {len(files)} Python files")
+    return 1 if failed else 0
 
 
 def lint(src: Path, repo: Repo, extra: list[str], timeout: int = 3600) -> tuple[list[dict], str]:
@@ -320,7 +491,7 @@ def stub(hit: Hit, root: Path, context: int = 3) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    repos = [r for r in load_repos() if r.source == "mirror" and (not args.repo or r.name in args.repo)]
+    repos = [r for r in load_repos() if r.source in MEASURED and (not args.repo or r.name in args.repo)]
     verdicts = load_verdicts()
     hits: list[Hit] = []
     print(f"{'repository':36} {'commit':10} {'files':>6} {'lines':>8} {'findings':>8} {'errors':>6}")
@@ -341,9 +512,9 @@ def run(args: argparse.Namespace) -> int:
         dumps[repo.name] = findings
         files, lines = size(root)
         errors = sum(1 for line in stderr.splitlines() if ": error: " in line)
-        print(f"{repo.name:36} {repo.commit[:10]:10} {files:>6} {lines:>8} {len(findings):>8} {errors:>6}")
+        print(f"{repo.name:36} {repo.pin:10} {files:>6} {lines:>8} {len(findings):>8} {errors:>6}")
     for repo in load_repos():
-        if repo.source != "mirror" and (not args.repo or repo.name in args.repo):
+        if repo.source not in MEASURED and (not args.repo or repo.name in args.repo):
             print(f"{repo.name:36} not measured: {' '.join(repo.note.split()) or repo.source}")
     if args.json:
         Path(args.json).write_text(json.dumps(dumps, indent=1))
@@ -414,7 +585,7 @@ def new_breakages(before: str, after: str, filename: str) -> list[str]:
 
 
 def fixcheck(args: argparse.Namespace) -> int:
-    repos = [r for r in load_repos() if r.source == "mirror" and (not args.repo or r.name in args.repo)]
+    repos = [r for r in load_repos() if r.source in MEASURED and (not args.repo or r.name in args.repo)]
     extra = ["--fix", *(["--unsafe-fixes"] if args.unsafe_fixes else [])]
     broken = changed = 0
     # With findings saved by `run --json`, only the files that have a fix are copied (a fix
@@ -464,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", type=Path, default=DEFAULT_SRC, help=f"extracted sources (default {DEFAULT_SRC})")
     sub = parser.add_subparsers(dest="command", required=True)
-    extract_parser = sub.add_parser("extract", help="extract the pinned sources from the mirrors")
+    extract_parser = sub.add_parser("extract", help="extract the pinned sources (mirrors, PyPI sdists; index files are verified)")
     extract_parser.add_argument("--repo", action="append", default=[], help="only this owner/name (repeatable)")
     for name in ("run", "fixcheck"):
         p = sub.add_parser(name)
@@ -481,8 +652,7 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--keep", help="fix the copies in this (new) folder and keep them")
     args = parser.parse_args(argv)
     if args.command == "extract":
-        extract([r for r in load_repos() if not args.repo or r.name in args.repo], args.src)
-        return 0
+        return extract([r for r in load_repos() if not args.repo or r.name in args.repo], args.src)
     return run(args) if args.command == "run" else fixcheck(args)
 
 

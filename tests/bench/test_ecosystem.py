@@ -134,3 +134,107 @@ def test_a_message_that_only_moved_is_not_a_new_breakage():
     before = "import os\nimport os\n"
     after = "# header\n\nimport os\nimport os\n"  # "redefinition of unused 'os' from line 1" -> line 3
     assert eco.new_breakages(before, after, "t.py") == []
+
+
+# --- source kinds: pypi (a pinned sdist) and index (files read from the GitHub index) ---------
+
+
+def test_an_sdist_is_unpacked_only_under_its_own_top_folder_and_only_python_files_of_the_subdir():
+    names = ["ultralytics-8.4.190/PKG-INFO", "ultralytics-8.4.190/ultralytics/__init__.py",
+             "ultralytics-8.4.190/ultralytics/nn/tasks.py", "ultralytics-8.4.190/ultralytics/cfg/default.yaml",
+             "ultralytics-8.4.190/tests/test_python.py"]
+    members = eco.sdist_members(names, "ultralytics", "8.4.190", "ultralytics")
+    assert members == {"ultralytics-8.4.190/ultralytics/__init__.py": "ultralytics/__init__.py",
+                       "ultralytics-8.4.190/ultralytics/nn/tasks.py": "ultralytics/nn/tasks.py"}
+    assert len(eco.sdist_members(names, "ultralytics", "8.4.190", "")) == 3  # "" = every Python file
+
+
+def test_an_sdist_of_another_version_or_with_unsafe_paths_is_refused():
+    with pytest.raises(ValueError, match="not the sdist of ultralytics==8.4.190"):
+        eco.sdist_members(["ultralytics-8.4.189/ultralytics/__init__.py"], "ultralytics", "8.4.190", "ultralytics")
+    with pytest.raises(ValueError, match="unsafe path"):
+        eco.sdist_members(["ultralytics-8.4.190/../../etc/x.py"], "ultralytics", "8.4.190", "")
+    with pytest.raises(ValueError, match="unsafe path"):
+        eco.sdist_members(["/abs/x.py"], "ultralytics", "8.4.190", "")
+
+
+def test_sdist_file_names_follow_pep_625():
+    assert eco.sdist_name("ultralytics", "8.4.190") == "ultralytics-8.4.190.tar.gz"
+    assert eco.sdist_name("Foo.Bar-baz", "1.0") == "foo_bar_baz-1.0.tar.gz"
+    # the top folder may keep the name's own spelling (older sdists)
+    assert eco.sdist_members(["Foo-Bar-1.0/foo/a.py"], "Foo-Bar", "1.0", "") == {"Foo-Bar-1.0/foo/a.py": "foo/a.py"}
+
+
+def test_a_pypi_source_must_pin_an_exact_version_and_the_sdist_sha256(tmp_path):
+    def repos(**fields):
+        entry = {"name": "o/r", "source": "pypi", "package": "r", "version": "1.2.3", "sha256": "a" * 64, **fields}
+        path = tmp_path / "repos.yaml"
+        path.write_text(eco.yaml.safe_dump({"repos": [entry]}))
+        return eco.load_repos(path)
+
+    repo = repos()[0]
+    assert (repo.package, repo.version, repo.pin) == ("r", "1.2.3", "r==1.2.3")
+    for bad in ({"version": ">=1.2"}, {"version": ""}, {"sha256": "abc"}, {"package": ""}):
+        with pytest.raises(ValueError, match="exact version"):
+            repos(**bad)
+
+
+MANIFEST = """
+repo: o/r
+files:
+  - path: docs/a.py
+    commit: {c}
+    chars: 5
+    sha256: {s}
+"""
+
+
+def test_an_index_manifest_lists_each_file_with_its_commit_and_sha256():
+    data = b"x = 1"
+    name, files = eco.load_manifest(MANIFEST.format(c="1a" * 20, s=eco.sha256_of(data)))
+    assert name == "o/r"
+    assert files == [eco.IndexFile("docs/a.py", "1a" * 20, 5, eco.sha256_of(data))]
+    # YAML reads an unquoted all-digit hash as a number (leading zeros lost): refused, quoted it loads.
+    with pytest.raises(ValueError, match="40 hex digits"):
+        eco.load_manifest(MANIFEST.format(c="1" * 40, s=eco.sha256_of(data)))
+    assert eco.load_manifest(MANIFEST.format(c="'" + "1" * 40 + "'", s=eco.sha256_of(data)))[1][0].commit == "1" * 40
+
+
+_C, _S = "ab" * 20, "cd" * 32
+
+
+@pytest.mark.parametrize("text, error", [
+    (MANIFEST.format(c="12ab", s=_S), "40 hex digits"),
+    (MANIFEST.format(c=_C, s="nope"), "64 hex digits"),
+    (MANIFEST.format(c=_C, s=_S).replace("docs/a.py", "../a.py"), "bad path"),
+    (MANIFEST.format(c=_C, s=_S).replace("docs/a.py", "/abs/a.py"), "bad path"),
+    (MANIFEST.format(c=_C, s=_S).replace("o/r", "just-a-name"), "owner/name"),
+    ("repo: o/r\nfiles: []\n", "no files"),
+    (MANIFEST.format(c=_C, s=_S) + MANIFEST.format(c=_C, s=_S).split("files:\n")[1], "listed twice"),
+])
+def test_a_malformed_index_manifest_is_refused(text, error):
+    with pytest.raises(ValueError, match=error):
+        eco.load_manifest(text)
+
+
+def test_index_files_are_checked_against_the_manifest(tmp_path):
+    good, changed = b"x = 1\n", "x = 2\n"
+    files = [eco.IndexFile("a/ok.py", _C, 6, eco.sha256_of(good)),
+             eco.IndexFile("a/changed.py", _C, 6, eco.sha256_of(good)),
+             eco.IndexFile("a/missing.py", _C, 6, eco.sha256_of(good))]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "ok.py").write_bytes(good)
+    (tmp_path / "a" / "changed.py").write_text(changed)
+    problems = eco.check_index_files(files, tmp_path)
+    assert problems == ["a/changed.py: differs from the manifest (6 characters, 6 read)", "a/missing.py: missing"]
+    assert eco.check_index_files(files[:1], tmp_path) == []
+
+
+def test_the_committed_repositories_and_manifest_load():
+    repos = {r.name: r for r in eco.load_repos()}
+    assert repos["ultralytics/ultralytics"].source == "pypi"
+    tutorials = repos["pytorch/tutorials"]
+    assert tutorials.source == "index"
+    name, files = eco.load_manifest((eco.HERE / "ecosystem" / tutorials.manifest).read_text())
+    assert name == "pytorch/tutorials" and len(files) >= 20
+    assert all(f.path.endswith(".py") and "_downloads/" not in f.path for f in files)
