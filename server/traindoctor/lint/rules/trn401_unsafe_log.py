@@ -1,7 +1,8 @@
 """TRN401 unsafe-log: `log` of a value that can be exactly 0, and `sqrt` of one
 where a gradient flows (its gradient at 0 is inf), without a guard.
 
-The model's `zero` fact says why a value can be 0 (a probability product,
+Only torch logs count: a math/NumPy log of 0 is -inf in a number no gradient
+flows through. The model's `zero` fact says why a value can be 0 (a probability product,
 `1 - p`, a ReLU, a count, a sum of squares, a spread) and which guards rule it
 out (clamp, where, + eps, max(x, eps), exp, an `if`/assert on it). softmax and
 sigmoid outputs under a torch log are TRN402's. The fixes clamp or add a tiny
@@ -37,10 +38,11 @@ class UnsafeLog(Rule):
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
         receiver_ok = method is not None and not node.args and self.values(node.func.value).kind != "object"
         if qualified in v.logs:
-            family = qualified.split(".")[0]
+            if not qualified.startswith("torch."):
+                return  # math/NumPy values carry no gradient: nothing to turn NaN in backward
             target = arg(node, 0, "input")
         elif method == "log" and receiver_ok and not qualified.startswith(("math.", "numpy.", "torch.")):
-            family, target = "torch", node.func.value
+            target = node.func.value
         elif qualified in v.sqrts or (method in ("sqrt", "rsqrt") and receiver_ok):
             self._check_sqrt(node, arg(node, 0, "input") if qualified in v.sqrts else node.func.value,
                              qualified not in v.sqrts)
@@ -49,18 +51,16 @@ class UnsafeLog(Rule):
             return
         if target is None or self._guarded(target) or not self.gradient_flows():
             return
-        if family == "torch" and isinstance(target, cst.BinaryOperation) and \
+        if isinstance(target, cst.BinaryOperation) and \
                 isinstance(target.operator, cst.Subtract) and self.values(target.right).prob == "sigmoid":
             return  # TRN402: logsigmoid(-x)
         value = self.values(target)
         kind = value.zero or ("prob" if value.prob == "prob" else "")
-        if family in ("math", "numpy") and value.prob in ("softmax", "sigmoid"):
-            kind = "prob"  # no log_softmax twin for Python/NumPy values: not TRN402's
         if kind not in ("prob", "zero", "count"):
             return  # masks are logged on purpose (-inf biases); squares are usually of a positive value
         message = (f"`log({_short(target)})`: {_WHAT[kind]}; at 0 the log is -inf and its gradient inf, "
                    f"turning the loss NaN")
-        self.report(node, message, fix=self._clamp(target, family))
+        self.report(node, message, fix=self._clamp(target))
 
     def _check_sqrt(self, node: cst.Call, target: cst.BaseExpression | None, method: bool) -> None:
         if target is None or not self.gradient_flows() or self._guarded(target):
@@ -100,12 +100,8 @@ class UnsafeLog(Rule):
             return f"{torch}.finfo({code(target)}.dtype).tiny"
         return "1e-12"
 
-    def _clamp(self, target: cst.BaseExpression, family: str) -> FixSpec | None:
-        if family == "math":
-            new = f"max({code(target)}, 1e-300)"
-        elif family == "numpy":
-            new = f"{sum_operand(target)} + 1e-12"
-        elif isinstance(target, (cst.Name, cst.Attribute)) and self.names.alias_of("torch") is not None:
+    def _clamp(self, target: cst.BaseExpression) -> FixSpec | None:
+        if isinstance(target, (cst.Name, cst.Attribute)) and self.names.alias_of("torch") is not None:
             new = f"{atom(target)}.clamp_min({self._tiny(target)})"
         else:
             new = f"{atom(target)}.clamp_min(1e-12)"
