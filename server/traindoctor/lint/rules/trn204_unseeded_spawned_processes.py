@@ -1,0 +1,80 @@
+"""TRN204 unseeded-spawned-processes: the program seeds, but the function it
+starts with `torch.multiprocessing.spawn`/`start_processes` never does (nor any
+in-file function it calls). A spawned process is a fresh interpreter: it does not
+inherit the parent's seed. torch starts from its fixed default seed in every
+rank (the user's seed has no effect, and every rank draws the same numbers) and
+NumPy/`random` from OS entropy (different every run). The fix repeats the
+parent's seed call at the top of the worker when every name it uses is visible
+there; unsafe (per-rank offsets such as `seed + rank` are the author's choice)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.facts import Marker, Seed
+from ..rule import FixSpec, InsertBefore, Related, Rule
+from ..walk import iter_nodes
+
+_SEEDING = ("torch", "cuda_all", "numpy", "random", "all", "helper")
+
+
+class UnseededSpawnedProcesses(Rule):
+    CODE = "TRN204"
+    READS = ("names", "functions", "seeding", "program", "layout")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.walk.klass is not None:
+            return
+        name = node.name.value
+        spawn = next((m for m in self.model.facts["program"] if isinstance(m, Marker) and m.kind == "spawn-fn"
+                      and m.text == name), None)
+        if spawn is None or self.model.function(name) is None:
+            return
+        reached = self._reachable(name)
+        seeds = [s for s in self.model.seeds if s.kind in _SEEDING]
+        if any(s.function in reached for s in seeds):
+            return  # the worker seeds (itself or through an in-file helper)
+        parent = next((s for s in seeds if "." not in s.function and not self.model.in_worker(s)), None)
+        if parent is None:
+            return  # a program that never seeds wants varied randomness
+        message = (f"`{name}` runs in processes started by `spawn`, which do not inherit the parent's seed "
+                   f"(`{parent.name}({parent.seed})`): torch starts from its fixed default seed in every rank, so "
+                   f"the seed has no effect and all ranks draw the same numbers, and NumPy/`random` are seeded "
+                   f"from OS entropy, different every run; seed at the top of `{name}`")
+        self.report(node.name, message, fix=self._fix(node, parent),
+                    related=[Related(spawn.node, "started here"), Related(parent.node, "the parent seeds here")])
+
+    def _reachable(self, name: str) -> set[str]:
+        found, todo = set(), [name]
+        while todo and len(found) < 50:
+            current = todo.pop()
+            info = self.model.function(current)
+            if current in found or info is None:
+                continue
+            found.add(current)
+            for call in iter_nodes(info.node):
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
+                    todo.append(call.func.value)
+        return found
+
+    def _fix(self, node: cst.FunctionDef, parent: Seed) -> FixSpec | None:
+        if parent.stmt is None or not isinstance(node.body, cst.IndentedBlock):
+            return None
+        params = {p.name.value for p in (*node.params.posonly_params, *node.params.params,
+                                         *node.params.kwonly_params)}
+        visible = params | self.model.module_names | set(self.names.imports)
+        text = cst.Module(body=[]).code_for_node(parent.stmt).strip()
+        nodes = list(iter_nodes(parent.stmt))
+        skip = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)} | \
+            {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
+        used = {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in skip}
+        if not used <= visible:
+            return None
+        body = list(node.body.body)
+        first = body[0]
+        if isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) and \
+                isinstance(first.body[0].value, cst.SimpleString):
+            if len(body) < 2:
+                return None
+            first = body[1]
+        return FixSpec(f"Seed in {node.name.value}", (InsertBefore(first, text),), safe=False)
