@@ -1,0 +1,156 @@
+"""Program-level rules (issue 10): TRN204, TRN501, TRN502, TRN601-603, TRN704, TRN705.
+Their YAML examples are tested by test_rule_examples.py and their fixes run in
+runnable/; these tests check that what the rules claim is true on the installed
+torch, and the version- and shape-dependent behaviour the examples cannot show."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from casefiles import CONFIG
+
+from traindoctor.lint import lint_source
+from traindoctor.lint.rules import trn602_weights_only_load
+
+
+def codes(source: str, code: str) -> list[tuple[int, str]]:
+    result = lint_source(source, "t.py", CONFIG)
+    assert result.error is None, result.error
+    return [(f.range.start.line + 1, f.message) for f in result.findings if f.code == code]
+
+
+def test_trn601_the_class_is_not_a_context_manager():
+    with pytest.raises(TypeError):
+        with torch.no_grad:  # type: ignore[attr-defined]
+            pass
+
+    @torch.no_grad  # the decorator form without the call works (not flagged)
+    def double(x):
+        return x * 2
+
+    assert not double(torch.ones(1, requires_grad=True)).requires_grad
+    assert codes("import torch\n@torch.no_grad\ndef f(x):\n    return x\n", "TRN601") == []
+
+
+def test_trn603_backward_of_a_value_computed_under_no_grad_raises():
+    model = nn.Linear(3, 1)
+    with torch.no_grad():
+        loss = model(torch.randn(2, 3)).sum()
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        loss.backward()
+
+
+def test_trn603_nested_enable_grad_and_functions_only_called_later():
+    source = (
+        "import torch\n"
+        "def step(model, x):\n"
+        "    with torch.no_grad():\n"
+        "        with torch.set_grad_enabled(True):\n"
+        "            loss = model(x).sum()\n"
+        "    loss.backward()\n"
+    )
+    assert codes(source, "TRN603") == []
+    source = source.replace("        with torch.set_grad_enabled(True):\n            loss", "        loss")
+    assert [line for line, _ in codes(source, "TRN603")] == [5]
+
+
+def test_trn704_dropout_stays_on_in_eval_mode():
+    x = torch.ones(1, 1000)
+    torch.manual_seed(0)
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return F.dropout(x, 0.5)
+
+    net = Net().eval()
+    assert (net(x) == 0).any()  # still dropping after eval()
+    assert not (F.alpha_dropout(x, 0.5) != x).any()  # alpha_dropout: never on by default
+
+
+def test_trn704_only_methods_forward_reaches():
+    source = (
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "class Net(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x\n"
+        "    def sample(self, x):\n"
+        "        return F.dropout(x, 0.5)  # MC sampling helper, never reached from forward\n"
+    )
+    assert codes(source, "TRN704") == []
+
+
+def test_trn705_plain_list_is_not_registered():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(2, 2) for _ in range(3)]
+
+    assert list(Net().parameters()) == [] and Net().state_dict() == {}
+
+
+def test_trn705_fix_is_unsafe_when_the_class_uses_list_only_methods():
+    source = (
+        "import torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layers = [nn.Linear(2, 2) for _ in range(3)]\n"
+        "        self.layers.reverse()\n"
+    )
+    result = lint_source(source, "t.py", CONFIG)
+    (finding,) = [f for f in result.findings if f.code == "TRN705"]
+    assert finding.fix is not None and not finding.fix.safe
+
+
+SAVE_LOAD = (
+    "import torch\n"
+    "def roundtrip(model, path):\n"
+    "    torch.save(model, path)\n"
+    "    return torch.load(path)\n"
+)
+
+
+@pytest.mark.parametrize("version, fires", [((2, 5), False), ((2, 6), True), ((2, 13), True), (None, False)])
+def test_trn602_is_version_aware(monkeypatch, version, fires):
+    monkeypatch.setattr(trn602_weights_only_load, "torch_version", lambda: version)
+    found = codes(SAVE_LOAD, "TRN602")
+    assert bool(found) == fires
+    if fires:
+        assert f"torch {version[0]}.{version[1]}" in found[0][1]
+
+
+def test_trn602_whole_module_load_fails_on_this_torch(tmp_path):
+    from traindoctor.lint.analysis.environment import torch_version
+
+    version = torch_version()
+    path = tmp_path / "m.pt"
+    torch.save(nn.Linear(2, 2), path)
+    if version is not None and version >= (2, 6):
+        with pytest.raises(pickle.UnpicklingError):
+            torch.load(path)
+    assert isinstance(torch.load(path, weights_only=False), nn.Linear)
+
+
+def test_trn204_needs_a_seeding_parent():
+    source = (
+        "import torch.multiprocessing as mp\n"
+        "def worker(rank):\n"
+        "    pass\n"
+        "mp.spawn(worker, nprocs=2)\n"
+    )
+    assert codes(source, "TRN204") == []
+    assert [line for line, _ in codes("import torch\n" + source + "torch.manual_seed(0)\n", "TRN204")] == [3]
+
+
+def test_trn501_only_for_the_whole_run():
+    source = (
+        "import torch\n"
+        "def helper():\n"
+        "    torch.autograd.set_detect_anomaly(True)\n"
+    )
+    assert codes(source, "TRN501") == []  # a function that does not train
