@@ -4,7 +4,8 @@
 pinned buffer by the driver and is synchronous for the host, so the copy never
 overlaps compute and `non_blocking` buys nothing. The loader is found through
 the loop variable (`for x, y in loader`, enumerate/tqdm, unpacking of the batch)
-to a DataLoader call in the file; adding `pin_memory=True` is safe (it changes
+to a DataLoader call in the file, in loops that train (backward/step each
+iteration: one-off passes such as latent caching gain little); adding `pin_memory=True` is safe (it changes
 no values; on a machine without a GPU torch warns and skips pinning)."""
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class NonBlockingWithoutPinnedMemory(Rule):
         if found is None or found.value is None:
             return None
         if found.how == "iter":
+            if not found.loops or found.loops[-1] not in scope.training_loops:
+                return None  # a one-off pass (caching, evaluation): the overlap would buy little
             return self._dataloader(found.value, scope, found.order - 1)
         if found.how == "assign":
             return self._loader(found.value, scope, found.order - 1, depth + 1)
