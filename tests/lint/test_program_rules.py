@@ -154,3 +154,27 @@ def test_trn501_only_for_the_whole_run():
         "    torch.autograd.set_detect_anomaly(True)\n"
     )
     assert codes(source, "TRN501") == []  # a function that does not train
+
+
+def test_trn707_replaced_head_is_not_in_the_optimizer():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    model[1] = nn.Linear(4, 2)
+    before = model[1].weight.detach().clone()
+    model(torch.randn(3, 4)).sum().backward()
+    optimizer.step()
+    assert model[1].weight.grad is not None and torch.equal(model[1].weight, before)
+
+
+def test_trn707_same_main_block_and_across_blocks():
+    source = (
+        "import torch\n"
+        "import torchvision\n"
+        "if __name__ == '__main__':\n"
+        "    model = torchvision.models.resnet18()\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    model.fc = torch.nn.Linear(512, 10)\n"
+    )
+    assert [line for line, _ in codes(source, "TRN707")] == [6]
+    rebuilt = source + "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    assert codes(rebuilt, "TRN707") == []

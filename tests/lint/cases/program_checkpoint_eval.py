@@ -6,6 +6,7 @@ ModuleDict heads, state_dict checkpoints."""
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torchvision
 
 
 class Encoder(nn.Module):
@@ -69,3 +70,16 @@ def checkpoint(model, optimizer, path):
 def export(model):
     torch.save(model, "encoder_full.pt")
     return torch.load("encoder_full.pt")  # expect: TRN602
+
+
+def transfer(classes, lr=0.01):
+    model = torchvision.models.resnet18(weights="DEFAULT")
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    model.fc = nn.Linear(model.fc.in_features, classes)  # expect: TRN707
+    return model, optimizer
+
+
+def transfer_ok(classes, lr=0.01):
+    model = torchvision.models.resnet18(weights="DEFAULT")
+    model.fc = nn.Linear(model.fc.in_features, classes)
+    return model, torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
