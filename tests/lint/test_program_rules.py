@@ -178,3 +178,20 @@ def test_trn707_same_main_block_and_across_blocks():
     assert [line for line, _ in codes(source, "TRN707")] == [6]
     rebuilt = source + "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
     assert codes(rebuilt, "TRN707") == []
+
+
+def test_appended_keyword_keeps_a_multiline_call_indented():
+    from traindoctor.lint import fix_source
+
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "def train(model, ds, device):\n"
+        "    loader = DataLoader(\n"
+        "        ds,\n"
+        "        num_workers=2,\n"
+        "    )\n"
+        "    for x in loader:\n"
+        "        model(x.to(device, non_blocking=True)).backward()\n"
+    )
+    fixed, _ = fix_source(source, "t.py", CONFIG)
+    assert "        num_workers=2, pin_memory=True,\n    )\n" in fixed

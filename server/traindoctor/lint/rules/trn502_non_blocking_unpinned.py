@@ -16,6 +16,7 @@ from ..analysis.collect import Scope, code
 from ..analysis.names import dotted_name
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
+from ..fixes import append_kwargs
 from ..rule import FixSpec, Related, Replace, Rule
 
 _WRAPPERS = ("enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter")
@@ -43,11 +44,8 @@ class NonBlockingWithoutPinnedMemory(Rule):
                    "the copy is synchronous anyway, so it never overlaps compute; pass `pin_memory=True` to the "
                    "DataLoader")
         if pin is None:
-            args = list(loader.args)
-            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(cst.Arg(cst.Name("True"), keyword=cst.Name("pin_memory"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-            fix = FixSpec("Pass pin_memory=True to the DataLoader", (Replace(loader, loader.with_changes(args=args)),))
+            fix = FixSpec("Pass pin_memory=True to the DataLoader",
+                          (append_kwargs(loader, [("pin_memory", "True")]),))
         else:  # an explicit pin_memory=False may be deliberate (e.g. CPU-only runs)
             fix = FixSpec("Set pin_memory=True", (Replace(pin, "True"),), safe=False)
         self.report(node, message, fix=fix, related=[Related(loader, "the DataLoader, built without pinned memory")])

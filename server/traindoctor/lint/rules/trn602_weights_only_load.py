@@ -15,7 +15,8 @@ from ..analysis.environment import describe, torch_version
 from ..analysis.facts import Checkpoint
 from ..analysis.names import dotted_name
 from ..analysis.vocab import vocab
-from ..rule import FixSpec, Related, Replace, Rule
+from ..fixes import append_kwargs
+from ..rule import FixSpec, Related, Rule
 
 _NOT_A_MODULE = ("state", "dict", "sd", "ckpt", "checkpoint", "param", "weight", "optim", "config", "args")
 
@@ -47,12 +48,8 @@ class WeightsOnlyLoad(Rule):
                    f"{describe(version)} `torch.load` defaults to weights_only=True, which refuses to unpickle "
                    f"modules: this load raises UnpicklingError; save `{save.obj}.state_dict()` and load it into "
                    f"a new model, or pass weights_only=False for this trusted file")
-        args = list(node.args)
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(cst.Arg(cst.Name("False"), keyword=cst.Name("weights_only"),
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
         fix = FixSpec("Pass weights_only=False (the program's own file)",
-                      (Replace(node, node.with_changes(args=args)),), safe=False)
+                      (append_kwargs(node, [("weights_only", "False")]),), safe=False)
         self.report(node, message, fix=fix, related=[Related(save.node, "the whole module is saved here")])
 
     def _whole_module(self, save: Checkpoint) -> bool:

@@ -12,7 +12,8 @@ import libcst as cst
 from ..analysis.collect import code
 from ..analysis.model import lineage_of, reachable_methods
 from ..analysis.vocab import vocab
-from ..rule import FixSpec, Replace, Rule
+from ..fixes import append_kwargs
+from ..rule import FixSpec, Rule
 
 
 class FunctionalDropoutAlwaysOn(Rule):
@@ -40,13 +41,8 @@ class FunctionalDropoutAlwaysOn(Rule):
         else:
             message = (f"`{name}` defaults to training=False: this dropout never runs, not even in training; "
                        f"pass `training={self_name}.training` (or use nn.AlphaDropout)")
-        args = list(node.args)
-        last = args[-1]
-        if last.comma is cst.MaybeSentinel.DEFAULT or isinstance(last.comma, cst.MaybeSentinel):
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args.append(cst.Arg(cst.parse_expression(f"{self_name}.training"), keyword=cst.Name("training"),
-                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-        fix = FixSpec(f"Pass training={self_name}.training", (Replace(node, node.with_changes(args=args)),))
+        fix = FixSpec(f"Pass training={self_name}.training",
+                      (append_kwargs(node, [("training", f"{self_name}.training")]),))
         self.report(node, message, fix=fix)
 
     def _model_method(self) -> cst.FunctionDef | None:
