@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import torch
+import torch.backends.cudnn as cudnn
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn as nn
@@ -58,6 +59,7 @@ def main():
 
 def main_worker(gpu, ngpus, args):  # expect: TRN204
     dist.init_process_group("nccl", rank=gpu, world_size=ngpus)
+    cudnn.benchmark = True  # expect: TRN205
     model = nn.parallel.DistributedDataParallel(Backbone().cuda(gpu), device_ids=[gpu])
     criterion = nn.CrossEntropyLoss().cuda(gpu)
     optimizer = torch.optim.SGD(model.parameters(), 0.1, momentum=0.9)
