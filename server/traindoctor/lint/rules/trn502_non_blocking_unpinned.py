@@ -59,6 +59,9 @@ class NonBlockingWithoutPinnedMemory(Rule):
         name = dotted_name(expr)
         if name is None:
             return None
+        source = self._comprehension_source(name.split(".")[0]) if depth == 0 else None
+        if source is not None:  # {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+            return self._loader(source, scope, at, depth + 1)
         found = scope.lookup(name, at) or scope.lookup(name.split(".")[0], at)
         if found is None or found.value is None:
             return None
@@ -68,6 +71,18 @@ class NonBlockingWithoutPinnedMemory(Rule):
             return self._dataloader(found.value, scope, found.order - 1)
         if found.how == "assign":
             return self._loader(found.value, scope, found.order - 1, depth + 1)
+        return None
+
+    def _comprehension_source(self, name: str) -> cst.BaseExpression | None:
+        fors = [n.for_in for n in reversed(self.walk.stack) if isinstance(n, (cst.ListComp, cst.DictComp,
+                                                                             cst.SetComp, cst.GeneratorExp))]
+        for node in fors:
+            if name in {n.value for n in _names(node.target)}:
+                source = node.iter
+                if isinstance(source, cst.Call) and isinstance(source.func, cst.Attribute) and \
+                        source.func.attr.value in ("items", "values") and not source.args:
+                    source = source.func.value
+                return source
         return None
 
     def _dataloader(self, expr: cst.BaseExpression, scope: Scope, at: int) -> cst.Call | None:
@@ -91,3 +106,11 @@ class NonBlockingWithoutPinnedMemory(Rule):
 
     def _is_dataloader(self, call: cst.Call) -> bool:
         return (self.names.qualify(call.func) or code(call.func)) in vocab().dataloaders
+
+
+def _names(target: cst.BaseExpression):
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _names(element.value)
