@@ -195,3 +195,31 @@ def test_appended_keyword_keeps_a_multiline_call_indented():
     )
     fixed, _ = fix_source(source, "t.py", CONFIG)
     assert "        num_workers=2, pin_memory=True,\n    )\n" in fixed
+
+
+def test_trn204_spawned_worker_ignores_the_parent_seed_until_fixed(tmp_path):
+    """The worker's first draw is not the parent's seed's draw (and differs between runs on
+    torch 2.13); after the fix it is the draw of the parent's seed (7)."""
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from traindoctor.lint import fix_source
+
+    def first_draw(path: Path) -> float:
+        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=180,
+                             cwd=path.parent)
+        assert out.returncode == 0, out.stderr
+        return ast.literal_eval(out.stdout.strip().splitlines()[-1])[1]
+
+    def draw_with(seed: int) -> float:
+        generator = torch.Generator().manual_seed(seed)
+        return torch.rand(1, generator=generator).item()
+
+    path = Path(__file__).parent / "runnable" / "trn204_spawned_worker.py"
+    assert first_draw(path) != pytest.approx(draw_with(7))
+    fixed, _ = fix_source(path.read_text(), str(path), CONFIG, unsafe=True)
+    target = tmp_path / path.name
+    target.write_text(fixed)
+    assert first_draw(target) == pytest.approx(draw_with(7))

@@ -1,9 +1,9 @@
 """TRN204 unseeded-spawned-processes: the program seeds, but the function it
 starts with `torch.multiprocessing.spawn`/`start_processes` never does (nor any
 in-file function it calls). A spawned process is a fresh interpreter: it does not
-inherit the parent's seed. torch starts from its fixed default seed in every
-rank (the user's seed has no effect, and every rank draws the same numbers) and
-NumPy/`random` from OS entropy (different every run). The fix repeats the
+inherit the parent's seed: its torch, NumPy and `random` generators start
+unseeded (on torch 2.13 the default generator gets a fresh nondeterministic seed
+per process), so the user's seed has no effect on anything the workers draw. The fix repeats the
 parent's seed call at the top of the worker when every name it uses is visible
 there; unsafe (per-rank offsets such as `seed + rank` are the author's choice)."""
 
@@ -20,7 +20,7 @@ _SEEDING = ("torch", "cuda_all", "numpy", "random", "all", "helper")
 
 class UnseededSpawnedProcesses(Rule):
     CODE = "TRN204"
-    READS = ("names", "functions", "seeding", "program", "layout")
+    READS = ("names", "functions", "seeding", "program", "layout", "constants")
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.walk.klass is not None:
@@ -38,9 +38,9 @@ class UnseededSpawnedProcesses(Rule):
         if parent is None:
             return  # a program that never seeds wants varied randomness
         message = (f"`{name}` runs in processes started by `spawn`, which do not inherit the parent's seed "
-                   f"(`{parent.name}({parent.seed})`): torch starts from its fixed default seed in every rank, so "
-                   f"the seed has no effect and all ranks draw the same numbers, and NumPy/`random` are seeded "
-                   f"from OS entropy, different every run; seed at the top of `{name}`")
+                   f"(`{parent.name}({parent.seed})`): their torch, NumPy and `random` generators start unseeded, "
+                   f"so the seed has no effect on initialisation, dropout or shuffling in the workers and runs "
+                   f"differ; seed at the top of `{name}`")
         self.report(node.name, message, fix=self._fix(node, parent),
                     related=[Related(spawn.node, "started here"), Related(parent.node, "the parent seeds here")])
 
@@ -58,23 +58,33 @@ class UnseededSpawnedProcesses(Rule):
         return found
 
     def _fix(self, node: cst.FunctionDef, parent: Seed) -> FixSpec | None:
-        if parent.stmt is None or not isinstance(node.body, cst.IndentedBlock):
+        """The parent's seed calls (those of its function, one seed expression), repeated
+        at the top of the worker; behind `if <seed> is not None:` unless the seed is a literal."""
+        seeds = [s for s in self.model.seeds if s.function == parent.function and s.kind in _SEEDING]
+        if not isinstance(node.body, cst.IndentedBlock) or any(s.stmt is None or s.seed != parent.seed
+                                                                for s in seeds) or not parent.seed:
             return None
         params = {p.name.value for p in (*node.params.posonly_params, *node.params.params,
                                          *node.params.kwonly_params)}
         visible = params | self.model.module_names | set(self.names.imports)
-        text = cst.Module(body=[]).code_for_node(parent.stmt).strip()
-        nodes = list(iter_nodes(parent.stmt))
-        skip = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)} | \
-            {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
-        used = {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in skip}
-        if not used <= visible:
-            return None
-        body = list(node.body.body)
-        first = body[0]
-        if isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr) and \
-                isinstance(first.body[0].value, cst.SimpleString):
-            if len(body) < 2:
+        lines: list[str] = []
+        for seed in seeds:
+            nodes = list(iter_nodes(seed.stmt))
+            skip = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)} | \
+                {id(n.keyword) for n in nodes if isinstance(n, cst.Arg) and n.keyword is not None}
+            if not {n.value for n in nodes if isinstance(n, cst.Name) and id(n) not in skip} <= visible:
                 return None
-            first = body[1]
-        return FixSpec(f"Seed in {node.name.value}", (InsertBefore(first, text),), safe=False)
+            text = cst.Module(body=[]).code_for_node(seed.stmt).strip()
+            if text not in lines:
+                lines.append(text)
+        if not parent.seed.lstrip("-").isdigit() and parent.seed not in self.model.constants:  # `args.seed` may be None, which torch.manual_seed rejects
+            lines = [f"if {parent.seed} is not None:"] + ["    " + line for line in lines]
+        body = list(node.body.body)  # after the docstring and `global` statements
+        while body and isinstance(body[0], cst.SimpleStatementLine) and (
+                isinstance(body[0].body[0], (cst.Global, cst.Nonlocal)) or
+                (isinstance(body[0].body[0], cst.Expr) and isinstance(body[0].body[0].value, cst.SimpleString))):
+            body.pop(0)
+        if not body:
+            return None
+        first = body[0]
+        return FixSpec(f"Seed in {node.name.value}", (InsertBefore(first, "\n".join(lines)),), safe=False)
