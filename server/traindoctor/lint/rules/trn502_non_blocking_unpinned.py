@@ -41,7 +41,7 @@ class NonBlockingWithoutPinnedMemory(Rule):
                 any(a.star for a in loader.args):
             return
         message = ("`non_blocking=True` copies from a DataLoader without `pin_memory=True`: from pageable memory "
-                   "the copy is synchronous anyway, so it never overlaps compute; pass `pin_memory=True` to the "
+                   "the copy is effectively synchronous, so it does not overlap compute; pass `pin_memory=True` to the "
                    "DataLoader")
         if pin is None:
             fix = FixSpec("Pass pin_memory=True to the DataLoader",
