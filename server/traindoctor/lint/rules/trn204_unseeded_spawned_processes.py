@@ -77,7 +77,8 @@ class UnseededSpawnedProcesses(Rule):
             text = cst.Module(body=[]).code_for_node(seed.stmt).strip()
             if text not in lines:
                 lines.append(text)
-        if not parent.seed.lstrip("-").isdigit() and parent.seed not in self.model.constants:  # `args.seed` may be None, which torch.manual_seed rejects
+        # `args.seed` may be None, which torch.manual_seed rejects
+        if not parent.seed.lstrip("-").isdigit() and parent.seed not in self.model.constants:
             lines = [f"if {parent.seed} is not None:"] + ["    " + line for line in lines]
         body = list(node.body.body)  # after the docstring and `global` statements
         while body and isinstance(body[0], cst.SimpleStatementLine) and (

@@ -66,8 +66,9 @@ class UnregisteredSubmodules(Rule):
             if len(items) != len(value.elements):
                 return False
         else:
-            items = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]  # type: ignore[union-attr]
-            if len(items) != len(value.elements):  # type: ignore[union-attr]
+            elements = value.elements  # type: ignore[union-attr]
+            items = [e.value for e in elements if not isinstance(e, cst.StarredElement)]
+            if len(items) != len(elements):
                 return False
         return bool(items) and all(self._is_module_call(item) for item in items)
 
