@@ -144,7 +144,11 @@ def test_trn204_needs_a_seeding_parent():
         "mp.spawn(worker, nprocs=2)\n"
     )
     assert codes(source, "TRN204") == []
-    assert [line for line, _ in codes("import torch\n" + source + "torch.manual_seed(0)\n", "TRN204")] == [3]
+    guarded = "import torch\n" + source.replace("mp.spawn", "if __name__ == '__main__':\n    torch.manual_seed(0)\n"
+                                                 "    mp.spawn")
+    assert [line for line, _ in codes(guarded, "TRN204")] == [3]
+    # module-level seeding outside the main guard runs again in every spawned process
+    assert codes("import torch\ntorch.manual_seed(0)\n" + source, "TRN204") == []
 
 
 def test_trn501_only_for_the_whole_run():

@@ -1,7 +1,8 @@
 """TRN204 unseeded-spawned-processes: the program seeds, but the function it
 starts with `torch.multiprocessing.spawn`/`start_processes` never does (nor any
 in-file function it calls). A spawned process is a fresh interpreter: it does not
-inherit the parent's seed: its torch, NumPy and `random` generators start
+inherit the parent's seed (module-level code outside `if __name__ == "__main__":`
+does run again in each process, so seeding there counts): its torch, NumPy and `random` generators start
 unseeded (on torch 2.13 the default generator gets a fresh nondeterministic seed
 per process), so the user's seed has no effect on anything the workers draw. The fix repeats the
 parent's seed call at the top of the worker when every name it uses is visible
@@ -34,6 +35,8 @@ class UnseededSpawnedProcesses(Rule):
         seeds = [s for s in self.model.seeds if s.kind in _SEEDING]
         if any(s.function in reached for s in seeds):
             return  # the worker seeds (itself or through an in-file helper)
+        if any(s.function == "" and not self._under_main_guard(s) for s in seeds):
+            return  # spawn re-imports the script: module-level seeding runs in every process
         parent = next((s for s in seeds if "." not in s.function and not self.model.in_worker(s)), None)
         if parent is None:
             return  # a program that never seeds wants varied randomness
@@ -43,6 +46,13 @@ class UnseededSpawnedProcesses(Rule):
                    f"differ; seed at the top of `{name}`")
         self.report(node.name, message, fix=self._fix(node, parent),
                     related=[Related(spawn.node, "started here"), Related(parent.node, "the parent seeds here")])
+
+    def _under_main_guard(self, seed: Seed) -> bool:
+        for top in self.model.facts["layout"]:
+            if isinstance(top.node, cst.If) and "__main__" in cst.Module(body=[]).code_for_node(top.node.test):
+                if any(n is seed.node for n in iter_nodes(top.node)):
+                    return True
+        return False
 
     def _reachable(self, name: str) -> set[str]:
         found, todo = set(), [name]
