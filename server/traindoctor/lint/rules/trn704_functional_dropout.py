@@ -29,7 +29,7 @@ class FunctionalDropoutAlwaysOn(Rule):
                 sum(1 for a in node.args if a.keyword is None) >= 3:
             return  # training given (self.training, True for MC dropout, a flag)
         method = self._model_method()
-        if method is None:
+        if method is None or self._guarded_by_mode():
             return
         self_name = _first_param(method)
         if self_name is None:
@@ -44,6 +44,10 @@ class FunctionalDropoutAlwaysOn(Rule):
         fix = FixSpec(f"Pass training={self_name}.training",
                       (append_kwargs(node, [("training", f"{self_name}.training")]),))
         self.report(node, message, fix=fix)
+
+    def _guarded_by_mode(self) -> bool:
+        """`if self.training and p > 0: x = F.dropout(x, p)`: only runs in training mode."""
+        return any(isinstance(n, (cst.If, cst.IfExp)) and "training" in code(n.test) for n in self.walk.stack)
 
     def _model_method(self) -> cst.FunctionDef | None:
         """The method of a model class this call is in, when forward reaches it."""
