@@ -7,7 +7,7 @@ import libcst as cst
 
 from .analysis.collect import code
 from .analysis.model import FileModel
-from .rule import InsertAfter, InsertBefore
+from .rule import InsertAfter, InsertBefore, Replace
 
 
 def atom(expr: cst.BaseExpression) -> str:
@@ -101,3 +101,17 @@ def insert_after_imports(model: FileModel, lines: list[str]) -> InsertAfter | In
         return InsertAfter(anchor, "\n".join(lines))
     tops = model.facts["layout"]
     return InsertBefore(tops[0].node, "\n".join(lines)) if tops else None
+
+
+def append_kwargs(call: cst.Call, pairs: list[tuple[str, str]]):
+    """A change that appends `key=value` arguments after `call`'s last argument, as text
+    next to it, so that a multi-line call keeps its layout and indentation (a whole call
+    rendered on its own loses the indentation of its continuation lines)."""
+    extra = ", ".join(f"{k}={v}" for k, v in pairs)
+    if not call.args:
+        return Replace(call, f"{code(call.func)}({extra})")
+    last = call.args[-1].value
+    text = code(last)
+    if "\n" in text:
+        return Replace(call, with_kwargs(call, pairs))
+    return Replace(last, f"{text}, {extra}")

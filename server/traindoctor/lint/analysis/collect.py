@@ -14,6 +14,7 @@ from .facts import (BlockFacts, CallSite, ClassInfo, Draw, FuncInfo, Marker, Met
                     TopLevel)
 from .names import Names, dotted_name
 from .padding import PaddingFacts
+from .program import ProgramFacts
 from .randomness import SeedingFacts
 from .vocab import vocab
 
@@ -28,6 +29,7 @@ class Def:
     value: cst.BaseExpression | None
     index: int | None
     loops: tuple[int, ...]  # ids of the loops (in this scope) around the binding
+    grad_off: bool = False  # bound where autograd records nothing (no_grad/inference_mode, not re-enabled)
 
 
 @dataclass
@@ -95,6 +97,25 @@ def _without_leading_lines(text: str) -> str:
         start = end + 1
 
 
+def grad_disabled(walk: WalkState) -> bool:
+    """Autograd is off here: the innermost grad-mode `with` (or the function's
+    decorator) up to the enclosing function disables it, and no `enable_grad()`/
+    `set_grad_enabled(...)` inside it turns it back on."""
+    for node in reversed(walk.stack):
+        if isinstance(node, (cst.With, cst.FunctionDef)):
+            if walk.disables_grad(node):
+                return True
+            items = [i.item for i in node.items] if isinstance(node, cst.With) else \
+                [d.decorator for d in node.decorators]
+            for item in items:
+                func = item.func if isinstance(item, cst.Call) else item
+                if (walk.names.qualify(func) or "").endswith(("enable_grad", "set_grad_enabled")):
+                    return False
+            if isinstance(node, cst.FunctionDef):
+                return False
+    return False
+
+
 def _accumulates(name: str, value: cst.BaseExpression | None) -> bool:
     return isinstance(value, cst.BinaryOperation) and name in (dotted_name(value.left), dotted_name(value.right))
 
@@ -127,7 +148,7 @@ def code(node: cst.CSTNode) -> str:
 _EMPTY = cst.Module(body=[])
 
 
-class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
+class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisitor):
     def __init__(self, owner: BlockAnalysis, names: Names) -> None:
         super().__init__()
         self.owner = owner
@@ -161,7 +182,8 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
         if name is None:
             return
         loops = tuple(id(loop) for loop in self.walk.loops_here())
-        self.scope().defs.setdefault(name, []).append(Def(self.walk.order + 1, how, value, index, loops))
+        self.scope().defs.setdefault(name, []).append(
+            Def(self.walk.order + 1, how, value, index, loops, self.walk.in_no_grad and grad_disabled(self.walk)))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = Scope(node, self.walk.qualname())
@@ -294,6 +316,7 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
         if qualified is not None:
             self._randomness(node, qualified)
             self._padding_call(node, qualified)
+            self._program_call(node, qualified)
 
     def _note_backward(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
         scope = self.scope()

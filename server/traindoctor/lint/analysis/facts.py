@@ -110,6 +110,21 @@ class Marker:
 
 
 @dataclass(frozen=True)
+class Checkpoint:
+    """`torch.save(obj, path)` ("save": `callee` is the constructor a local `obj` was
+    bound to, if any), or a call that allow-lists classes for weights-only loading
+    ("safe-globals": add_safe_globals/safe_globals)."""
+
+    kind: str
+    obj: str
+    callee: str
+    path: str
+    function: str
+    klass: str
+    node: Node = _node()
+
+
+@dataclass(frozen=True)
 class TopLevel:
     """One top-level statement: what fixes need to place imports and helpers."""
 
@@ -130,6 +145,7 @@ class BlockFacts:
     constants: tuple[tuple[str, str], ...] = ()  # module-level NAME = <int or pad value>
     globals: tuple[tuple[str, str], ...] = ()  # module-level NAME = <expression> outside top-level loops
     layout: tuple[TopLevel, ...] = ()
+    program: tuple[object, ...] = ()  # Checkpoint | Marker("spawn-fn": the function mp.spawn starts)
 
 
 CATEGORIES = tuple(f for f in BlockFacts.__dataclass_fields__)

@@ -244,8 +244,10 @@ def dataset_classes_of(model: FileModel, values_scope, expr: cst.BaseExpression 
     return []
 
 
-def reachable_methods(model: FileModel, klass: str) -> set[str]:
-    """Methods of `klass` (and its in-file bases) reachable from __getitem__/__iter__ via self calls."""
+def reachable_methods(model: FileModel, klass: str,
+                      roots: tuple[str, ...] = ("__getitem__", "__getitems__", "__iter__")) -> set[str]:
+    """Methods of `klass` (and its in-file bases) reachable from `roots` (a dataset's
+    __getitem__/__iter__, a model's forward) via `self.` calls."""
     from .facts import MethodUse
 
     lineage, todo = [], [klass]
@@ -256,7 +258,7 @@ def reachable_methods(model: FileModel, klass: str) -> set[str]:
         lineage.append(current)
         todo.extend(b.rsplit(".", 1)[-1] for b in model.classes[current].bases)
     uses = [u for u in model.facts["seeding"] if isinstance(u, MethodUse) and u.klass in lineage]
-    reachable = {"__getitem__", "__getitems__", "__iter__"}
+    reachable = set(roots)
     changed = True
     while changed:
         changed = False

@@ -1,0 +1,67 @@
+"""TRN602 weights-only-load: since torch 2.6 `torch.load` defaults to
+weights_only=True, which refuses to unpickle modules and custom classes. A file
+this program wrote with `torch.save(model)` (a whole nn.Module) then fails to
+load with UnpicklingError. Version-aware like TRN201 (the installed torch, else
+the project's pin; quiet below 2.6 or when unknown). The fix passes
+weights_only=False: right for the program's own files, unsafe for files from
+elsewhere (arbitrary code on load), so it is offered as unsafe."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.collect import code
+from ..analysis.environment import describe, torch_version
+from ..analysis.facts import Checkpoint
+from ..analysis.names import dotted_name
+from ..analysis.vocab import vocab
+from ..fixes import append_kwargs
+from ..rule import FixSpec, Related, Rule
+
+_NOT_A_MODULE = ("state", "dict", "sd", "ckpt", "checkpoint", "param", "weight", "optim", "config", "args")
+
+
+class WeightsOnlyLoad(Rule):
+    CODE = "TRN602"
+    READS = ("names", "objects", "classes", "program")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if (self.names.qualify(node.func) or "") not in vocab().checkpoint_loads:
+            return
+        if any(a.star or (a.keyword is not None and a.keyword.value in ("weights_only", "pickle_module"))
+               for a in node.args):
+            return
+        version = torch_version()
+        if version is None or version < (2, 6):
+            return
+        path = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "f"), None)
+        if path is None:
+            return
+        facts = self.model.facts["program"]
+        if any(isinstance(f, Checkpoint) and f.kind == "safe-globals" for f in facts):
+            return
+        save = next((f for f in facts if isinstance(f, Checkpoint) and f.kind == "save" and
+                     f.path == code(path) and self._whole_module(f)), None)
+        if save is None:
+            return
+        message = (f"`{save.obj}` is saved as a whole module (`torch.save({save.obj}, ...)`), and on "
+                   f"{describe(version)} `torch.load` defaults to weights_only=True, which refuses to unpickle "
+                   f"modules: this load raises UnpicklingError; save `{save.obj}.state_dict()` and load it into "
+                   f"a new model, or pass weights_only=False for this trusted file")
+        fix = FixSpec("Pass weights_only=False (the program's own file)",
+                      (append_kwargs(node, [("weights_only", "False")]),), safe=False)
+        self.report(node, message, fix=fix, related=[Related(save.node, "the whole module is saved here")])
+
+    def _whole_module(self, save: Checkpoint) -> bool:
+        if save.callee:
+            return self.model.kind_of_callee(save.callee) == "model"
+        if save.obj == "self":
+            return save.klass in self.model.model_classes
+        name = save.obj.removesuffix(".module")
+        if dotted_name(cst.parse_expression(name)) is None:
+            return False
+        if self.model.object_kind(name, save.klass) == "model":
+            return True
+        last = name.rsplit(".", 1)[-1].lower()
+        return bool(vocab().pattern("model_name_pattern").search(last)) and \
+            not any(word in last for word in _NOT_A_MODULE)

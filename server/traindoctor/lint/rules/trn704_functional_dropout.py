@@ -1,0 +1,75 @@
+"""TRN704 functional-dropout-always-on: `F.dropout(x, p)` in a model's forward
+(or a method forward calls) without `training=`. F.dropout defaults to
+training=True, so dropout stays on after `model.eval()` (noisy, worse eval and
+inference); F.alpha_dropout defaults to False, so it never runs at all. Passing
+`training=self.training` ties it to the module's mode, which is what nn.Dropout
+does: safe (the call is inside a method of an nn.Module, which has `.training`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.collect import code
+from ..analysis.model import lineage_of, reachable_methods
+from ..analysis.vocab import vocab
+from ..fixes import append_kwargs
+from ..rule import FixSpec, Rule
+
+
+class FunctionalDropoutAlwaysOn(Rule):
+    CODE = "TRN704"
+    READS = ("names", "classes", "functions", "seeding")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.names.qualify(node.func) or ""
+        table = vocab().functional_dropout
+        if qualified not in table or any(a.star for a in node.args):
+            return
+        if any(a.keyword is not None and a.keyword.value == "training" for a in node.args) or \
+                sum(1 for a in node.args if a.keyword is None) >= 3:
+            return  # training given (self.training, True for MC dropout, a flag)
+        method = self._model_method()
+        if method is None or self._guarded_by_mode():
+            return
+        self_name = _first_param(method)
+        if self_name is None:
+            return
+        name = code(node.func)
+        if table[qualified]:
+            message = (f"`{name}` defaults to training=True: dropout stays on after `model.eval()`, so evaluation "
+                       f"and inference are noisy; pass `training={self_name}.training` (or use nn.Dropout)")
+        else:
+            message = (f"`{name}` defaults to training=False: this dropout never runs, not even in training; "
+                       f"pass `training={self_name}.training` (or use nn.AlphaDropout)")
+        fix = FixSpec(f"Pass training={self_name}.training",
+                      (append_kwargs(node, [("training", f"{self_name}.training")]),))
+        self.report(node, message, fix=fix)
+
+    def _guarded_by_mode(self) -> bool:
+        """`if self.training and p > 0: x = F.dropout(x, p)`: only runs in training mode."""
+        return any(isinstance(n, (cst.If, cst.IfExp)) and "training" in code(n.test) for n in self.walk.stack)
+
+    def _model_method(self) -> cst.FunctionDef | None:
+        """The method of a model class this call is in, when forward reaches it."""
+        klass = self.walk.klass
+        if klass is None or klass.name.value not in self.model.model_classes:
+            return None
+        stack = self.walk.stack
+        at = stack.index(klass)
+        method = next((f for f in self.walk.functions if stack.index(f) > at), None)
+        if method is None or stack.index(method) != at + 2:  # ClassDef > IndentedBlock > FunctionDef
+            return None
+        name = method.name.value
+        if name == "forward":
+            return method
+        klasses = [k for k in self.model.classes if klass.name.value in lineage_of(self.model, k)]
+        if any(name in reachable_methods(self.model, k, ("forward",)) for k in klasses):
+            return method
+        return None
+
+
+def _first_param(method: cst.FunctionDef) -> str | None:
+    params = [*method.params.posonly_params, *method.params.params]
+    if not params or method.decorators:
+        return None  # a staticmethod/classmethod/property has no module instance
+    return params[0].name.value

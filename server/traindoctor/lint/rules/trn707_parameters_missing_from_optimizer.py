@@ -1,0 +1,96 @@
+"""TRN707 parameters-missing-from-optimizer: an optimizer built over
+`model.parameters()`, and then a layer of that model replaced or added
+(`model.fc = nn.Linear(...)`) in the same function. The optimizer holds the old
+layer's parameters; the new layer gets gradients but is never updated (the
+classic transfer-learning head that stays at its random initialisation).
+Flagged only when the optimizer is not rebuilt and no param group is added
+after the replacement. No fix: where to build the optimizer is the author's call.
+
+The other shape the issue names (an optimizer over a subset such as
+`model.encoder.parameters()` while other parts get gradients) is usually a
+deliberate partial fine-tune and is not flagged."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.collect import code
+from ..analysis.names import dotted_name
+from ..rule import Related, Rule
+
+
+class ParametersMissingFromOptimizer(Rule):
+    CODE = "TRN707"
+    READS = ("names", "classes", "objects", "globals")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1 or not isinstance(node.value, cst.Call):
+            return
+        target = dotted_name(node.targets[0].target) or ""
+        owner, _, attr = target.rpartition(".")
+        if not owner or owner == "self" or not self._builds_module(node.value):
+            return
+        if not self._same_scope(node, target, owner) and self.walk.function is None and \
+                not self.walk.loops_here():
+            self._module_level(node, target, owner)
+
+    def _same_scope(self, node: cst.Assign, target: str, owner: str) -> bool:
+        scope = self.scope()
+        here = self.walk.order
+        loops = tuple(id(loop) for loop in self.walk.loops_here())
+        for name, defs in scope.defs.items():
+            before = [d for d in defs if d.order <= here]
+            if not before:
+                continue
+            last = before[-1]
+            value = last.value
+            if not isinstance(value, cst.Call) or last.how != "assign" or last.loops != loops:
+                continue
+            callee = self.names.qualify(value.func) or ""
+            if self.model.kind_of_callee(callee) != "optimizer" or not value.args:
+                continue
+            params = code(value.args[0].value)
+            if f"{owner}.parameters()" not in params and f"{owner}.named_parameters()" not in params:
+                continue
+            if any(d.order > here for d in defs) or self._param_group_added(name):
+                continue  # rebuilt or extended after the replacement
+            self._report(node, name, owner, target, value)
+            return True
+        return False
+
+    def _module_level(self, node: cst.Assign, target: str, owner: str) -> None:
+        """Top-level statements live in separate blocks: module-level objects and their blocks."""
+        index = self.analysis.index
+        for obj in self.model.facts["objects"]:
+            call = obj.node
+            if obj.where != "module" or not isinstance(call, cst.Call) or not call.args or \
+                    self.model.kind_of_callee(obj.callee) != "optimizer":
+                continue
+            params = code(call.args[0].value)
+            if f"{owner}.parameters()" not in params and f"{owner}.named_parameters()" not in params:
+                continue
+            homes = [a.index for a in self.model.global_defs.get(obj.name, ())]
+            earlier = [i for i in homes if i < index]
+            if not earlier or any(i >= index for i in homes) or self.model.objects[obj.name][-1] is not obj:
+                continue  # built after the replacement, or rebuilt
+            self._report(node, obj.name, owner, target, call)
+            return
+
+    def _report(self, node: cst.Assign, name: str, owner: str, target: str, value: cst.Call) -> None:
+        message = (f"`{name}` was built over `{owner}.parameters()` before `{target}` was replaced: the new "
+                   f"layer's parameters are not in the optimizer, so it gets gradients but is never updated; "
+                   f"build the optimizer after changing the model")
+        self.report(node.targets[0].target, message,
+                    related=[Related(value, "the optimizer is built here, over the old parameters")])
+
+    def _builds_module(self, call: cst.Call) -> bool:
+        callee = self.names.qualify(call.func) or ""
+        last = callee.rsplit(".", 1)[-1]
+        if callee.startswith("torch.nn.") and callee.count(".") == 2 and last[:1].isupper():
+            return last not in ("Parameter", "Buffer", "Identity") and not last.endswith("Loss")
+        return self.model.kind_of_callee(callee) in ("model", "sequential")
+
+    def _param_group_added(self, name: str) -> bool:
+        function = self.walk.function
+        text = code(function) if function is not None else ""
+        return f"{name}.add_param_group" in text
