@@ -28,6 +28,7 @@ class Def:
     value: cst.BaseExpression | None
     index: int | None
     loops: tuple[int, ...]  # ids of the loops (in this scope) around the binding
+    op: str = ""  # for `aug`: the operator ("+=", "-=", ...)
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Scope:
     guarded: set[str] = field(default_factory=set)  # names tested by an `if`, `while` or `assert`
     training_loops: set[int] = field(default_factory=set)
     trains: bool = False
+    loop_iters: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(for loop) -> what it iterates
 
     def lookup(self, name: str, at: int) -> Def | None:
         found = None
@@ -130,7 +132,7 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
         return self.owner.scope_of(self.walk.function)
 
     def bind(self, target: cst.BaseExpression, how: str, value: cst.BaseExpression | None,
-             index: int | None = None) -> None:
+             index: int | None = None, op: str = "") -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             parts: list = [None] * len(target.elements)
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
@@ -148,7 +150,7 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
         if name is None:
             return
         loops = tuple(id(loop) for loop in self.walk.loops_here())
-        self.scope().defs.setdefault(name, []).append(Def(self.walk.order + 1, how, value, index, loops))
+        self.scope().defs.setdefault(name, []).append(Def(self.walk.order + 1, how, value, index, loops, op))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = Scope(node, self.walk.qualname())
@@ -182,13 +184,14 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
             self._record_binding(node, [node.target], node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self.bind(node.target, "aug", node.value)
+        self.bind(node.target, "aug", node.value, op=node.operator.__class__.__name__)
         name = dotted_name(node.target)
         if name is not None:
             self.scope().sources.setdefault(name, set()).update(_names_in(node.value))
 
     def visit_For(self, node: cst.For) -> None:
         self.bind(node.target, "iter", node.iter)
+        self.scope().loop_iters[id(node)] = node.iter
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
