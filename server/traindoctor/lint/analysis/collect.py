@@ -249,6 +249,9 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
         func = value.func
         if isinstance(func, cst.Attribute) and func.attr.value == "manual_seed" and isinstance(func.value, cst.Call):
             func = func.value.func  # torch.Generator().manual_seed(0) returns the generator
+        while isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "half", "float", "bfloat16") \
+                and isinstance(func.value, cst.Call):
+            func = func.value.func  # Net().cuda(), nn.Linear(4, 2).to(device): still the model
         callee = self.names.qualify(func) or code(func)
         klass = self.walk.klass
         owner = klass.name.value if name.startswith("self.") and klass is not None else ""

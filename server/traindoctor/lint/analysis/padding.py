@@ -158,3 +158,15 @@ class PaddingFacts:
     def _padding_name(self, name: str, value: cst.BaseExpression) -> None:
         if vocab().pattern("pad_name_pattern").match(name.rsplit(".", 1)[-1]):
             self._mark("pad-def", value, f"{name}={_EMPTY.code_for_node(value)}")
+
+
+def padded_targets(model) -> tuple[str, ...]:
+    """The values targets are padded with in this file (TRN301, TRN305): pads of targets themselves
+    (pad_sequence/F.pad of labels, padding_value=) and target pad ids (`TRG_PAD_IDX`); () when none.
+    Computed once per lint."""
+    key = "padding.targets"
+    if key not in model.memo:
+        pattern = vocab().pattern("target_name_pattern")
+        model.memo[key] = tuple(dict.fromkeys(
+            p.value for p in model.facts["padding"] if isinstance(p, Pad) and (p.targets or pattern.search(p.value))))
+    return model.memo[key]

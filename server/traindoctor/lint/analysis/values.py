@@ -227,6 +227,8 @@ class Values:
                 kind = self.model.object_kind(name, klass)
                 if kind is not None:
                     return Value("object", obj=kind, origin=self.model.object(name, klass).node)
+            if attr in self.v.size_names:
+                return Value("scalar", unit="size")  # batch.batch_size, data.num_graphs
             if attr in self.v.plain_attributes:
                 return Value("tensor" if attr == "data" else "unknown")
             if inner.grad and attr in ("loss", "losses"):
@@ -243,6 +245,8 @@ class Values:
     def _by_name(self, name: str) -> Value:
         """What people name probabilities and masks, for values from outside."""
         last = name.rsplit(".", 1)[-1]
+        if last in self.v.size_names:
+            return Value("scalar", unit="size")
         if self.v.pattern("prob_name_pattern").match(last):
             return Value("unknown", prob="prob")
         if self.v.pattern("mask_var_pattern").match(last):
@@ -296,6 +300,8 @@ class Values:
             method = func.attr.value
             receiver = sub(func.value)
             if receiver.kind == "object":
+                if method in ("to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train"):
+                    return receiver  # Net().cuda(), model.to(device), model.train(): the same object
                 if receiver.obj == "model" and method in v.model_methods_with_history:
                     return Value("tensor", "known", "loss" if "loss" in method else "output", origin=call)
                 return UNKNOWN
