@@ -195,6 +195,8 @@ class Values:
     def _name(self, expr, at, function, klass, depth) -> Value:
         name = dotted_name(expr)
         if name is None:
+            if isinstance(expr, cst.Attribute):  # model(**batch).logits
+                return self._output_attribute(self.of(expr.value, at, function, klass, depth - 1), expr.attr.value)
             return UNKNOWN
         scope = self.analysis.scope_of(function)
         definition = scope.lookup(name, at)
@@ -231,16 +233,19 @@ class Values:
                 return Value("scalar", unit="size")  # batch.batch_size, data.num_graphs
             if attr in self.v.plain_attributes:
                 return Value("tensor" if attr == "data" else "unknown")
-            if inner.grad and attr in ("loss", "losses"):
-                return replace(inner, role="loss", kind="tensor", unit="mean" if attr == "loss" else "")
-            if inner.grad and inner.kind != "object" and attr in self.v.output_attributes:
-                return replace(inner, prob="logits" if attr in self.v.logits_attributes else "", zero="",
-                               unit="")  # outputs.logits; not pipeline(...).images
-            return UNKNOWN
+            return self._output_attribute(inner, attr)
         kind = self.model.object_kind(name) if definition is None or definition.how == "param" else None
         if kind is not None:
             return Value("object", obj=kind, origin=self.model.object(name).node)
         return self._by_name(name)
+
+    def _output_attribute(self, inner: Value, attr: str) -> Value:
+        if inner.grad and attr in ("loss", "losses"):
+            return replace(inner, role="loss", kind="tensor", unit="mean" if attr == "loss" else "")
+        if inner.grad and inner.kind != "object" and attr in self.v.output_attributes:
+            return replace(inner, prob="logits" if attr in self.v.logits_attributes else "", zero="",
+                           unit="")  # outputs.logits; not pipeline(...).images
+        return UNKNOWN
 
     def _by_name(self, name: str) -> Value:
         """What people name probabilities and masks, for values from outside."""
