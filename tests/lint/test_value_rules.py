@@ -72,3 +72,50 @@ def test_misweighted_averages_are_off_by_the_batch_size(tmp_path: Path):
 ])
 def test_misweighted_average_shapes(snippet, expected):
     assert findings_of("import torch\n" + snippet, CODES) == [(line + 1, code) for line, code in expected]
+
+
+def test_float16_gradients_underflow_without_scaling():
+    """What TRN403 prevents: a float16 gradient of 1e-8 is 0; scaled by 65536 first, it survives."""
+    x = torch.tensor([1.0], dtype=torch.float16, requires_grad=True)
+    (x * 1e-8).sum().backward()
+    assert float(x.grad) == 0.0
+    x.grad = None
+    (x * 1e-8 * 65536).sum().backward()
+    assert float(x.grad) > 0.0
+
+
+@pytest.mark.parametrize("snippet, expected", [
+    ("def train(model, loader, optimizer):\n    for x, y in loader:\n"
+     "        with torch.cuda.amp.autocast(dtype=torch.float16):\n            loss = model(x, y)\n"
+     "        loss.backward()\n        optimizer.step()\n", [(3, "TRN403")]),
+    # a scaler built in __init__ of a trainer class counts
+    ("class T:\n    def __init__(self):\n        self.scaler = torch.cuda.amp.GradScaler()\n"
+     "    def step(self, model, x, opt):\n        with torch.cuda.amp.autocast():\n            loss = model(x)\n"
+     "        self.scaler.scale(loss).backward()\n        self.scaler.step(opt)\n        self.scaler.update()\n", []),
+    # a dtype the analysis cannot read is not assumed to be float16
+    ("def train(model, x, opt, dtype):\n    with torch.autocast('cuda', dtype=dtype):\n        loss = model(x)\n"
+     "    loss.backward()\n    opt.step()\n", []),
+    # autocast for a forward in a function that does not call backward
+    ("def forward_loss(model, x):\n    with torch.autocast('cuda'):\n        return model(x)\n", []),
+    # DeepSpeed scales the loss itself
+    ("def train(engine, x):\n    with torch.autocast('cuda'):\n        loss = engine(x)\n    engine.backward(loss)\n"
+     "    engine.step()\n", []),
+])
+def test_fp16_without_grad_scaler_shapes(snippet, expected):
+    assert findings_of("import torch\n" + snippet, CODES) == [(line + 1, code) for line, code in expected]
+
+
+def test_exp_of_logits_overflows():
+    """What TRN405 flags: a hand-written softmax of large logits is NaN; the shifted one is not."""
+    logits = torch.tensor([[100.0, 0.0]])
+    naive = torch.exp(logits) / torch.exp(logits).sum(-1, keepdim=True)
+    assert torch.isnan(naive).any()
+    shifted = logits - logits.max(-1, keepdim=True).values
+    assert torch.isfinite(shifted.exp() / shifted.exp().sum(-1, keepdim=True)).all()
+
+
+def test_padding_in_metric_needs_padded_targets():
+    body = "def acc(logits, labels):\n    return (logits.argmax(-1) == labels).float().mean()\n"
+    assert findings_of("import torch\n" + body, CODES) == []  # nothing in the file is padded
+    padded = "import torch\nfrom torch.nn.utils.rnn import pad_sequence\nlabels = pad_sequence(ys, batch_first=True)\n"
+    assert findings_of(padded + body, CODES) == [(5, "TRN305")]
