@@ -426,11 +426,11 @@ class Values:
             if sampler is None and (size is None or _number(size) == 1.0):
                 return "single"
             return "batches"
-        name = dotted_name(expr)
+        name = dotted_name(expr.value if isinstance(expr, cst.Subscript) else expr)  # dataloaders[phase]
         if name is None:
             return ""
         scope = self.analysis.scope_of(function)
-        definition = scope.lookup(name, at)
+        definition = scope.lookup(name, at) if not isinstance(expr, cst.Subscript) else None
         if definition is not None and definition.value is not None and definition.how == "assign":
             found = self.loader_kind(definition.value, definition.order - 1, function, klass, depth - 1)
             if found:
