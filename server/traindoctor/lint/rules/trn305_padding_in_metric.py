@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..analysis.collect import code
 from ..analysis.names import dotted_name
-from ..analysis.padding import padded_targets
+from ..analysis.padding import IGNORE, padded_targets
 from ..analysis.vocab import vocab
 from ..rule import Rule
 from ..walk import iter_nodes
@@ -43,6 +43,8 @@ class PaddingInMetric(Rule):
         if target is None or self._masked(self.walk.function or self.walk.stack[0]):
             return
         mean = func.attr.value == "mean" if isinstance(func, cst.Attribute) else qualified.endswith("mean")
+        if not mean and all(value.replace(" ", "") == IGNORE for value in padded_targets(self.model)):
+            return  # padded with -100, never predicted: a correct count is right (the denominator is another matter)
         what = "accuracy" if mean else "correct count"
         self.report(node, f"token-level {what} over padded targets (`{code(target)[:30]}`) without a mask: "
                           f"padding positions are counted as tokens, so the metric depends on how much padding "

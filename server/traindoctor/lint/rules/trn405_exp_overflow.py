@@ -34,8 +34,10 @@ class ExpOverflow(Rule):
         value = self.values(inner)
         raw = value.prob == "logits" or (value.role == "output" and value.grad == "known" and not value.prob and
                                          self._model_call(inner))
-        if not raw or not self._feeds_loss(node):
+        statement = self.walk.statement()
+        if not raw or statement is getattr(self, "_reported", None) or not self._feeds_loss(node):
             return
+        self._reported = statement  # one finding per statement
         self.report(node, "exp of raw scores: float32 overflows to inf above ~88 (float16 above ~11) and the "
                           "loss becomes NaN; subtract the max first (`(x - x.max(-1, keepdim=True).values).exp()`), "
                           "or use logsumexp/softmax/log_softmax, which do")
