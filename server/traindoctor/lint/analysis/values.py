@@ -352,6 +352,9 @@ class Values:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, "output", "softmax" if qualified in v.softmax else "sigmoid",
                              origin=call)
+            if qualified in v.pass_through_functions:  # torch.squeeze(out): what `out` is
+                first = arg(call, 0, "input")
+                return sub(first) if first is not None else UNKNOWN
             if qualified in v.log_space:
                 return Value("tensor", sub(arg(call, 0, "input") or call).grad, prob="logprob", zero="safe")
             if qualified == "len":
@@ -491,6 +494,9 @@ class Values:
         return UNKNOWN
 
     def _object_call(self, kind: str | None, ctor, call) -> Value:
+        while isinstance(ctor, cst.Call) and isinstance(ctor.func, cst.Attribute) and \
+                isinstance(ctor.func.value, cst.Call) and ctor.func.attr.value in ("to", "cuda", "half", "float"):
+            ctor = ctor.func.value  # Net().to(device): Net()
         if kind == "model":
             if isinstance(ctor, cst.Call):  # an in-file model whose forward returns a probability
                 qualified = self.model.names.qualify(ctor.func) or ""
