@@ -119,3 +119,15 @@ def test_padding_in_metric_needs_padded_targets():
     assert findings_of("import torch\n" + body, CODES) == []  # nothing in the file is padded
     padded = "import torch\nfrom torch.nn.utils.rnn import pad_sequence\nlabels = pad_sequence(ys, batch_first=True)\n"
     assert findings_of(padded + body, CODES) == [(5, "TRN305")]
+
+
+def test_a_scaler_added_in_another_block_clears_the_warm_cache_finding():
+    """TRN403 reads the `precision` facts: a GradScaler built in another function counts after an edit."""
+    from traindoctor.lint import LintCache, lint_source
+
+    train = ("import torch\n\n\ndef train(model, x, opt):\n    with torch.autocast('cuda'):\n        loss = model(x)\n"
+             "    loss.backward()\n    opt.step()\n\n\ndef setup():\n    pass\n")
+    cache = LintCache()
+    assert [f.code for f in lint_source(train, "t.py", CONFIG, cache).findings] == ["TRN403"]
+    edited = train.replace("    pass\n", "    return torch.amp.GradScaler('cuda')\n")
+    assert lint_source(edited, "t.py", CONFIG, cache).findings == ()

@@ -28,7 +28,7 @@ class Def:
     value: cst.BaseExpression | None
     index: int | None
     loops: tuple[int, ...]  # ids of the loops (in this scope) around the binding
-    op: str = ""  # for `aug`: the operator ("+=", "-=", ...)
+    op: str = ""  # for `aug`: the operator's libcst class ("AddAssign", ...)
 
 
 @dataclass
@@ -222,6 +222,8 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
             for expr, value in pairs:
                 name = dotted_name(expr)
+                if name is not None and "scaler" in name.lower() and isinstance(value, cst.Call):
+                    self.lists["precision"].append(Marker("grad-scaler", name))  # NativeScaler(), amp_scaler = ...
                 if name is None:
                     if isinstance(expr, cst.Subscript):
                         self._padding_subscript(expr, value, stmt)
@@ -280,6 +282,8 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
             callee = func.value if isinstance(func, cst.Name) else f"self.{func.attr.value}"  # type: ignore[union-attr]
             if callee not in _BUILTINS:
                 self.lists["calls"].append(CallSite(callee, self.walk.in_no_grad, node=node))
+        if qualified is not None and qualified.endswith("GradScaler"):
+            self.lists["precision"].append(Marker("grad-scaler", qualified))
         if qualified is not None:
             self._randomness(node, qualified)
             self._padding_call(node, qualified)
@@ -303,6 +307,8 @@ class _Collector(SeedingFacts, PaddingFacts, cst.BatchableCSTVisitor):
 
     def _note_training(self) -> None:
         scope = self.scope()
+        if self.walk.function is None and not self.lists["precision"][-1:] == [Marker("module-backward")]:
+            self.lists["precision"].append(Marker("module-backward"))
         scope.trains = True
         for loop in self.walk.loops_here():
             scope.training_loops.add(id(loop))

@@ -130,6 +130,7 @@ class BlockFacts:
     constants: tuple[tuple[str, str], ...] = ()  # module-level NAME = <int or pad value>
     globals: tuple[tuple[str, str], ...] = ()  # module-level NAME = <expression> outside top-level loops
     layout: tuple[TopLevel, ...] = ()
+    precision: tuple[Marker, ...] = ()  # "grad-scaler" (one is built), "module-backward" (TRN403)
 
 
 CATEGORIES = tuple(f for f in BlockFacts.__dataclass_fields__)

@@ -22,7 +22,7 @@ from ..rule import Rule
 
 class Fp16WithoutGradScaler(Rule):
     CODE = "TRN403"
-    READS = ("names", "objects")
+    READS = ("names", "objects", "precision")
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         call = node.item
@@ -54,9 +54,11 @@ class Fp16WithoutGradScaler(Rule):
 
     def _trains_here(self) -> bool:
         """This function (for module-level code: any top-level block) calls backward itself."""
-        scopes = [self.scope()] if self.walk.function is not None else [a.module_scope for a in self.model.analyses]
-        return not self.walk.in_no_grad and any(s.trains for s in scopes) and not any(
-            _managed_backward(n) for s in scopes for n in s.backward.values() if isinstance(n, cst.Call))
+        if self.walk.function is None:  # module-level code: a top-level training loop in any block
+            return not self.walk.in_no_grad and self.model.has_marker("precision", "module-backward")
+        scope = self.scope()
+        return not self.walk.in_no_grad and scope.trains and not any(
+            _managed_backward(n) for n in scope.backward.values() if isinstance(n, cst.Call))
 
     def _float16(self, call: cst.Call, qualified: str) -> bool:
         enabled = arg(call, 99, "enabled")
@@ -74,16 +76,9 @@ class Fp16WithoutGradScaler(Rule):
 
     def _scaled(self) -> bool:
         """The file builds a GradScaler (anywhere), or leaves loss scaling to a library."""
-        memo = self.model.memo
-        if self.CODE not in memo:
-            v = vocab()
-            managed = any(full.split(".")[0] in v.managed_scaling for full in self.names.imports.values())
-            memo[self.CODE] = managed or any(
-                "Scaler" in (dotted_name(d.value.func) or "") or "scaler" in key.lower()
-                for analysis in self.model.analyses
-                for scope in (analysis.module_scope, *analysis.scopes.values())
-                for key, defs in scope.defs.items() for d in defs if isinstance(d.value, cst.Call))
-        return bool(memo[self.CODE])
+        managed = vocab().managed_scaling
+        return self.model.has_marker("precision", "grad-scaler") or \
+            any(full.split(".")[0] in managed for full in self.names.imports.values())
 
 
 def _managed_backward(call: cst.Call) -> bool:
