@@ -16,7 +16,7 @@ import libcst as cst
 
 from ..analysis.collect import code
 from ..analysis.names import dotted_name
-from ..analysis.padding import IGNORE, padded_targets
+from ..analysis.padding import IGNORE, derived_from_padding, padded_targets
 from ..analysis.vocab import vocab
 from ..rule import Rule
 from ..walk import iter_nodes
@@ -37,10 +37,13 @@ class PaddingInMetric(Rule):
         else:
             return
         comparison = _comparison(reduced)
-        if comparison is None or not padded_targets(self.model):
+        if comparison is None:
             return
         target = next((side for side in comparison if self._is_target(side)), None)
-        if target is None or self._masked(self.walk.function or self.walk.stack[0]):
+        if target is None or not (padded_targets(self.model) or (self._token_level(target) and derived_from_padding(
+                self.model, self.scope(), target, self.walk.order))):
+            return
+        if self._masked(self.walk.function or self.walk.stack[0]):
             return
         mean = func.attr.value == "mean" if isinstance(func, cst.Attribute) else qualified.endswith("mean")
         if not mean and all(value.replace(" ", "") == IGNORE for value in padded_targets(self.model)):
@@ -49,6 +52,14 @@ class PaddingInMetric(Rule):
         self.report(node, f"token-level {what} over padded targets (`{code(target)[:30]}`) without a mask: "
                           f"padding positions are counted as tokens, so the metric depends on how much padding "
                           f"each batch has; compare only where `{code(target)[:30]}` is not the pad id")
+
+    def _token_level(self, target: cst.BaseExpression) -> bool:
+        """Labels made from padded token ids: shifted (`labels[:, 1:]`) or copied from `input_ids`."""
+        if any(isinstance(n, cst.Slice) for n in iter_nodes(target)):
+            return True
+        name = dotted_name(target)
+        definition = self.scope().lookup(name, self.walk.order) if name is not None else None
+        return definition is not None and definition.value is not None and "input_ids" in code(definition.value)
 
     def _is_target(self, expr: cst.BaseExpression) -> bool:
         pattern = vocab().pattern("target_name_pattern")
