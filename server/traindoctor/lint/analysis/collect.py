@@ -30,6 +30,7 @@ class Def:
     index: int | None
     loops: tuple[int, ...]  # ids of the loops (in this scope) around the binding
     grad_off: bool = False  # bound where autograd records nothing (no_grad/inference_mode, not re-enabled)
+    op: str = ""  # for `aug`: the operator's libcst class ("AddAssign", ...)
 
 
 @dataclass
@@ -43,6 +44,7 @@ class Scope:
     guarded: set[str] = field(default_factory=set)  # names tested by an `if`, `while` or `assert`
     training_loops: set[int] = field(default_factory=set)
     trains: bool = False
+    loop_iters: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(for loop) -> what it iterates
 
     def lookup(self, name: str, at: int) -> Def | None:
         found = None
@@ -164,7 +166,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         return self.owner.scope_of(self.walk.function)
 
     def bind(self, target: cst.BaseExpression, how: str, value: cst.BaseExpression | None,
-             index: int | None = None) -> None:
+             index: int | None = None, op: str = "") -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
             parts: list = [None] * len(target.elements)
             if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
@@ -182,8 +184,8 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         if name is None:
             return
         loops = tuple(id(loop) for loop in self.walk.loops_here())
-        self.scope().defs.setdefault(name, []).append(
-            Def(self.walk.order + 1, how, value, index, loops, self.walk.in_no_grad and grad_disabled(self.walk)))
+        grad_off = self.walk.in_no_grad and grad_disabled(self.walk)
+        self.scope().defs.setdefault(name, []).append(Def(self.walk.order + 1, how, value, index, loops, grad_off, op))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         scope = Scope(node, self.walk.qualname())
@@ -217,13 +219,14 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             self._record_binding(node, [node.target], node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self.bind(node.target, "aug", node.value)
+        self.bind(node.target, "aug", node.value, op=node.operator.__class__.__name__)
         name = dotted_name(node.target)
         if name is not None:
             self.scope().sources.setdefault(name, set()).update(_names_in(node.value))
 
     def visit_For(self, node: cst.For) -> None:
         self.bind(node.target, "iter", node.iter)
+        self.scope().loop_iters[id(node)] = node.iter
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
@@ -254,6 +257,8 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
             for expr, value in pairs:
                 name = dotted_name(expr)
+                if name is not None and "scaler" in name.lower() and isinstance(value, cst.Call):
+                    self.lists["precision"].append(Marker("grad-scaler", name))  # NativeScaler(), amp_scaler = ...
                 if name is None:
                     if isinstance(expr, cst.Subscript):
                         self._padding_subscript(expr, value, stmt)
@@ -285,6 +290,9 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         func = value.func
         if isinstance(func, cst.Attribute) and func.attr.value == "manual_seed" and isinstance(func.value, cst.Call):
             func = func.value.func  # torch.Generator().manual_seed(0) returns the generator
+        while isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "half", "float", "bfloat16") \
+                and isinstance(func.value, cst.Call):
+            func = func.value.func  # Net().cuda(), nn.Linear(4, 2).to(device): still the model
         callee = self.names.qualify(func) or code(func)
         klass = self.walk.klass
         owner = klass.name.value if name.startswith("self.") and klass is not None else ""
@@ -313,6 +321,8 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             callee = func.value if isinstance(func, cst.Name) else f"self.{func.attr.value}"  # type: ignore[union-attr]
             if callee not in _BUILTINS:
                 self.lists["calls"].append(CallSite(callee, self.walk.in_no_grad, node=node))
+        if qualified is not None and qualified.endswith("GradScaler"):
+            self.lists["precision"].append(Marker("grad-scaler", qualified))
         if qualified is not None:
             self._randomness(node, qualified)
             self._padding_call(node, qualified)
@@ -337,6 +347,8 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
 
     def _note_training(self) -> None:
         scope = self.scope()
+        if self.walk.function is None and not self.lists["precision"][-1:] == [Marker("module-backward")]:
+            self.lists["precision"].append(Marker("module-backward"))
         scope.trains = True
         for loop in self.walk.loops_here():
             scope.training_loops.add(id(loop))

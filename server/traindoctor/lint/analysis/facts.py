@@ -146,6 +146,7 @@ class BlockFacts:
     globals: tuple[tuple[str, str], ...] = ()  # module-level NAME = <expression> outside top-level loops
     layout: tuple[TopLevel, ...] = ()
     program: tuple[object, ...] = ()  # Checkpoint | Marker("spawn-fn": the function mp.spawn starts)
+    precision: tuple[Marker, ...] = ()  # "grad-scaler" (one is built), "module-backward" (TRN403)
 
 
 CATEGORIES = tuple(f for f in BlockFacts.__dataclass_fields__)

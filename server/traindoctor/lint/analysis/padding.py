@@ -158,3 +158,44 @@ class PaddingFacts:
     def _padding_name(self, name: str, value: cst.BaseExpression) -> None:
         if vocab().pattern("pad_name_pattern").match(name.rsplit(".", 1)[-1]):
             self._mark("pad-def", value, f"{name}={_EMPTY.code_for_node(value)}")
+
+
+def padded_targets(model) -> tuple[str, ...]:
+    """The values targets are padded with in this file (TRN301, TRN305): pads of targets themselves
+    (pad_sequence/F.pad of labels, padding_value=) and target pad ids (`TRG_PAD_IDX`); () when none.
+    Computed once per lint."""
+    key = "padding.targets"
+    if key not in model.memo:
+        pattern = vocab().pattern("target_name_pattern")
+        model.memo[key] = tuple(dict.fromkeys(
+            p.value for p in model.facts["padding"] if isinstance(p, Pad) and (p.targets or pattern.search(p.value))))
+    return model.memo[key]
+
+
+def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth: int = 6) -> bool:
+    """`expr` is computed (through this scope's definitions, and what an in-file collate function
+    returns) from a padding call: `tokenizer(..., padding=True)`, `pad_sequence(...)`."""
+    pad_calls = model.memo.get("padding.calls")
+    if pad_calls is None:
+        pad_calls = model.memo["padding.calls"] = frozenset(
+            id(p.node) for p in model.facts["padding"] if isinstance(p, Pad) and isinstance(p.node, cst.Call))
+    if not pad_calls:
+        return False
+    from .collect import _returns
+    from ..walk import iter_nodes
+
+    stack, seen = [(expr, depth)], 0
+    while stack and seen < 200:
+        node, left = stack.pop()
+        seen += 1
+        for inner in iter_nodes(node):
+            if id(inner) in pad_calls:
+                return True
+            if isinstance(inner, cst.Name) and left > 0:
+                definition = scope.lookup(inner.value, at)
+                if definition is not None and definition.value is not None:
+                    stack.append((definition.value, left - 1))
+                elif definition is None and model.function(inner.value) is not None:
+                    info = model.function(inner.value)
+                    stack.extend((r.value, left - 1) for r in _returns(info.node) if r.value is not None)
+    return False

@@ -2,7 +2,12 @@
 
 - `kind`: tensor | scalar (a Python number) | object (a model, a loss module...) | container | unknown;
 - `grad`: known | likely | "" (no autograd history, or cannot tell), with `role` loss/output and `origin`;
-- `prob`: softmax | sigmoid | prob (a probability by name) | logprob | "";
+- `prob`: softmax | sigmoid | prob (a probability by name) | logprob | logits (known raw scores: a Linear
+  layer's output, `outputs.logits`, a model or function returning one) | "";
+- `unit`: what an aggregate counts (TRN304): mean (a batch mean: a mean-reduced loss, `.mean()`) | sum (a
+  sum over a batch's samples: correct counts, reduction="sum", mean * batch size) | size (a batch's number
+  of samples) | samples (a data set's: `len(loader.dataset)`, accumulated sizes) | batches (`len(loader)`,
+  `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
 - `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask) or "safe" (kept away
   from 0 by construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal).
 """
@@ -28,6 +33,7 @@ class Value:
     obj: str = ""  # for kind "object": model | loss | softmax | sigmoid | sequential | ...
     origin: cst.CSTNode | None = field(default=None, compare=False)
     elements: "Value | None" = None
+    unit: str = ""
 
     @property
     def tensor_with_history(self) -> bool:
@@ -43,7 +49,8 @@ def join(a: Value, b: Value) -> Value:
     """What a value is when it may be either (branches, `+`, accumulation)."""
     kind = a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
     grad = a if _GRAD_RANK[a.grad] >= _GRAD_RANK[b.grad] else b
-    return Value(kind, grad.grad, grad.role, a.prob if a.prob == b.prob else "", "", "", grad.origin)
+    return Value(kind, grad.grad, grad.role, a.prob if a.prob == b.prob else "", "", "", grad.origin,
+                 unit=a.unit if a.unit == b.unit else "")
 
 
 def _number(node: cst.BaseExpression) -> float | None:
@@ -65,6 +72,31 @@ def positive_constant(node: cst.BaseExpression) -> bool:
         return number > 0
     name = dotted_name(node) or (node.attr.value if isinstance(node, cst.Attribute) else None)
     return name is not None and bool(vocab().pattern("eps_name_pattern").search(name.rsplit(".", 1)[-1]))
+
+
+def reduction_unit(call: cst.Call) -> str:
+    """The unit of a loss built or called with these arguments: mean unless reduction says otherwise."""
+    reduction = arg(call, 99, "reduction")
+    legacy = arg(call, 99, "size_average")
+    if legacy is not None:
+        return "sum" if isinstance(legacy, cst.Name) and legacy.value == "False" else ""
+    if reduction is None:
+        return "mean"
+    if isinstance(reduction, cst.SimpleString):
+        return {"mean": "mean", "sum": "sum"}.get(reduction.value.strip("'\""), "")
+    return ""
+
+
+def _reduced(method: str, call: cst.Call, receiver: Value, skip: int = 0) -> str:
+    """The unit of `x.mean()`/`x.sum()` (or torch.mean/torch.sum, whose tensor is argument 0)."""
+    positional = [a for a in call.args if a.keyword is None][skip:]
+    if positional or any(a.keyword is not None and a.keyword.value in ("dim", "axis") for a in call.args):
+        return ""  # a per-sample reduction
+    if receiver.unit in ("mean", "sum"):
+        return receiver.unit  # loss.sum() of a scalar mean loss is still a mean
+    if method == "mean":
+        return "mean"
+    return "sum" if receiver.zero == "mask" else ""  # (pred == y).sum(): a count of samples
 
 
 def arg(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
@@ -125,6 +157,9 @@ class Values:
                 kind = self.model.object_kind(key, klass)
                 if kind is not None:
                     return Value("object", obj=kind, origin=self.model.object(key, klass).node)
+            if isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape" and \
+                    isinstance(index, cst.Index) and _number(index.value) == 0:
+                return Value("scalar", unit="size")
             inner = sub(expr.value)
             if inner.elements is not None:
                 return inner.elements
@@ -160,6 +195,8 @@ class Values:
     def _name(self, expr, at, function, klass, depth) -> Value:
         name = dotted_name(expr)
         if name is None:
+            if isinstance(expr, cst.Attribute):  # model(**batch).logits
+                return self._output_attribute(self.of(expr.value, at, function, klass, depth - 1), expr.attr.value)
             return UNKNOWN
         scope = self.analysis.scope_of(function)
         definition = scope.lookup(name, at)
@@ -171,9 +208,9 @@ class Values:
                 return found
         backward = scope.backward.get(name)
         if definition is not None and definition.how != "param":
-            found = self._definition(definition, function, klass, depth)
+            found = self._definition(definition, function, klass, depth, name)
             if backward is not None and found.grad != "known" and found.kind != "container":
-                return Value("tensor", "known", "loss", origin=backward)
+                return Value("tensor", "known", "loss", origin=backward, unit=found.unit)
             if not found.zero and not found.prob and found.kind != "object":  # `mask = batch["attention_mask"]`
                 by_name = self._by_name(name)
                 return by_name if by_name.zero == "mask" else found
@@ -192,36 +229,55 @@ class Values:
                 kind = self.model.object_kind(name, klass)
                 if kind is not None:
                     return Value("object", obj=kind, origin=self.model.object(name, klass).node)
+            if attr in self.v.size_names:
+                return Value("scalar", unit="size")  # batch.batch_size, data.num_graphs
             if attr in self.v.plain_attributes:
                 return Value("tensor" if attr == "data" else "unknown")
-            if inner.grad and attr in ("loss", "losses"):
-                return replace(inner, role="loss", kind="tensor")
-            if inner.grad and inner.kind != "object" and attr in self.v.output_attributes:
-                return replace(inner, prob="", zero="")  # outputs.logits; not pipeline(...).images
-            return UNKNOWN
+            return self._output_attribute(inner, attr)
         kind = self.model.object_kind(name) if definition is None or definition.how == "param" else None
         if kind is not None:
             return Value("object", obj=kind, origin=self.model.object(name).node)
         return self._by_name(name)
 
+    def _output_attribute(self, inner: Value, attr: str) -> Value:
+        if inner.grad and attr in ("loss", "losses"):
+            return replace(inner, role="loss", kind="tensor", unit="mean" if attr == "loss" else "")
+        if inner.grad and inner.kind != "object" and attr in self.v.output_attributes:
+            return replace(inner, prob="logits" if attr in self.v.logits_attributes else "", zero="",
+                           unit="")  # outputs.logits; not pipeline(...).images
+        return UNKNOWN
+
     def _by_name(self, name: str) -> Value:
         """What people name probabilities and masks, for values from outside."""
         last = name.rsplit(".", 1)[-1]
+        if last in self.v.size_names:
+            return Value("scalar", unit="size")
         if self.v.pattern("prob_name_pattern").match(last):
             return Value("unknown", prob="prob")
         if self.v.pattern("mask_var_pattern").match(last):
             return Value("unknown", zero="mask")
         return UNKNOWN
 
-    def _definition(self, definition, function, klass, depth) -> Value:
+    def _definition(self, definition, function, klass, depth, name: str | None = None) -> Value:
         value = definition.value
         if value is None:
             return UNKNOWN
         at = definition.order - 1
+        if definition.how == "assign" and name is not None and isinstance(value, cst.BinaryOperation) and \
+                isinstance(value.operator, cst.Add) and name in (dotted_name(value.left), dotted_name(value.right)):
+            other = value.right if dotted_name(value.left) == name else value.left  # x = x + increment
+            bound = self.of(other, at, function, klass, depth - 1)
+            total = self._accumulated(definition, other, bound, function, at, klass, depth)
+            return replace(bound, unit=total) if bound.grad else Value("unknown", unit=total)
         bound = self.of(value, at, function, klass, depth - 1)
         if definition.how == "aug":
-            name_value = UNKNOWN
-            return join(bound, name_value) if bound.grad else UNKNOWN
+            total = self._accumulated(definition, value, bound, function, at, klass, depth) \
+                if definition.op == "AddAssign" else ""
+            return replace(join(bound, UNKNOWN), unit=total) if bound.grad else Value("unknown", unit=total)
+        if definition.how == "iter" and definition.index == 0 and isinstance(value, cst.Call) and \
+                dotted_name(value.func) == "enumerate" and \
+                self.loader_kind(value, at, function, klass, depth - 1) == "batches":
+            return Value("scalar", unit="index")
         if definition.how == "iter":
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
                     value.func.attr.value in ("items", "values") and definition.index != 0:
@@ -249,11 +305,15 @@ class Values:
             method = func.attr.value
             receiver = sub(func.value)
             if receiver.kind == "object":
+                if method in ("to", "cuda", "cpu", "half", "float", "bfloat16", "double", "train"):
+                    return receiver  # Net().cuda(), model.to(device), model.train(): the same object
                 if receiver.obj == "model" and method in v.model_methods_with_history:
                     return Value("tensor", "known", "loss" if "loss" in method else "output", origin=call)
                 return UNKNOWN
             if method == "item":
                 return replace(receiver, kind="scalar", grad="", role="")
+            if (method == "size" and call.args and _number(call.args[0].value) == 0) or method == "numel":
+                return Value("scalar", unit="size")
             if method in v.python_number_methods or method in ("tolist",):
                 return SCALAR
             if method in ("detach", "detach_", "numpy"):
@@ -269,7 +329,7 @@ class Values:
             if method in ("sum", "mean"):
                 zero = "count" if receiver.zero == "mask" else receiver.zero if receiver.zero in ("squares", "zero") \
                     else ""
-                return replace(receiver, prob="", zero=zero)
+                return replace(receiver, prob="", zero=zero, unit=_reduced(method, call, receiver))
             if method in ("std", "var"):
                 return replace(receiver, prob="", zero="spread")
             if method == "norm":
@@ -287,13 +347,21 @@ class Values:
             return self._callee_object(call, func, at, function, klass, depth)
         if qualified:
             if last in v.loss_functions and qualified.startswith("torch.nn.functional."):
-                return Value("tensor", "known", "loss", origin=call)
+                return Value("tensor", "known", "loss", origin=call, unit=reduction_unit(call))
             if qualified in v.softmax or qualified in v.sigmoid:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, "output", "softmax" if qualified in v.softmax else "sigmoid",
                              origin=call)
+            if qualified in v.pass_through_functions:  # torch.squeeze(out): what `out` is
+                first = arg(call, 0, "input")
+                return sub(first) if first is not None else UNKNOWN
             if qualified in v.log_space:
                 return Value("tensor", sub(arg(call, 0, "input") or call).grad, prob="logprob", zero="safe")
+            if qualified == "len":
+                return Value("scalar", unit=self._length(arg(call, 0), at, function, klass, depth))
+            if qualified in ("float", "int"):
+                first = arg(call, 0)
+                return Value("scalar", unit=sub(first).unit) if first is not None else SCALAR
             if qualified in v.python_number_builtins:
                 return SCALAR
             if qualified in v.positive or qualified in v.clamps:
@@ -314,7 +382,8 @@ class Values:
             if qualified in v.sums:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero="count" if inner.zero == "mask" else
-                             inner.zero if inner.zero in ("squares", "zero") else "")
+                             inner.zero if inner.zero in ("squares", "zero") else "",
+                             unit=_reduced(last, call, inner, 1))
             if qualified in ("sum", "min"):
                 first = arg(call, 0)
                 inner = sub(first) if first is not None else UNKNOWN
@@ -326,6 +395,68 @@ class Values:
                 return Value("tensor", best.grad if best else "", best.role if best else "",
                              origin=best.origin if best else None)
         return self._callee_object(call, func, at, function, klass, depth)
+
+    def _accumulated(self, definition, increment, bound: Value, function, at, klass, depth) -> str:
+        """The unit of a total that adds `increment` once per iteration of its loop."""
+        if not definition.loops:
+            return ""
+        loop = self.analysis.scope_of(function).loop_iters.get(definition.loops[-1])
+        batches = loop is not None and self.loader_kind(loop, at, function, klass, depth - 1) == "batches"
+        if bound.unit == "size" or bound.unit == "samples":
+            return "samples"
+        if bound.unit == "sum":
+            return "sum"
+        if batches and _number(increment) == 1.0:
+            return "batches"
+        if batches and bound.unit == "mean":
+            return "means"
+        return ""
+
+    def loader_kind(self, expr: cst.BaseExpression | None, at: int, function=None, klass: str = "",
+                    depth: int = 6) -> str:
+        """What iterating `expr` yields: "batches" (a DataLoader with batch_size > 1 or unknown, or a
+        name like `train_loader`), "single" (a DataLoader with the default batch_size=1), or ""."""
+        for _ in range(4):
+            if isinstance(expr, cst.Call) and (self.model.names.qualify(expr.func) or dotted_name(expr.func) or "") \
+                    in self.v.iteration_wrappers and expr.args:
+                expr = expr.args[0].value
+        if expr is None or depth <= 0:
+            return ""
+        value = self.of(expr, at, function, klass, depth - 1)
+        if value.kind == "object" and value.obj == "dataloader" and isinstance(value.origin, cst.Call):
+            size = arg(value.origin, 1, "batch_size")
+            sampler = arg(value.origin, 99, "batch_sampler")
+            if sampler is None and (size is None or _number(size) == 1.0):
+                return "single"
+            return "batches"
+        name = dotted_name(expr.value if isinstance(expr, cst.Subscript) else expr)  # dataloaders[phase]
+        if name is None:
+            return ""
+        scope = self.analysis.scope_of(function)
+        definition = scope.lookup(name, at) if not isinstance(expr, cst.Subscript) else None
+        if definition is not None and definition.value is not None and definition.how == "assign":
+            found = self.loader_kind(definition.value, definition.order - 1, function, klass, depth - 1)
+            if found:
+                return found
+        return "batches" if self.v.pattern("loader_name_pattern").search(name.rsplit(".", 1)[-1]) else ""
+
+    def _length(self, expr: cst.BaseExpression | None, at, function, klass, depth) -> str:
+        """The unit of `len(expr)`."""
+        if expr is None:
+            return ""
+        if isinstance(expr, cst.Attribute) and expr.attr.value in ("dataset", "sampler"):
+            return "samples"
+        loader = self.loader_kind(expr, at, function, klass, depth - 1)
+        if loader:
+            return "batches" if loader == "batches" else ""
+        value = self.of(expr, at, function, klass, depth - 1)
+        name = dotted_name(expr)
+        if (value.kind == "object" and value.obj == "dataset") or \
+                (name is not None and self.v.pattern("dataset_name_pattern").search(name.rsplit(".", 1)[-1])):
+            return "samples"
+        if value.kind in ("object", "container", "scalar"):
+            return ""
+        return "size"
 
     def _callee_object(self, call, func, at, function, klass, depth) -> Value:
         """A call of an object (model, loss, softmax module), of a model class, or
@@ -356,35 +487,63 @@ class Values:
         if last.startswith(("build_", "make_", "get_", "create_", "init_", "compute_metrics")):
             return UNKNOWN  # factories and getters return modules or configs, not tensors
         if v.pattern("loss_name_pattern").search(last):
-            return Value("unknown", "likely", "loss", origin=call)
+            return Value("unknown", "likely", "loss", origin=call, unit="mean" if not call.args or
+                         not any(a.keyword and a.keyword.value == "reduction" for a in call.args) else "")
         if v.pattern("model_name_pattern").search(last):
             return Value("unknown", "likely", "output", origin=call)
         return UNKNOWN
 
     def _object_call(self, kind: str | None, ctor, call) -> Value:
+        while isinstance(ctor, cst.Call) and isinstance(ctor.func, cst.Attribute) and \
+                isinstance(ctor.func.value, cst.Call) and ctor.func.attr.value in ("to", "cuda", "half", "float"):
+            ctor = ctor.func.value  # Net().to(device): Net()
         if kind == "model":
             if isinstance(ctor, cst.Call):  # an in-file model whose forward returns a probability
-                klass = (self.model.names.qualify(ctor.func) or "").rsplit(".", 1)[-1]
+                qualified = self.model.names.qualify(ctor.func) or ""
+                if qualified in self.v.linear_layers:
+                    return Value("tensor", "known", "output", "logits", origin=call)
+                klass = qualified.rsplit(".", 1)[-1]
                 info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
                 if info is not None:
                     summary = self.model.summary(info)
-                    if summary.prob in ("softmax", "sigmoid"):
+                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
                         return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
             return Value("tensor", "known", "output", origin=call)
         if kind == "loss":
-            return Value("tensor", "known", "loss", origin=call)
+            return Value("tensor", "known", "loss", origin=call,
+                         unit=reduction_unit(ctor) if isinstance(ctor, cst.Call) else "")
         if kind in ("softmax", "sigmoid"):
             return Value("tensor", "known", "output", kind, origin=ctor)
         if kind == "sequential" and isinstance(ctor, cst.Call):
             last = [a.value for a in ctor.args if a.keyword is None and not a.star][-1:]
             if last and isinstance(last[0], cst.Call):
-                inner = self.model.kind_of_callee(self.model.names.qualify(last[0].func) or "")
+                qualified = self.model.names.qualify(last[0].func) or ""
+                inner = self.model.kind_of_callee(qualified)
                 if inner in ("softmax", "sigmoid"):
                     return Value("tensor", "known", "output", inner, origin=last[0])
+                if qualified in self.v.linear_layers:
+                    return Value("tensor", "known", "output", "logits", origin=call)
+                if qualified in self.v.log_softmax_modules:
+                    return Value("tensor", "known", "output", "logprob", origin=last[0])
             return Value("tensor", "known", "output", origin=call)
         return UNKNOWN
 
     def _binary(self, expr: cst.BinaryOperation, sub) -> Value:
+        value = self._binary_value(expr, sub)
+        op, left, right = expr.operator, sub(expr.left), sub(expr.right)
+        units = {left.unit, right.unit}
+        unit = ""
+        if isinstance(op, cst.Multiply) and units == {"mean", "size"}:
+            unit = "sum"  # loss.item() * x.size(0)
+        elif isinstance(op, cst.Divide) and left.unit == "sum" and right.unit == "size":
+            unit = "mean"  # correct / y.size(0)
+        elif isinstance(op, cst.Add) and "index" in units and 1.0 in (_number(expr.left), _number(expr.right)):
+            unit = "batches"  # i + 1 after `for i, batch in enumerate(loader)`
+        elif isinstance(op, cst.Add) and left.unit == right.unit:
+            unit = left.unit
+        return replace(value, unit=unit) if value.unit != unit else value
+
+    def _binary_value(self, expr: cst.BinaryOperation, sub) -> Value:
         op = expr.operator
         left, right = sub(expr.left), sub(expr.right)
         base = join(left, right)
@@ -423,6 +582,6 @@ class Values:
         if isinstance(op, cst.Divide):
             if left.zero in ("squares", "spread"):
                 return replace(base, prob="", zero=left.zero)
-            lz = left.zero or ("zero" if left.prob else "")
+            lz = left.zero or ("zero" if left.prob and left.prob != "logits" else "")
             return replace(base, prob="", zero="zero" if lz and lz != "safe" else "")
         return replace(base, prob="", zero="")

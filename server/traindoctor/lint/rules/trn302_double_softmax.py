@@ -1,0 +1,78 @@
+"""TRN302 double-softmax: probabilities passed to a loss that applies the
+softmax/sigmoid itself. `cross_entropy`/`CrossEntropyLoss` take logits and run
+log_softmax on them; `BCEWithLogitsLoss` runs a sigmoid. Fed softmax (sigmoid)
+outputs they squash twice: the loss is bounded away from 0 and its gradient
+nearly vanishes. Probabilities are the model's `prob` fact (functions, Tensor
+methods, modules, a Sequential ending in Softmax/Sigmoid, an in-file model or
+function returning one). log_softmax outputs are not flagged: log_softmax is
+idempotent, so cross_entropy(log_softmax(x)) equals cross_entropy(x).
+The fix passes the logits where the softmax call is the argument itself; it
+changes the loss's value (for the better): unsafe."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.collect import code
+from ..analysis.values import arg
+from ..analysis.vocab import vocab
+from ..rule import FixSpec, Related, Replace, Rule
+
+_WANTS = {"softmax": "softmax_losses", "sigmoid": "sigmoid_losses"}
+
+
+class DoubleSoftmax(Rule):
+    CODE = "TRN302"
+    READS = ("names", "objects", "classes", "functions", "calls", "globals")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        loss = self._loss_kind(node)
+        if loss is None:
+            return
+        first = arg(node, 0, "input")
+        if first is None:
+            return
+        value = self.values(first)
+        if value.prob != loss:
+            return
+        name = code(node.func) if len(code(node.func)) < 40 else "the loss"
+        applies = "log_softmax" if loss == "softmax" else "sigmoid"
+        message = (f"`{name}` applies {applies} to its input, but it is given {loss} outputs: {loss} is applied "
+                   f"twice, so the loss cannot approach 0 and its gradient nearly vanishes; pass the logits")
+        fix = None
+        if isinstance(first, cst.Call):
+            logits = self._logits_of(first, loss)
+            if logits is not None:
+                fix = FixSpec("Pass the logits", (Replace(first, code(logits)),), safe=False)
+        related = [Related(value.origin, f"the {loss} is applied here")] \
+            if value.origin is not None and value.origin is not first else []
+        self.report(node, message, fix=fix, related=related)
+
+    def _loss_kind(self, node: cst.Call) -> str | None:
+        """"softmax" for cross entropy, "sigmoid" for BCE with logits (functional or module), else None."""
+        v = vocab()
+        qualified = self.names.qualify(node.func) or ""
+        ctor = None
+        if isinstance(node.func, cst.Call):
+            ctor = node.func
+        elif not qualified.startswith("torch.nn.functional."):
+            found = self.values(node.func)
+            if found.kind != "object" or found.obj != "loss" or not isinstance(found.origin, cst.Call):
+                return None
+            ctor = found.origin
+        callee = (self.names.qualify(ctor.func) or "") if ctor is not None else qualified
+        for prob, key in _WANTS.items():
+            if callee in getattr(v, key):
+                return prob
+        return None
+
+    def _logits_of(self, call: cst.Call, loss: str) -> cst.BaseExpression | None:
+        """`F.softmax(z, dim=1)` -> z; `z.softmax(-1)` -> z; None when the call is anything else."""
+        v = vocab()
+        qualified = self.names.qualify(call.func) or ""
+        if qualified in (v.softmax if loss == "softmax" else v.sigmoid):
+            return arg(call, 0, "input")
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == loss and \
+                not qualified.startswith("torch."):
+            return call.func.value
+        return None
