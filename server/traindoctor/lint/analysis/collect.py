@@ -60,7 +60,19 @@ class Scope:
 
     def feeds_backward(self) -> set[str]:
         """Names the backpropagated values were computed from (transitively)."""
-        found = set(self.backward)
+        return self._computed_from(set(self.backward))
+
+    def feeds_return(self) -> set[str]:
+        """Names the returned values were computed from (transitively)."""
+        return self._computed_from(set(self.returned))
+
+    def bound_without_grad(self, name: str, at: int) -> bool:
+        """The binding of `name` visible at `at` was made with autograd off (no_grad/inference_mode)."""
+        definition = self.lookup(name, at)
+        return definition is not None and definition.grad_off
+
+    def _computed_from(self, names: set[str]) -> set[str]:
+        found = set(names)
         frontier = list(found)
         while frontier:
             for source in self.sources.get(frontier.pop(), ()):

@@ -93,13 +93,13 @@ class LossAccumulationKeepsGraph(Rule):
         if not pending:
             return
         scope = self.analysis.scope_of(function)
-        feeding = scope.feeds_backward()
+        feeding, returning = scope.feeds_backward(), scope.feeds_return()
         kept = []
         for stmt, value, accumulator, how, found, loop in pending:
             if accumulator in feeding:
                 continue  # sub-losses summed into the loss backpropagated in this step
-            if accumulator in scope.returned and id(loop) not in scope.training_loops:
-                continue  # e.g. per-head losses summed inside one training step
+            if accumulator in returning and id(loop) not in scope.training_loops:
+                continue  # e.g. per-head or per-scale losses summed inside one loss call, then returned
             if (found.role != "loss" or found.grad == "likely") and not scope.trains:
                 continue  # outputs, or values only named like losses, outside training code
             kept.append((stmt, value, accumulator, how, found))

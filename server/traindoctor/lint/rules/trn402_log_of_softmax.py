@@ -13,6 +13,7 @@ import libcst as cst
 from ..analysis.collect import code
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
+from ..walk import iter_nodes
 from ..rule import FixSpec, Related, Replace, Rule
 
 _STABLE = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
@@ -45,7 +46,7 @@ class LogOfSoftmax(Rule):
             self.report(node, message, fix=fix)
             return
         value = self.values(target)
-        if value.prob not in ("softmax", "sigmoid"):
+        if value.prob not in ("softmax", "sigmoid") or self._computed_without_grad(value.origin):
             return
         stable = _STABLE[value.prob]
         message = (f"`log` of {value.prob} output: probabilities underflow to exactly 0, so the log is -inf "
@@ -54,6 +55,18 @@ class LogOfSoftmax(Rule):
             if value.origin is not None and value.origin is not target else []
         fix = self._rewrite(node, target, stable) if isinstance(target, cst.Call) else None
         self.report(node, message, fix=fix, related=related)
+
+    def _computed_without_grad(self, origin: cst.CSTNode | None) -> bool:
+        """The softmax/sigmoid here takes values bound under no_grad (a teacher's logits in
+        distillation): no gradient flows through its log, so none can turn NaN."""
+        if not isinstance(origin, cst.Call) or not origin.args:
+            return False
+        scope, at = self.scope(), self.walk.order
+        names = [n.value for n in iter_nodes(origin.args[0].value) if isinstance(n, cst.Name)]
+        if not any(scope.bound_without_grad(name, at) for name in names):
+            return False
+        return not any(self.values(cst.Name(name)).grad in ("known", "likely") for name in names
+                       if not scope.bound_without_grad(name, at))
 
     def _one_minus_sigmoid(self, target: cst.BaseExpression) -> cst.Call | None:
         if isinstance(target, cst.BinaryOperation) and isinstance(target.operator, cst.Subtract) and \
