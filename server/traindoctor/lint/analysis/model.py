@@ -134,6 +134,19 @@ class FileModel:
 
     # -- functions ------------------------------------------------------------------------
 
+    def bound_before(self, name: str, constructor: cst.Call) -> bool:
+        """Is module-level `name` bound when the object built by `constructor` is? Objects
+        built inside functions or classes are built later, when every module name is."""
+        obj = next((o for o in self.facts["objects"] if o.node is constructor), None)
+        if obj is None or obj.where != "module":
+            return True
+        for top in self.facts["layout"]:
+            if top.node is obj.stmt:
+                return False
+            if name in top.names:
+                return True
+        return False
+
     def function(self, name: str, klass: str = "") -> FuncInfo | None:
         """An in-file function by how it is called: `f` or `self.f` (in `klass`)."""
         if name.startswith("self."):

@@ -3,6 +3,7 @@ which value, and where padding is mapped to the default ignore_index -100."""
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 import libcst as cst
@@ -172,15 +173,9 @@ def padded_targets(model) -> tuple[str, ...]:
     return model.memo[key]
 
 
-def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth: int = 6) -> bool:
-    """`expr` is computed (through this scope's definitions, and what an in-file collate function
-    returns) from a padding call: `tokenizer(..., padding=True)`, `pad_sequence(...)`."""
-    pad_calls = model.memo.get("padding.calls")
-    if pad_calls is None:
-        pad_calls = model.memo["padding.calls"] = frozenset(
-            id(p.node) for p in model.facts["padding"] if isinstance(p, Pad) and isinstance(p.node, cst.Call))
-    if not pad_calls:
-        return False
+def expansions(model, scope, expr: cst.BaseExpression, at: int, depth: int = 3):
+    """Every node of `expr`, then of what its names were bound to in `scope` before `at`, and of
+    what an in-file function it names returns (a collate function), up to `depth` bindings deep."""
     from .collect import _returns
     from ..walk import iter_nodes
 
@@ -189,8 +184,7 @@ def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth:
         node, left = stack.pop()
         seen += 1
         for inner in iter_nodes(node):
-            if id(inner) in pad_calls:
-                return True
+            yield inner
             if isinstance(inner, cst.Name) and left > 0:
                 definition = scope.lookup(inner.value, at)
                 if definition is not None and definition.value is not None:
@@ -198,4 +192,63 @@ def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth:
                 elif definition is None and model.function(inner.value) is not None:
                     info = model.function(inner.value)
                     stack.extend((r.value, left - 1) for r in _returns(info.node) if r.value is not None)
-    return False
+
+
+def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth: int = 6) -> bool:
+    """`expr` is computed (through this scope's definitions, and what an in-file collate function
+    returns) from a padding call: `tokenizer(..., padding=True)`, `pad_sequence(...)`."""
+    pad_calls = model.memo.get("padding.calls")
+    if pad_calls is None:
+        pad_calls = model.memo["padding.calls"] = frozenset(
+            id(p.node) for p in model.facts["padding"] if isinstance(p, Pad) and isinstance(p.node, cst.Call))
+    return bool(pad_calls) and any(id(node) in pad_calls for node in expansions(model, scope, expr, at, depth))
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_expression(text: str) -> cst.BaseExpression | None:
+    try:
+        return cst.parse_expression(text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return None
+
+
+def int_value(model, node: cst.BaseExpression, scopes: tuple = (), at: int = 10**9, depth: int = 3) -> str | None:
+    """The int a pad or ignore value stands for, as text: a literal, or a name bound to one (in
+    `scopes` before `at`, as a module constant, or as a `pad_*` definition); None if unknown."""
+    found = literal(node)
+    name = dotted_name(node)
+    if found is not None or depth == 0 or name is None:
+        return found
+    for scope in scopes:
+        definition = scope.lookup(name, at if scope is scopes[0] else 10**9)
+        if definition is not None:
+            if definition.value is not None and definition.index is None:
+                return int_value(model, definition.value, scopes, at, depth - 1)
+            break
+    if name in model.constants:
+        return model.constants[name]
+    if "padding.defs" not in model.memo:
+        model.memo["padding.defs"] = {m.text.split("=", 1)[0]: m.node for m in model.facts["padding"]
+                                      if getattr(m, "kind", "") == "pad-def"}
+    bound = model.memo["padding.defs"].get(name)
+    return int_value(model, bound, (), at, depth - 1) if bound is not None else None
+
+
+def pad_values(model) -> tuple[str, ...]:
+    """Distinct pad values of the file, targets' first; values that already mean "ignored"
+    (-100, IGNORE_INDEX) are left out; with a target pad id, source pad ids are too."""
+    if "padding.values" in model.memo:
+        return model.memo["padding.values"]
+    v = vocab()
+    pads = sorted((p for p in model.facts["padding"] if isinstance(p, Pad)), key=lambda p: not p.targets)
+    ordered: list[str] = []
+    for text in dict.fromkeys(p.value for p in pads):
+        parsed = parse_expression(text)
+        resolved = int_value(model, parsed) if parsed is not None else None
+        if resolved == IGNORE or v.pattern("ignore_name_pattern").search(text):
+            continue
+        ordered.append(text)
+    if any(v.pattern("target_name_pattern").search(t) for t in ordered):  # SRC_PAD_IDX vs TRG_PAD_IDX
+        ordered = [t for t in ordered if not any(w in t.lower() for w in ("src", "source", "input", "enc_"))]
+    model.memo["padding.values"] = tuple(ordered)
+    return model.memo["padding.values"]

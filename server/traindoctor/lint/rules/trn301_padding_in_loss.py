@@ -10,24 +10,15 @@ constructor, where `ignore_index=` goes."""
 
 from __future__ import annotations
 
-import functools
-
 import libcst as cst
 
-from ..analysis.collect import _returns, code
+from ..analysis.collect import code
 from ..analysis.names import dotted_name
-from ..analysis.padding import IGNORE, kwarg, literal
+from ..analysis.padding import (IGNORE, derived_from_padding, expansions, int_value, kwarg, literal,
+                                parse_expression, pad_values)
 from ..analysis.vocab import vocab
 from ..fixes import with_kwargs
 from ..rule import FixSpec, Related, Replace, Rule
-
-
-@functools.lru_cache(maxsize=1024)
-def _parse(text: str) -> cst.BaseExpression | None:
-    try:
-        return cst.parse_expression(text)
-    except (cst.ParserSyntaxError, RecursionError):
-        return None
 
 
 class PaddingInLoss(Rule):
@@ -131,68 +122,20 @@ class PaddingInLoss(Rule):
             self._report(call, ctor, owner, candidates, ignore)
 
     def _pad_values(self) -> list[str]:
-        """Distinct pad values, targets' first; -100 means already ignored (once per lint)."""
-        key = self.CODE + ".values"
-        if key not in self.model.memo:
-            self.model.memo[key] = self._compute_pad_values()
-        return list(self.model.memo[key])  # type: ignore[call-overload]
-
-    def _compute_pad_values(self) -> list[str]:
-        v = vocab()
-        ordered: list[str] = []
-        for text in dict.fromkeys(p.value for p in sorted(self._pads, key=lambda p: not p.targets)):
-            parsed = _parse(text)
-            resolved = self._literal(parsed, local=False) if parsed is not None else None
-            if resolved == IGNORE or v.pattern("ignore_name_pattern").search(text):
-                continue
-            ordered.append(text)
-        if any(v.pattern("target_name_pattern").search(t) for t in ordered):  # SRC_PAD_IDX vs TRG_PAD_IDX
-            ordered = [t for t in ordered if not any(w in t.lower() for w in ("src", "source", "input", "enc_"))]
-        return ordered
+        return list(pad_values(self.model))
 
     def _literal_text(self, text: str) -> str | None:
-        parsed = _parse(text)
+        parsed = parse_expression(text)
         return self._literal(parsed) if parsed is not None else None
 
-    def _literal(self, node: cst.BaseExpression, depth: int = 3, local: bool = True) -> str | None:
-        found = literal(node)
-        name = dotted_name(node)
-        if found is not None or depth == 0 or name is None:
-            return found
-        definition = (self.scope().lookup(name, self.walk.order) or
-                      self.analysis.module_scope.lookup(name, 10**9)) if local else None
-        if definition is not None and definition.value is not None and definition.index is None:
-            return self._literal(definition.value, depth - 1)
-        if name in self.model.constants:
-            return self.model.constants[name]
-        key = self.CODE + ".defs"
-        if key not in self.model.memo:
-            self.model.memo[key] = {m.text.split("=", 1)[0]: m.node for m in self.model.facts["padding"]
-                                    if getattr(m, "kind", "") == "pad-def"}
-        bound = self.model.memo[key].get(name)  # type: ignore[attr-defined]
-        return self._literal(bound, depth - 1, local) if bound is not None else None
+    def _literal(self, node: cst.BaseExpression) -> str | None:
+        return int_value(self.model, node, (self.scope(), self.analysis.module_scope), self.walk.order)
 
     def _expansions(self, expr: cst.BaseExpression, depth: int = 3):
-        from ..walk import iter_nodes
-
-        stack, seen = [(expr, depth)], 0
-        while stack and seen < 200:
-            node, left = stack.pop()
-            seen += 1
-            for inner in iter_nodes(node):
-                yield inner
-                if isinstance(inner, cst.Name) and left > 0:
-                    definition = self.scope().lookup(inner.value, self.walk.order)
-                    if definition is not None and definition.value is not None:
-                        stack.append((definition.value, left - 1))
-                    elif definition is None and self.model.function(inner.value) is not None:
-                        # a collate function (DataLoader(..., collate_fn=collate)): what it returns
-                        info = self.model.function(inner.value)
-                        stack.extend((r.value, left - 1) for r in _returns(info.node) if r.value is not None)
+        return expansions(self.model, self.scope(), expr, self.walk.order, depth)
 
     def _from_padding(self, expr: cst.BaseExpression) -> bool:
-        pad_calls = {id(p.node) for p in self._pads if isinstance(p.node, cst.Call)}
-        return any(id(node) in pad_calls for node in self._expansions(expr, depth=6))
+        return derived_from_padding(self.model, self.scope(), expr, self.walk.order)
 
     def _shape(self, expr: cst.BaseExpression, is_logits: bool) -> bool:
         for node in self._expansions(expr):
@@ -226,7 +169,7 @@ class PaddingInLoss(Rule):
         pad = candidates[0]
         literals = {self._literal_text(c) for c in candidates}
         unambiguous = len(candidates) == 1 or (len(literals) == 1 and None not in literals)
-        named = [c for c in candidates if literal(_parse(c)) is None and self._visible(c, ctor)]
+        named = [c for c in candidates if literal(parse_expression(c)) is None and self._visible(c, ctor)]
         if len(candidates) > 1 and unambiguous:
             pad = named[0] if named else next(iter(literals))  # type: ignore[assignment]
         safe = unambiguous and self._visible(pad, ctor)
@@ -253,7 +196,7 @@ class PaddingInLoss(Rule):
 
     def _visible(self, pad: str, ctor: cst.Call | None) -> bool:
         """Can `pad` be written where the fix goes (literals, imports, module names bound before)?"""
-        if literal(_parse(pad)) is not None:
+        if literal(parse_expression(pad)) is not None:
             return True
         root = pad.split(".")[0]
         if root == "self":
@@ -262,15 +205,4 @@ class PaddingInLoss(Rule):
             return True
         if ctor is None:
             return self.scope().lookup(root, self.walk.order) is not None or root in self.model.module_names
-        return root in self.model.module_names and self._bound_before(root, ctor)
-
-    def _bound_before(self, name: str, ctor: cst.Call) -> bool:
-        obj = next((o for o in self.model.facts["objects"] if o.node is ctor), None)
-        if obj is None or obj.where != "module":
-            return True  # built inside a function or class: runs later
-        for top in self.model.facts["layout"]:
-            if top.node is obj.stmt:
-                return False
-            if name in top.names:
-                return True
-        return False
+        return root in self.model.module_names and self.model.bound_before(root, ctor)
