@@ -15,6 +15,7 @@ from .facts import (BlockFacts, CallSite, ClassInfo, Draw, FuncInfo, Marker, Met
 from .names import Names, dotted_name
 from .padding import PaddingFacts
 from .randomness import SeedingFacts
+from .training import training_facts
 from .vocab import vocab
 
 
@@ -76,6 +77,7 @@ class BlockAnalysis:
         collector = (_Collector if _may_pad(text) else _CollectorWithoutPadding)(self, names)
         walk(module, [collector], collector.walk.enter, collector.walk.leave)
         collector.finish(module)
+        collector.lists["training"] = list(training_facts(module, names, text))
         self.facts = collector.result()
 
     def scope_of(self, function: cst.FunctionDef | None) -> Scope:

@@ -130,6 +130,7 @@ class BlockFacts:
     constants: tuple[tuple[str, str], ...] = ()  # module-level NAME = <int or pad value>
     globals: tuple[tuple[str, str], ...] = ()  # module-level NAME = <expression> outside top-level loops
     layout: tuple[TopLevel, ...] = ()
+    training: tuple[object, ...] = ()  # training.Routine: loops and ordered training events per function
 
 
 CATEGORIES = tuple(f for f in BlockFacts.__dataclass_fields__)
