@@ -203,12 +203,8 @@ class _Collector:
     # -- events in one statement's expressions ----------------------------------------
 
     def _expr(self, root, stmt, loops, cond, no_grad) -> None:
-        from ..walk import iter_nodes
-
         add = self.events.append
-        for node in iter_nodes(root):
-            if isinstance(node, (cst.Lambda, cst.FunctionDef)):
-                continue
+        for node in _evaluation_order(root):
             if isinstance(node, cst.Assign):
                 for target in node.targets:
                     t = target.target
@@ -292,6 +288,24 @@ class _Collector:
             return make("call", callee, "", tuple(_code(a.value) for a in node.args if a.keyword is None
                                                   and not a.star))
         return None
+
+
+def _evaluation_order(root: cst.CSTNode) -> list[cst.CSTNode]:
+    """Nodes under `root` children first (a call's arguments before the call), lambdas skipped."""
+    from ..walk import child_nodes
+
+    found: list[cst.CSTNode] = []
+    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            found.append(node)
+            continue
+        if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+            continue
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(child_nodes(node)))
+    return found
 
 
 def _bound_name(root, call: cst.Call) -> str:
