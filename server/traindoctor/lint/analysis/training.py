@@ -88,8 +88,7 @@ class Routine:
 
 BACKWARD = ("backward", "scaled_backward")
 STEP = ("step", "scaler_step")
-_CREATORS = {"tensor", "zeros", "ones", "full", "arange", "eye", "empty", "linspace", "rand", "randn", "randint",
-             "as_tensor", "from_numpy", "LongTensor", "FloatTensor"}
+_CREATORS = {"tensor", "zeros", "ones", "full", "arange", "eye", "empty", "linspace", "rand", "randn", "randint"}
 _OPTIM = re.compile(r"optim|(^|_)opt(_|\d|$)|^opt|sgd|adam|lamb|lion|muon|(^|_)op(t|tim)izer", re.I)
 _SCALER = re.compile(r"scaler", re.I)
 _SCHED = re.compile(r"sched|lr", re.I)
@@ -106,7 +105,7 @@ def training_facts(module: cst.Module, names: Names, text: str | None) -> tuple[
 
 
 _WORDS = ("backward", ".grad", ".step(", ".eval(", ".train(", "zero_grad", "set_epoch", "Sampler", "empty_cache", ".to(",
-          ".cuda(", "optim", "GradScaler", "scaler")
+          ".cuda(", "optim", "GradScaler", "scaler", "DataLoader", "for ", "while ")
 
 
 class _Collector:
@@ -227,6 +226,9 @@ class _Collector:
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.empty_cache":
             return make("empty_cache", "")
+        if qualified.rsplit(".", 1)[-1] in _CLIP:
+            owner = dotted_name(func.value) or "" if isinstance(func, cst.Attribute) else ""
+            return make("clip", "" if qualified.startswith("torch.") else owner, first)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = dotted_name(func.value) or ""
@@ -255,8 +257,6 @@ class _Collector:
                 return make("scaler_update", receiver)
             if method == "unscale_":
                 return make("unscale", receiver, first)
-            if method in _CLIP:
-                return make("clip", receiver if not qualified.startswith("torch.") else "", first)
             if method in ("eval", "train") and receiver and len(node.args) <= (method == "train") and \
                     all(a.keyword is None for a in node.args):
                 off = method == "train" and node.args and _code(node.args[0].value) == "False"
