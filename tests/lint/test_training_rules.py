@@ -118,3 +118,54 @@ def test_trn102_fix_stops_recording_graphs(tmp_path: Path):
 ])
 def test_trn701_shapes(source, expected):
     assert findings_of(source, ("TRN701",)) == expected
+
+
+def test_trn203_fix_gives_each_epoch_its_own_order(tmp_path: Path):
+    before, after = _fixed("trn203_sampler_set_epoch.py", tmp_path)
+    assert "ORDERS SAME" in before and "ORDERS DIFFER" in after
+
+
+def test_trn404_fixes_step_with_unscaled_gradients(tmp_path: Path):
+    before, after = _fixed("trn404_grad_scaler.py", tmp_path)
+    assert float(before) > 5 * float(after)  # the direct step applied gradients x1024
+
+
+def test_trn503_fix_keeps_the_result(tmp_path: Path):
+    before, after = _fixed("trn503_host_transfer.py", tmp_path)
+    assert before == after
+
+
+@pytest.mark.parametrize("source, expected", [
+    # helpers: a training function that calls model.train() itself keeps the mode right
+    ("import torch\ndef train_epoch(m, loader, opt):\n    m.train()\n    for x in loader:\n        opt.zero_grad()\n"
+     "        m(x).sum().backward()\n        opt.step()\n"
+     "def fit(model, loaders, opt):\n    for epoch in range(3):\n        train_epoch(model, loaders[0], opt)\n"
+     "        model.eval()\n", []),
+    # an evaluation helper in another module: its mode switch is unknown
+    ("import torch\nfrom engine import evaluate\ndef fit(model, loader, opt):\n    model.train()\n"
+     "    for epoch in range(3):\n        for x in loader:\n            opt.zero_grad()\n"
+     "            model(x).sum().backward()\n            opt.step()\n        model.eval()\n"
+     "        evaluate(model)\n", []),
+    # the same without the foreign helper: the leak is certain
+    ("import torch\ndef fit(model, loader, opt):\n    model.train()\n"
+     "    for epoch in range(3):\n        for x in loader:\n            opt.zero_grad()\n"
+     "            model(x).sum().backward()\n            opt.step()\n        model.eval()\n", [(9, "TRN703")]),
+])
+def test_trn703_shapes(source, expected):
+    assert findings_of(source, ("TRN703",)) == expected
+
+
+def test_rules_reading_training_rerun_only_when_training_facts_change():
+    from traindoctor.lint.engine import LintCache, lint_blocks
+
+    head = "import torch\n\ndef helper(x):\n    return x + 1\n\n"
+    loop = "for x, y in loader:\n    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n"
+    cache = LintCache()
+    lint_blocks(head + loop, "m.py", CONFIG, cache)
+    cache.runs = []
+    lint_blocks(head.replace("x + 1", "x + 2") + loop, "m.py", CONFIG, cache)
+    assert cache.runs.count("TRN701") == 1  # only the edited block: the loop block's result is reused
+    cache.runs = []
+    edited = loop.replace("    loss.backward", "    optimizer.zero_grad()\n    loss.backward")
+    lint_blocks(head.replace("x + 1", "x + 2") + edited, "m.py", CONFIG, cache)
+    assert cache.runs.count("TRN701") == 3  # the training facts changed: every block reading them runs again

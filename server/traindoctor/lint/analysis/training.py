@@ -123,7 +123,7 @@ class _Collector:
         self._body(body, (), False, no_grad, qualname, klass)
         loops, events = self.loops, self.events
         self.loops, self.events = outer
-        if node is None and not events:
+        if node is None and not events and not loops:
             return
         self.routines.append(Routine(qualname, klass, params, no_grad, tuple(loops), tuple(events), node))
 

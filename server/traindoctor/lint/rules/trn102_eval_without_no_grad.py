@@ -24,6 +24,7 @@ _WANTS_GRAD = ("requires_grad", ".grad", "autograd", "torch.func", "functorch", 
 
 class EvalWithoutNoGrad(RoutineRule):
     CODE = "TRN102"
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "training")
 
     def check(self, routine: Routine) -> None:
         training = self.model.training

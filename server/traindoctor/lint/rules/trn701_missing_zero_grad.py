@@ -18,6 +18,7 @@ from .trn7xx_training_base import RoutineRule
 
 class MissingZeroGrad(RoutineRule):
     CODE = "TRN701"
+    READS = ("names", "objects", "training")
 
     def check(self, routine: Routine) -> None:
         training = self.model.training

@@ -20,6 +20,7 @@ _EPOCH = re.compile(r"epoch", re.I)
 
 class OptimizerRebuiltInLoop(RoutineRule):
     CODE = "TRN706"
+    READS = ("names", "classes", "training")
 
     def check(self, routine: Routine) -> None:
         training = self.model.training

@@ -12,11 +12,11 @@ from ..rule import Rule
 class RoutineRule(Rule):
     """Calls `check(routine)` for every function and for the block's module-level code."""
 
-    READS = ("names", "objects", "classes", "functions", "calls", "training")
+    READS: tuple[str, ...] = ("names", "training")
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         routine = self.model.training.routine_at(node)
-        if routine is not None and routine.events:
+        if routine is not None and (routine.events or routine.loops):
             self.check(routine)
 
     def leave_Module(self, node: cst.Module) -> None:
