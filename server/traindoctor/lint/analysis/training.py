@@ -202,23 +202,30 @@ class _Collector:
     # -- events in one statement's expressions ----------------------------------------
 
     def _expr(self, root, stmt, loops, cond, no_grad) -> None:
-        add = self.events.append
-        for node in _evaluation_order(root):
-            if isinstance(node, cst.Assign):
-                for target in node.targets:
+        from ..walk import iter_nodes
+
+        found: list[Event] = []
+        for node in iter_nodes(root):
+            kind = type(node)
+            if kind is cst.Call:
+                event = self._call(node, root, loops, cond, no_grad, stmt)  # type: ignore[arg-type]
+                if event is not None:
+                    found.append(event)
+            elif kind is cst.Assign:
+                for target in node.targets:  # type: ignore[attr-defined]
                     t = target.target
-                    if isinstance(t, cst.Attribute) and t.attr.value == "grad":  # p.grad = None / = g
-                        add(Event("zero_grad", dotted_name(t.value) or "", "", loops, cond, no_grad, (), node, stmt))
-                continue
-            if type(node) is not cst.Call:
-                continue
-            event = self._call(node, root, loops, cond, no_grad, stmt)
-            if event is not None:
-                add(event)
+                    if type(t) is cst.Attribute and t.attr.value == "grad":  # p.grad = None / = g
+                        found.append(Event("zero_grad", dotted_name(t.value) or "", "", loops, cond, no_grad, (),
+                                           node, stmt))
+        if len(found) > 1:  # several in one statement: in evaluation order (arguments before the call)
+            rank = {id(n): i for i, n in enumerate(_evaluation_order(root))}
+            found.sort(key=lambda e: rank.get(id(e.node), -1))
+        self.events.extend(found)
 
     def _call(self, node: cst.Call, root, loops, cond, no_grad, stmt) -> Event | None:
         func = node.func
-        first = _code(node.args[0].value) if node.args else ""
+        def first() -> str:
+            return _code(node.args[0].value) if node.args else ""
 
         def make(kind: str, receiver: str, arg: str = "", args: tuple[str, ...] = ()) -> Event:
             return Event(kind, receiver, arg, loops, cond, no_grad, args, node, stmt)
@@ -228,7 +235,7 @@ class _Collector:
             return make("empty_cache", "")
         if qualified.rsplit(".", 1)[-1] in _CLIP:
             owner = dotted_name(func.value) or "" if isinstance(func, cst.Attribute) else ""
-            return make("clip", "" if qualified.startswith("torch.") else owner, first)
+            return make("clip", "" if qualified.startswith("torch.") else owner, first())
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = dotted_name(func.value) or ""
@@ -244,29 +251,29 @@ class _Collector:
                         value.func.attr.value == "scale":
                     return make("scaled_backward", dotted_name(value.func.value) or "", _code(value.args[0].value)
                                 if value.args else "")
-                return make("backward", receiver, first)
+                return make("backward", receiver, first())
             if method == "step":
                 if _SCALER.search(last):
-                    return make("scaler_step", receiver, first)
+                    return make("scaler_step", receiver, first())
                 if _OPTIM.search(last) and not _SCHED.search(last.replace("lr_", "")):
-                    return make("step", receiver, first)
+                    return make("step", receiver, first())
                 if _SCHED.search(last):
-                    return make("sched_step", receiver, first)
-                return make("other_step", receiver, first)
+                    return make("sched_step", receiver, first())
+                return make("other_step", receiver, first())
             if method == "update" and _SCALER.search(last):
                 return make("scaler_update", receiver)
             if method == "unscale_":
-                return make("unscale", receiver, first)
+                return make("unscale", receiver, first())
             if method in ("eval", "train") and receiver and len(node.args) <= (method == "train") and \
                     all(a.keyword is None for a in node.args):
                 off = method == "train" and node.args and _code(node.args[0].value) == "False"
                 return make("eval" if method == "eval" or off else "train", receiver)
             if method == "set_epoch":
-                return make("set_epoch", receiver, first)
+                return make("set_epoch", receiver, first())
             if method in ("to", "cuda") and isinstance(func.value, cst.Call):
                 inner = self.names.qualify(func.value.func) or ""
                 if inner.startswith("torch.") and inner.rsplit(".", 1)[-1] in _CREATORS:
-                    return make("host_transfer", inner, first if method == "to" else "cuda")
+                    return make("host_transfer", inner, first() if method == "to" else "cuda")
         bound = _bound_name(root, node)
         last = qualified.rsplit(".", 1)[-1]
         if qualified.startswith(tuple(self.v.optimizer_prefixes)) and last[:1].isupper() or \
@@ -285,9 +292,16 @@ class _Collector:
         if callee is not None and not qualified.startswith("torch.") and callee not in _BUILTINS and (
                 "." not in callee or (callee.startswith("self.") and callee.count(".") == 1) or
                 callee.endswith(".forward")):
-            return make("call", callee, "", tuple(_code(a.value) for a in node.args if a.keyword is None
+            return make("call", callee, "", tuple(_arg_text(a.value) for a in node.args if a.keyword is None
                                                   and not a.star))
         return None
+
+
+def _arg_text(node: cst.BaseExpression) -> str:
+    name = dotted_name(node)
+    if name is not None:
+        return name
+    return _code(node) if type(node) in (cst.Call, cst.Subscript) and len(getattr(node, "args", ())) < 4 else ""
 
 
 def _evaluation_order(root: cst.CSTNode) -> list[cst.CSTNode]:
