@@ -88,7 +88,7 @@ class Routine:
 
 BACKWARD = ("backward", "scaled_backward")
 STEP = ("step", "scaler_step")
-_CREATORS = {"tensor", "zeros", "ones", "full", "arange", "eye", "empty", "linspace", "rand", "randn", "randint"}
+_CREATORS = {"tensor", "zeros", "ones", "full", "arange", "eye", "empty", "linspace", "zeros_like", "ones_like"}
 _OPTIM = re.compile(r"optim|(^|_)opt(_|\d|$)|^opt|sgd|adam|lamb|lion|muon|(^|_)op(t|tim)izer", re.I)
 _SCALER = re.compile(r"scaler", re.I)
 _SCHED = re.compile(r"sched|lr", re.I)
