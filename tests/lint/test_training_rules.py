@@ -112,6 +112,10 @@ def test_trn102_fix_stops_recording_graphs(tmp_path: Path):
     # the optimizer handed to a function from elsewhere
     ("import torch\nfrom utils import after_step\nfor x in loader:\n    model(x).sum().backward()\n"
      "    optimizer.step()\n    after_step(optimizer)\n", []),
+    # a base-class method (not in this file) may zero the gradients
+    ("import torch\nfrom base import BaseTrainer\nclass T(BaseTrainer):\n    def fit(self):\n"
+     "        for batch in self.loader:\n            self.model(batch).backward()\n            self.optimizer.step()\n"
+     "            self.after_step()\n", []),
     # a fresh model every iteration (meta-learning, per-sample fits)
     ("import torch\nfor x in tasks:\n    net = torch.nn.Linear(2, 2)\n    opt = torch.optim.SGD(net.parameters())\n"
      "    net(x).sum().backward()\n    opt.step()\n", []),

@@ -428,9 +428,17 @@ class Training:
             if event.kind == "call" and self.callee(event, routine) is None and \
                     (any(same_object(a, name) for a in event.args) or
                      (name.startswith("self.") and event.receiver.startswith("self.") and
-                      not same_object(event.receiver.removesuffix(".forward"), name))):
+                      not same_object(event.receiver.removesuffix(".forward"), name) and
+                      not self._callable_attribute(event.receiver.removesuffix(".forward"), routine.klass))):
                 return True
         return False
+
+    def _callable_attribute(self, name: str, klass: str) -> bool:
+        """`self.model(...)`, `self.criterion(...)`: a module held by an attribute, not a method."""
+        last = name.rsplit(".", 1)[-1]
+        v = vocab()
+        return self.model.object(name, klass) is not None or bool(
+            v.pattern("model_name_pattern").search(last) or v.pattern("loss_name_pattern").search(last))
 
     def step_loops(self, routine: Routine) -> list[int]:
         """Innermost loops whose iterations (nested loops included) call backward and step."""

@@ -41,6 +41,10 @@ class EvalWithoutNoGrad(RoutineRule):
                 continue
             start = events.index(inside[0])
             modes = [e for e in events[:start] if e.kind in ("eval", "train") and not e.no_grad]
+            if routine.node is None:  # module-level code: the mode switches of earlier blocks count too
+                earlier = training.routines("")
+                modes = [e for r in earlier[:earlier.index(routine)] for e in r.events
+                         if e.kind in ("eval", "train") and not e.no_grad and not e.loops] + modes
             models = [e.receiver for e in modes if e.kind == "eval" and
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             if not models:

@@ -32,8 +32,8 @@ class MissingZeroGrad(RoutineRule):
             optimizers = {self.optimizer_of(s) for s in steps}
             if any(s.kind == "step" and s.arg for s in steps) or "" in optimizers:
                 continue  # a closure (LBFGS) zeroes; or a step we cannot name
-            if any(self._hidden_zeroing(e, routine, optimizers) for e in own if e.kind == "call"):
-                continue
+            if any(training.unresolved_calls_with(routine, index, name) for name in optimizers):
+                continue  # the optimizer goes to code we cannot see (a helper elsewhere, a base-class method)
             if any(self._step_zeroes(name, routine.klass) for name in optimizers):
                 continue
             first = backwards[0]
@@ -54,12 +54,6 @@ class MissingZeroGrad(RoutineRule):
         name = next(iter(optimizers))
         return FixSpec(f"Insert `{name}.zero_grad()` before the backward", (InsertBefore(backward.stmt,
                                                                                            f"{name}.zero_grad()"),))
-
-    def _hidden_zeroing(self, call, routine: Routine, optimizers: set[str]) -> bool:
-        """The optimizer (or the model) is handed to a function that is not in this file."""
-        if self.model.training.callee(call, routine) is not None:
-            return False
-        return any(arg in optimizers for arg in call.args)
 
     def _step_zeroes(self, name: str, klass: str) -> bool:
         obj = self.model.object(name, klass)
