@@ -451,9 +451,9 @@ class Training:
 
     @functools.cached_property
     def training_functions(self) -> frozenset[str]:
-        return frozenset(r.qualname for r in self.all if r.qualname and self.trains(r, None) or
-                         any(e.kind == "call" and any(x.kind in BACKWARD for x in self.effects(e, r))
-                             for e in r.events))
+        """Functions that call backward or step, themselves or through in-file helpers."""
+        return frozenset(r.qualname for r in self.all if r.qualname and any(
+            e.kind in BACKWARD or e.kind in STEP for _, e in self.expanded(r)))
 
     def only_reached_from_eval(self, qualname: str) -> bool:
         """Every in-file call of the function is under no_grad or in a routine that
