@@ -264,6 +264,8 @@ class _Collector:
                 return make("scaler_update", receiver)
             if method == "unscale_":
                 return make("unscale", receiver, first())
+            if method in ("eval", "train") and not receiver:  # model.to(device).train()
+                receiver = _through_moves(func.value)
             if method in ("eval", "train") and receiver and len(node.args) <= (method == "train") and \
                     all(a.keyword is None for a in node.args):
                 off = method == "train" and node.args and _code(node.args[0].value) == "False"
@@ -302,6 +304,14 @@ def _arg_text(node: cst.BaseExpression) -> str:
     if name is not None:
         return name
     return _code(node) if type(node) in (cst.Call, cst.Subscript) and len(getattr(node, "args", ())) < 4 else ""
+
+
+def _through_moves(node: cst.BaseExpression) -> str:
+    """`model.to(device)` / `model.cuda()` / `model.eval()`: the module the chain starts from."""
+    while type(node) is cst.Call and type(node.func) is cst.Attribute and \
+            node.func.attr.value in ("to", "cuda", "cpu", "eval", "train", "float", "half", "bfloat16", "requires_grad_"):
+        node = node.func.value
+    return dotted_name(node) or ""
 
 
 def _evaluation_order(root: cst.CSTNode) -> list[cst.CSTNode]:
