@@ -450,9 +450,11 @@ class Training:
         return self.model.object(name, klass) is not None or bool(
             v.pattern("model_name_pattern").search(last) or v.pattern("loss_name_pattern").search(last))
 
-    def step_loops(self, routine: Routine) -> list[int]:
-        """Innermost loops whose iterations (nested loops included) call backward and step."""
-        found = [loop.index for loop in routine.loops if _has_both(routine.events_in(loop.index))]
+    def step_loops(self, routine: Routine, through_calls: bool = False) -> list[int]:
+        """Innermost loops whose iterations (nested loops included) call backward and step
+        (also inside in-file helpers called there, with `through_calls`)."""
+        found = [loop.index for loop in routine.loops if _has_both(
+            self.loop_effects(routine, loop.index) if through_calls else routine.events_in(loop.index))]
         return [i for i in found if not any(_inside(routine, j, i) for j in found if j != i)]
 
     def trains(self, routine: Routine, loop: int | None = None) -> bool:

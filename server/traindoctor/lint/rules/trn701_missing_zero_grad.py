@@ -22,13 +22,13 @@ class MissingZeroGrad(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.model.training
-        for index in training.step_loops(routine):
-            events = training.loop_effects(routine, index)
+        for index in training.step_loops(routine, through_calls=True):
+            pairs = training.expanded(routine, index)
+            events = [e for _, e in pairs]
             if any(e.kind in ("zero_grad", "build_model") for e in events):
                 continue
-            own = routine.events_in(index)
-            steps = [e for e in own if e.kind in STEP]
-            backwards = [e for e in own if e.kind in BACKWARD]
+            steps = [e for e in events if e.kind in STEP]
+            backwards = [local for local, e in pairs if e.kind in BACKWARD]
             optimizers = {self.optimizer_of(s) for s in steps}
             if any(s.kind == "step" and s.arg for s in steps) or "" in optimizers:
                 continue  # a closure (LBFGS) zeroes; or a step we cannot name
@@ -41,8 +41,9 @@ class MissingZeroGrad(RoutineRule):
             message = (f"{names} steps every iteration but the gradients are never zeroed: `backward()` adds to "
                        f"`.grad`, so each step applies the sum of all gradients so far. Call "
                        f"`{sorted(optimizers)[0]}.zero_grad()` before `backward()` (or after the step).")
-            self.report(first.node, message, fix=self._fix(routine, index, first, steps, optimizers),
-                        related=[Related(steps[0].node, "the optimizer steps here")])
+            direct = first in routine.events and all(s in routine.events for s in steps)
+            self.report(first.node, message, fix=self._fix(routine, index, first, steps, optimizers) if direct else None,
+                        related=[Related(steps[0].node, "the optimizer steps here")] if direct else [])
 
     def _fix(self, routine: Routine, index: int, backward, steps, optimizers) -> FixSpec | None:
         """Safe when one optimizer is stepped unconditionally right in this loop after the backward."""
