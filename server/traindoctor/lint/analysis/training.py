@@ -88,12 +88,10 @@ class Routine:
 
 BACKWARD = ("backward", "scaled_backward")
 STEP = ("step", "scaler_step")
-_CREATORS = {"tensor", "zeros", "ones", "full", "arange", "eye", "empty", "linspace", "zeros_like", "ones_like"}
-_OPTIM = re.compile(r"optim|(^|_)opt(_|\d|$)|^opt|sgd|adam|lamb|lion|muon|(^|_)op(t|tim)izer", re.I)
-_SCALER = re.compile(r"scaler", re.I)
-_SCHED = re.compile(r"sched|lr", re.I)
-_CLIP = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients", "clip_grad_norm_fp32")
-_ZERO = ("zero_grad", "zero_grads", "clear_grad", "clear_gradients")
+
+
+def _v(key: str):
+    return vocab().raw[key]
 
 
 def training_facts(module: cst.Module, names: Names, text: str | None) -> tuple[Routine, ...]:
@@ -233,16 +231,16 @@ class _Collector:
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.empty_cache":
             return make("empty_cache", "")
-        if qualified.rsplit(".", 1)[-1] in _CLIP:
+        if qualified.rsplit(".", 1)[-1] in self.v.training_clip_functions:
             owner = dotted_name(func.value) or "" if isinstance(func, cst.Attribute) else ""
             return make("clip", "" if qualified.startswith("torch.") else owner, first())
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             receiver = dotted_name(func.value) or ""
             last = receiver.rsplit(".", 1)[-1]
-            if method in _ZERO:
+            if method in _v("training_zero_grad_methods"):
                 return make("zero_grad", receiver)
-            if method in ("zero_", "fill_", "mul_", "detach_", "copy_", "set_") and \
+            if method in _v("training_grad_reset_methods") and \
                     receiver.endswith((".grad", ".grad.data")):
                 return make("zero_grad", receiver)
             if method in self.v.backward_methods:
@@ -253,14 +251,16 @@ class _Collector:
                                 if value.args else "")
                 return make("backward", receiver, first())
             if method == "step":
-                if _SCALER.search(last):
+                scheduler = self.v.pattern("training_scheduler_pattern")
+                if self.v.pattern("training_scaler_pattern").search(last):
                     return make("scaler_step", receiver, first())
-                if _OPTIM.search(last) and not _SCHED.search(last.replace("lr_", "")):
+                if self.v.pattern("training_optimizer_pattern").search(last) and \
+                        not scheduler.search(last.replace("lr_", "")):
                     return make("step", receiver, first())
-                if _SCHED.search(last):
+                if scheduler.search(last):
                     return make("sched_step", receiver, first())
                 return make("other_step", receiver, first())
-            if method == "update" and _SCALER.search(last):
+            if method == "update" and self.v.pattern("training_scaler_pattern").search(last):
                 return make("scaler_update", receiver)
             if method == "unscale_":
                 return make("unscale", receiver, first())
@@ -274,7 +274,7 @@ class _Collector:
                 return make("set_epoch", receiver, first())
             if method in ("to", "cuda") and isinstance(func.value, cst.Call):
                 inner = self.names.qualify(func.value.func) or ""
-                if inner.startswith("torch.") and inner.rsplit(".", 1)[-1] in _CREATORS:
+                if inner.startswith("torch.") and inner.rsplit(".", 1)[-1] in self.v.training_constant_creators:
                     return make("host_transfer", inner, first() if method == "to" else "cuda")
         bound = _bound_name(root, node)
         last = qualified.rsplit(".", 1)[-1]
@@ -309,7 +309,7 @@ def _arg_text(node: cst.BaseExpression) -> str:
 def _through_moves(node: cst.BaseExpression) -> str:
     """`model.to(device)` / `model.cuda()` / `model.eval()`: the module the chain starts from."""
     while type(node) is cst.Call and type(node.func) is cst.Attribute and \
-            node.func.attr.value in ("to", "cuda", "cpu", "eval", "train", "float", "half", "bfloat16", "requires_grad_"):
+            node.func.attr.value in _v("training_module_moves"):
         node = node.func.value
     return dotted_name(node) or ""
 

@@ -12,15 +12,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.collect import code
+from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
 from .trn7xx_training_base import RoutineRule
-
-_HOOKS = ("validation_step", "test_step", "predict_step", "on_validation", "on_test", "on_predict",
-          "validation_epoch_end", "test_epoch_end")
-_WANTS_GRAD = ("requires_grad", ".grad", "autograd", "torch.func", "functorch", "enable_grad", "backward",
-               "set_grad_enabled", "vjp", "jacobian", "hessian")
-
 
 class EvalWithoutNoGrad(RoutineRule):
     CODE = "TRN102"
@@ -28,7 +23,7 @@ class EvalWithoutNoGrad(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.model.training
-        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(_HOOKS + ("test",)) or \
+        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks) + ("test",)) or \
                 any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
             return
         info = self.model.function(routine.qualname) if routine.node is not None else None
@@ -53,7 +48,7 @@ class EvalWithoutNoGrad(RoutineRule):
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             if not calls:
                 continue
-            if any(word in code(loop.node) for word in _WANTS_GRAD):  # type: ignore[arg-type]
+            if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
                 return
             model = calls[0].receiver.removesuffix(".forward")
             message = (f"`{model}` is evaluated (after `.eval()`, no backward) outside `torch.no_grad()`/"

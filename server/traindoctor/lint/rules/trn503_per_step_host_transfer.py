@@ -14,12 +14,11 @@ import re
 import libcst as cst
 
 from ..analysis.collect import code
+from ..analysis.vocab import vocab
 from ..analysis.training import Routine
 from ..rule import FixSpec, Replace
 from .trn7xx_training_base import RoutineRule
 
-_DEVICE = re.compile(r"(^|[._])(device|dev|cuda|gpu|local_rank)(_?\w*)?$|\.device$", re.I)
-_LITERALS = (cst.Integer, cst.Float, cst.List, cst.Tuple, cst.UnaryOperation, cst.Name)
 
 
 class PerStepHostTransfer(RoutineRule):
@@ -60,7 +59,7 @@ class PerStepHostTransfer(RoutineRule):
             return text if re.match(r"^[rbu]?['\"](cuda|mps|xpu)", text) else None
         if isinstance(value, cst.Call) and (self.names.qualify(value.func) or "") == "torch.device":
             return text
-        return text if _DEVICE.search(text) and not text.startswith("torch.") else None
+        return text if vocab().pattern("training_device_pattern").search(text) and not text.startswith("torch.") else None
 
 
 def _literal(node: cst.BaseExpression) -> bool:

@@ -9,18 +9,13 @@ networks), and when the model is handed to a function outside the file."""
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
 from ..walk import iter_nodes
 from .trn7xx_training_base import RoutineRule
-
-_FROZEN = re.compile(r"teacher|ema|target|ref|frozen|clip|vae|text_encoder|inception|lpips|vgg|perceptual|"
-                     r"discriminator|critic|reward|old|prev|avg|swa|momentum|tokenizer|evaluator|metric", re.I)
-
 
 class EvalModeLeak(RoutineRule):
     CODE = "TRN703"
@@ -33,7 +28,7 @@ class EvalModeLeak(RoutineRule):
                 continue
             for local, event in pairs:
                 model = event.receiver
-                if event.kind != "eval" or _FROZEN.search(model) or model in reported:
+                if event.kind != "eval" or vocab().pattern("training_frozen_model_pattern").search(model) or model in reported:
                     continue
                 if any(e.kind == "train" and same_object(e.receiver, model) for _, e in pairs):
                     continue
