@@ -173,3 +173,10 @@ def test_rules_reading_training_rerun_only_when_training_facts_change():
     edited = loop.replace("    loss.backward", "    optimizer.zero_grad()\n    loss.backward")
     lint_blocks(head.replace("x + 1", "x + 2") + edited, "m.py", CONFIG, cache)
     assert cache.runs.count("TRN701") == 3  # the training facts changed: every block reading them runs again
+
+
+def test_trn701_zeroing_helper_from_another_module():
+    source = ("import torch\nfrom .fp16_util import zero_grad\nclass Loop:\n    def run_step(self, batch):\n"
+              "        zero_grad(self.model_params)\n        self.model(batch).backward()\n        self.opt.step()\n"
+              "    def run(self):\n        while True:\n            self.run_step(next(self.data))\n")
+    assert findings_of(source, ("TRN701",)) == []

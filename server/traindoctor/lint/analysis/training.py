@@ -291,6 +291,8 @@ class _Collector:
         if qualified.startswith(tuple(self.v.model_constructors)) and last[:1].isupper():
             return make("build_model", bound, qualified)
         callee = dotted_name(func)
+        if callee is not None and self.v.pattern("training_zeroing_function_pattern").search(callee.rsplit(".", 1)[-1]):
+            return make("zero_grad", _arg_text(node.args[0].value) if node.args else callee)  # zero_grad(params)
         if callee is not None and not qualified.startswith("torch.") and callee not in _BUILTINS and (
                 "." not in callee or (callee.startswith("self.") and callee.count(".") == 1) or
                 callee.endswith(".forward")):
