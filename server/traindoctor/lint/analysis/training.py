@@ -5,12 +5,15 @@ Collected once per block (`training_facts`, cached with the block like every
 other category) as typed `Routine` facts; `Training` (FileModel.training) answers
 questions across blocks and through in-file helpers:
 
-    routine = model.training.routine_at(function_node)   # or .routines(qualname)
-    for loop in routine.loops: routine.events_in(loop.index)         # ordered Events
-    model.training.loop_effects(routine, loop.index)   # + what helpers called there do
-    model.training.effects(call_event, routine)        # a helper's events, params mapped
-    model.training.step_loops(routine)                  # innermost loops with backward+step
-    model.training.only_reached_from_eval(qualname)
+    t = model.training                                   # Training, built once per lint
+    routine = t.routine_at(function_node)                # a FunctionDef's Routine
+    routine = Training.block_routine(analysis)           # a block's module-level code
+    routine.loops, routine.events, routine.events_in(i)  # Loop facts; ordered Events
+    t.expanded(routine, i) / t.loop_effects(routine, i)  # helpers called there expanded (params renamed)
+    t.step_loops(routine, through_calls=False)           # innermost loops doing backward + step
+    t.unresolved_calls_with(routine, i, "optimizer")     # handed to code outside the file?
+    t.training_functions, t.only_reached_from_eval(q)    # file-wide function facts
+    same_object("self.model", "model.module")            # loose receiver identity
 
 Event kinds: zero_grad, backward, scaled_backward (scaler.scale(l).backward();
 receiver = the scaler), step (an optimizer's), scaler_step (arg = the optimizer),
