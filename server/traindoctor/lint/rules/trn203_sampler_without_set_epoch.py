@@ -40,7 +40,8 @@ class SamplerWithoutSetEpoch(RoutineRule):
                 message = (f"`{access}` (a shuffling DistributedSampler) is iterated every epoch but `set_epoch` is "
                            f"never called: it shuffles with the same seed each time, so every epoch sees the "
                            f"same order. Call `{access}.set_epoch(epoch)` at the start of each epoch.")
-                self.report(use, message, fix=self._fix(epoch, access),
+                guarded = build.conditional or loader.conditional  # a RandomSampler (or None) on other paths
+                self.report(use, message, fix=self._fix(epoch, access, guarded),
                             related=[Related(loader.node, "the DataLoader with the sampler")])
                 return
 
@@ -63,12 +64,13 @@ class SamplerWithoutSetEpoch(RoutineRule):
                         return loop, e.node
         return None
 
-    def _fix(self, loop, access: str) -> FixSpec | None:
+    def _fix(self, loop, access: str, guarded: bool) -> FixSpec | None:
         if not loop.target.isidentifier() or loop.node is None:
             return None
         body = loop.node.body.body
-        return FixSpec(f"Call `{access}.set_epoch({loop.target})` at the top of the epoch loop",
-                       (InsertBefore(body[0], f"{access}.set_epoch({loop.target})"),))
+        call = f"{access}.set_epoch({loop.target})"
+        text = f"if hasattr({access}, \"set_epoch\"):\n    {call}" if guarded else call
+        return FixSpec(f"Call `{call}` at the top of the epoch loop", (InsertBefore(body[0], text),))
 
 
 def _under(routine: Routine, inner, outer) -> bool:

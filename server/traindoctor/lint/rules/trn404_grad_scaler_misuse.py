@@ -40,7 +40,7 @@ class GradScalerMisuse(RoutineRule):
                     if not any(e.kind == "scaler_update" for e in events):
                         changes.append(InsertAfter(step.stmt, f"{scaler}.update()"))
                     fix = FixSpec(f"Step through the scaler: `{text}`", tuple(changes),
-                                  safe=self._known_scaler(scaler, routine))
+                                  safe=self._known_scaler(scaler, routine) and not scaled[0].conditional)
                 self.report(step.node, f"the loss is scaled with `{scaler}.scale(...)` but `{name or 'the optimizer'}"
                                        f".step()` is called directly: the update uses gradients still multiplied by "
                                        f"the loss scale and inf/NaN steps are not skipped. Use "
@@ -55,9 +55,10 @@ class GradScalerMisuse(RoutineRule):
                     self.report(step.node, f"`{step.receiver}.step(...)` without `{step.receiver}.update()`: the loss "
                                            f"scale never adapts (after one inf/NaN every later step is skipped, "
                                            f"or the scale stays needlessly small).", fix=fix)
-            self._clipping(own, scaler)
+            self._clipping(own, scaler, safe=not any(e.conditional for e in scaled))
 
-    def _clipping(self, own, scaler: str) -> None:
+    def _clipping(self, own, scaler: str, safe: bool) -> None:
+        """`safe`: the scaled backward is unconditional (the scaler exists wherever the clip runs)."""
         seq = [e for e in own if e.kind in ("scaled_backward", "unscale", "clip", "scaler_step")]
         for i, event in enumerate(seq):
             if event.kind != "clip" or event.receiver:
@@ -70,7 +71,7 @@ class GradScalerMisuse(RoutineRule):
             fix = None
             if optimizer and event.stmt is not None and self._single(event):
                 fix = FixSpec(f"Unscale first: `{scaler}.unscale_({optimizer})`",
-                              (InsertBefore(event.stmt, f"{scaler}.unscale_({optimizer})"),))
+                              (InsertBefore(event.stmt, f"{scaler}.unscale_({optimizer})"),), safe=safe)
             self.report(event.node, f"gradients are clipped while still multiplied by the loss scale: call "
                                     f"`{scaler}.unscale_({optimizer or 'optimizer'})` before clipping, or the max-norm "
                                     f"applies to scaled gradients (and clips almost everything).", fix=fix)
