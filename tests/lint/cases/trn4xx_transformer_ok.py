@@ -57,7 +57,7 @@ def train_epoch(model, loader, optimizer):
     total = 0.0
     for x, y in loader:
         loss = lm_loss(model(x), y, 100)[0]
-        loss.backward()
+        loss.backward()  # expect: TRN701
         optimizer.step()
         total += loss.item()
     return total / len(loader)

@@ -16,6 +16,7 @@ from .names import Names, dotted_name
 from .padding import PaddingFacts
 from .program import ProgramFacts
 from .randomness import SeedingFacts
+from .training import training_facts
 from .vocab import vocab
 
 
@@ -95,6 +96,7 @@ class BlockAnalysis:
         collector = (_Collector if _may_pad(text) else _CollectorWithoutPadding)(self, names)
         walk(module, [collector], collector.walk.enter, collector.walk.leave)
         collector.finish(module)
+        collector.lists["training"] = list(training_facts(module, names, text))
         self.facts = collector.result()
 
     def scope_of(self, function: cst.FunctionDef | None) -> Scope:

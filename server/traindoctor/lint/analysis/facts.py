@@ -147,6 +147,7 @@ class BlockFacts:
     layout: tuple[TopLevel, ...] = ()
     program: tuple[object, ...] = ()  # Checkpoint | Marker("spawn-fn": the function mp.spawn starts)
     precision: tuple[Marker, ...] = ()  # "grad-scaler" (one is built), "module-backward" (TRN403)
+    training: tuple[object, ...] = ()  # training.Routine: loops and ordered training events per function
 
 
 CATEGORIES = tuple(f for f in BlockFacts.__dataclass_fields__)

@@ -201,6 +201,13 @@ class FileModel:
             return None
         return values._definition(definition, None, "", 30)  # type: ignore[attr-defined]
 
+    @functools.cached_property
+    def training(self):
+        """Training structure: loops, ordered training events, helpers (analysis/training.py)."""
+        from .training import Training
+
+        return Training(self)
+
     # -- randomness ------------------------------------------------------------------------
 
     @functools.cached_property

@@ -1,0 +1,76 @@
+"""TRN102 eval-without-no-grad: an evaluation loop (after `model.eval()`, never
+calling backward or an optimizer step) calls the model outside no_grad/
+inference_mode, so every forward pass records an autograd graph it never uses.
+
+Quiet in functions decorated with or only called under no_grad, in Lightning's
+validation/test/predict hooks (Lightning disables grad), in tests, and where the
+code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
+`autograd.grad`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.collect import code
+from ..analysis.vocab import vocab
+from ..analysis.training import BACKWARD, STEP, Routine, same_object
+from ..rule import FixSpec, InsertBefore
+from .trn7xx_training_base import RoutineRule
+
+class EvalWithoutNoGrad(RoutineRule):
+    CODE = "TRN102"
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "training")
+
+    def check(self, routine: Routine) -> None:
+        training = self.model.training
+        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks) + ("test",)) or \
+                any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
+            return
+        info = self.model.function(routine.qualname) if routine.node is not None else None
+        if info is not None and self.model.only_called_without_grad(info):
+            return
+        events = routine.events
+        for loop in routine.loops:
+            inside = routine.events_in(loop.index)
+            if not inside or loop.parent != -1:
+                continue
+            start = events.index(inside[0])
+            modes = [e for e in events[:start] if e.kind in ("eval", "train") and not e.no_grad]
+            if routine.node is None:  # module-level code: the mode switches of earlier blocks count too
+                earlier = training.routines("")
+                modes = [e for r in earlier[:earlier.index(routine)] for e in r.events
+                         if e.kind in ("eval", "train") and not e.no_grad and not e.loops] + modes
+            models = [e.receiver for e in modes if e.kind == "eval" and
+                      not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
+            if not models:
+                continue
+            calls = [e for e in inside if e.kind == "call" and not e.no_grad and
+                     any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
+            if not calls:
+                continue
+            if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
+                return
+            model = calls[0].receiver.removesuffix(".forward")
+            message = (f"`{model}` is evaluated (after `.eval()`, no backward) outside `torch.no_grad()`/"
+                       f"`torch.inference_mode()`: every forward pass records an autograd graph and keeps its "
+                       f"activations, for nothing (more memory, slower, OOM on large batches).")
+            self.report(calls[0].node, message, fix=self._fix(routine))
+            return
+
+    def _fix(self, routine: Routine) -> FixSpec | None:
+        function = routine.node
+        torch = self.names.alias_of("torch")
+        if not isinstance(function, cst.FunctionDef) or function.decorators or function.asynchronous or torch is None:
+            return None
+        if any(isinstance(node, cst.Yield) for node in _nodes(function)):
+            return None
+        info = self.model.function(routine.qualname)
+        safe = info is None or not info.returns or not self.model.summary(info).tensor_with_history  # type: ignore[attr-defined]
+        return FixSpec(f"Decorate `{function.name.value}` with `@{torch}.no_grad()`",
+                       (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
+
+
+def _nodes(root):
+    from ..walk import iter_nodes
+
+    return iter_nodes(root)

@@ -1,0 +1,82 @@
+"""TRN203 distributed-sampler-without-set-epoch: a shuffling DistributedSampler feeds
+a DataLoader that an epoch loop iterates (directly, or by handing it to a helper),
+and nothing in the file calls `set_epoch`: every epoch sees the same order.
+
+Quiet on `shuffle=False` samplers, and when any `set_epoch` appears in the file
+(on the sampler, the loader's sampler or batch sampler, in a helper)."""
+
+from __future__ import annotations
+
+import re
+
+from ..analysis.training import Routine
+from ..rule import FixSpec, InsertBefore, Related
+from .trn7xx_training_base import RoutineRule
+
+
+class SamplerWithoutSetEpoch(RoutineRule):
+    CODE = "TRN203"
+
+    def check(self, routine: Routine) -> None:
+        training = self.model.training
+        if any(e.kind == "set_epoch" for r in training.all for e in r.events):
+            return
+        events = list(routine.events)
+        if routine.node is None:  # module-level code: the samplers and loaders of earlier blocks too
+            earlier = training.routines("")
+            events = [e for r in earlier[:earlier.index(routine)] for e in r.events] + events
+        for build in events:
+            if build.kind != "sampler" or build.arg == "shuffle=False":
+                continue
+            sampler = build.receiver
+            loaders = [e for e in events if e.kind == "loader" and e.receiver and
+                       ((sampler and e.arg == sampler) or "DistributedSampler(" in e.arg)]
+            for loader in loaders:
+                access = sampler if sampler and loader.arg == sampler else f"{loader.receiver}.sampler"
+                found = self._epoch_loop(routine, loader.receiver, loader)
+                if found is None:
+                    continue
+                epoch, use = found
+                message = (f"`{access}` (a shuffling DistributedSampler) is iterated every epoch but `set_epoch` is "
+                           f"never called: it shuffles with the same seed each time, so every epoch sees the "
+                           f"same order. Call `{access}.set_epoch(epoch)` at the start of each epoch.")
+                guarded = build.conditional or loader.conditional  # a RandomSampler (or None) on other paths
+                self.report(use, message, fix=self._fix(epoch, access, guarded),
+                            related=[Related(loader.node, "the DataLoader with the sampler")])
+                return
+
+    def _epoch_loop(self, routine: Routine, loader: str, built):
+        """The first loop after the loader's construction that iterates it in an inner loop,
+        or hands it to a function, each iteration; with the node that uses it."""
+        word = re.compile(rf"(^|[^\w.]){re.escape(loader)}($|[^\w])")
+        own = built in routine.events
+        for loop in routine.loops:
+            inside = routine.events_in(loop.index)
+            if loop.parent != -1 or (own and (not inside or routine.events.index(inside[0]) <
+                                              routine.events.index(built))):
+                continue
+            for other in routine.loops:
+                if other.index != loop.index and word.search(other.iter) and _under(routine, other, loop):
+                    return loop, other.node.iter  # type: ignore[union-attr]
+            if not word.search(loop.iter):
+                for e in inside:
+                    if e.kind == "call" and any(word.search(a) for a in e.args):
+                        return loop, e.node
+        return None
+
+    def _fix(self, loop, access: str, guarded: bool) -> FixSpec | None:
+        if not loop.target.isidentifier() or loop.node is None:
+            return None
+        body = loop.node.body.body
+        call = f"{access}.set_epoch({loop.target})"
+        text = f"if hasattr({access}, \"set_epoch\"):\n    {call}" if guarded else call
+        return FixSpec(f"Call `{call}` at the top of the epoch loop", (InsertBefore(body[0], text),))
+
+
+def _under(routine: Routine, inner, outer) -> bool:
+    parent = inner.parent
+    while parent != -1:
+        if parent == outer.index:
+            return True
+        parent = routine.loops[parent].parent
+    return False

@@ -1,0 +1,64 @@
+"""TRN701 missing-zero-grad: a loop calls backward and an optimizer step every
+iteration and never zeroes the gradients, so each step applies the sum of every
+gradient so far.
+
+Quiet on any zeroing in the loop (optimizer/model `zero_grad`, `set_to_none`,
+`p.grad = None`, `p.grad.zero_()`, in a helper called there), on gradient
+accumulation that zeroes after its conditional step, on LBFGS-style closures, on
+loops that hand the optimizer to a function we cannot see, on optimizer classes of
+the file whose `step` zeroes, and on loops that build a new model each iteration.
+"""
+
+from __future__ import annotations
+
+from ..analysis.training import BACKWARD, STEP, Routine
+from ..rule import FixSpec, InsertBefore, Related
+from .trn7xx_training_base import RoutineRule
+
+
+class MissingZeroGrad(RoutineRule):
+    CODE = "TRN701"
+    READS = ("names", "objects", "training")
+
+    def check(self, routine: Routine) -> None:
+        training = self.model.training
+        for index in training.step_loops(routine, through_calls=True):
+            pairs = training.expanded(routine, index)
+            events = [e for _, e in pairs]
+            if any(e.kind in ("zero_grad", "build_model") for e in events):
+                continue
+            steps = [e for e in events if e.kind in STEP]
+            backwards = [local for local, e in pairs if e.kind in BACKWARD]
+            optimizers = {self.optimizer_of(s) for s in steps}
+            if any(s.kind == "step" and s.arg for s in steps) or "" in optimizers:
+                continue  # a closure (LBFGS) zeroes; or a step we cannot name
+            if any(training.unresolved_calls_with(routine, index, name) for name in optimizers):
+                continue  # the optimizer goes to code we cannot see (a helper elsewhere, a base-class method)
+            if any(self._step_zeroes(name, routine.klass) for name in optimizers):
+                continue
+            first = backwards[0]
+            names = ", ".join(f"`{n}`" for n in sorted(optimizers))
+            message = (f"{names} steps every iteration but the gradients are never zeroed: `backward()` adds to "
+                       f"`.grad`, so each step applies the sum of all gradients so far. Call "
+                       f"`{sorted(optimizers)[0]}.zero_grad()` before `backward()` (or after the step).")
+            direct = first in routine.events and all(s in routine.events for s in steps)
+            self.report(first.node, message, fix=self._fix(routine, index, first, steps, optimizers) if direct else None,
+                        related=[Related(steps[0].node, "the optimizer steps here")] if direct else [])
+
+    def _fix(self, routine: Routine, index: int, backward, steps, optimizers) -> FixSpec | None:
+        """Safe when one optimizer is stepped unconditionally right in this loop after the backward."""
+        if len(optimizers) != 1 or backward.conditional or backward.stmt is None or \
+                routine.innermost(backward) != index:
+            return None
+        if any(s.conditional or routine.innermost(s) != index for s in steps):
+            return None  # a conditional step is accumulation: zeroing before every backward would break it
+        name = next(iter(optimizers))
+        return FixSpec(f"Insert `{name}.zero_grad()` before the backward", (InsertBefore(backward.stmt,
+                                                                                           f"{name}.zero_grad()"),))
+
+    def _step_zeroes(self, name: str, klass: str) -> bool:
+        obj = self.model.object(name, klass)
+        if obj is None:
+            return False
+        cls = obj.callee.rsplit(".", 1)[-1]
+        return any(r.has("zero_grad") for r in self.model.training.routines(f"{cls}.step"))

@@ -1,0 +1,73 @@
+"""TRN703 eval-mode-leak: `model.eval()` inside a training loop (validation each
+epoch or every N steps), and nothing in that loop (nor in a helper called from it)
+switches the model back with `model.train()`: from then on the model trains with
+dropout off and BatchNorm using its running statistics.
+
+Only for the model that is trained: it is put in train mode before the loop, or it
+is called in the loop outside no_grad. Quiet on frozen copies (teacher, EMA, target
+networks), and when the model is handed to a function outside the file."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..analysis.vocab import vocab
+from ..analysis.training import BACKWARD, STEP, Routine, same_object
+from ..rule import FixSpec, InsertBefore
+from ..walk import iter_nodes
+from .trn7xx_training_base import RoutineRule
+
+class EvalModeLeak(RoutineRule):
+    CODE = "TRN703"
+
+    def check(self, routine: Routine) -> None:
+        training, reported = self.model.training, set()
+        for loop in reversed(routine.loops):  # innermost first
+            pairs = training.expanded(routine, loop.index)
+            if not any(e.kind in BACKWARD or e.kind in STEP for _, e in pairs):
+                continue
+            for local, event in pairs:
+                model = event.receiver
+                if event.kind != "eval" or vocab().pattern("training_frozen_model_pattern").search(model) or model in reported:
+                    continue
+                if any(e.kind == "train" and same_object(e.receiver, model) for _, e in pairs):
+                    continue
+                if not self._trained(routine, loop.index, model, pairs) or \
+                        training.unresolved_calls_with(routine, loop.index, model):
+                    continue
+                reported.add(model)
+                message = (f"`{model}.eval()` runs inside the training loop and nothing switches it back with "
+                           f"`{model}.train()`: every later training step runs with dropout off and BatchNorm "
+                           f"frozen to its running statistics.")
+                self.report(local.node, message, fix=self._fix(routine, loop.index, model, pairs))
+
+    def _trained(self, routine: Routine, index: int, model: str, pairs) -> bool:
+        inside = set(id(e) for e in routine.events_in(index))
+        before = [e for e in routine.events if id(e) not in inside and e.kind == "train" and
+                  same_object(e.receiver, model)]
+        called = any(e.kind == "call" and same_object(e.receiver.removesuffix(".forward"), model) and not e.no_grad
+                     for _, e in pairs)
+        return bool(before) or called
+
+    def _fix(self, routine: Routine, index: int, model: str, pairs) -> FixSpec | None:
+        """Insert `model.train()` before the statement of the loop body that starts training."""
+        body = routine.loops[index].node.body.body  # type: ignore[union-attr]
+        def top(event) -> int:
+            for position, stmt in enumerate(body):
+                if any(node is event.node for node in iter_nodes(stmt)):
+                    return position
+            return -1
+        trains = [top(local) for local, e in pairs if e.kind in BACKWARD or e.kind in STEP]
+        evals = [top(local) for local, e in pairs if e.kind == "eval" and e.receiver == model]
+        first = min(trains) if trains else -1
+        if first < 0 or first in evals:
+            return None
+        anchor = body[first]
+        direct = not isinstance(anchor, (cst.For, cst.While)) and \
+            not any(local is not e and top(local) == first for local, e in pairs if e.kind in BACKWARD)
+        if direct:  # backward right in this loop: train mode from the top of the iteration
+            if min(evals) < first:
+                return None
+            anchor = body[0]
+        return FixSpec(f"Insert `{model}.train()` at the start of the training phase",
+                       (InsertBefore(anchor, f"{model}.train()"),))
