@@ -135,6 +135,36 @@ scenario('the TRN101 quick fix changes the code and the diagnostic disappears', 
     .catch(() => assert.fail(`Problems panel after the fix: ${JSON.stringify(seen.map(({ code, line: l }) => ({ code, line: l })))}`));
 });
 
+scenario('a rule of the training structure: the TRN701 quick fix inserts optimizer.zero_grad() before the backward', async () => {
+  const file = 'train_no_zero_grad.py';
+  const line = lineOf(file, 'loss.backward()');
+  await wb.openFile(file);
+  await wb.showProblems(file);
+  let seen = [];
+  await wb
+    .until('TRN701 on the backward line', async () => {
+      seen = await wb.problems();
+      return seen.some((p) => p.code === 'TRN701' && p.line === line);
+    })
+    .catch(() => assert.fail(`Problems panel: ${JSON.stringify(seen.map(({ code, line: l }) => ({ code, line: l })))}`));
+  const fix = await wb.quickFixMenu(line, 10, /zero_grad\(\)/);
+  await fix.click();
+  await wb.page.keyboard.press('Control+S');
+  const fixed = () => readFileSync(join(editor.workspace, file), 'utf8');
+  await wb.until('the inserted zero_grad() on disk', () =>
+    /\n {8}optimizer\.zero_grad\(\)\n {8}loss\.backward\(\)/.test(fixed()));
+  await wb
+    .until('TRN701 to disappear', async () => {
+      seen = await wb.problems();
+      return !seen.some((p) => p.code === 'TRN701');
+    })
+    .catch(() => assert.fail(`Problems panel after the fix: ${JSON.stringify(seen.map(({ code, line: l }) => ({ code, line: l })))}`));
+  // The fixed script runs and now trains: the loss goes down.
+  const output = execFileSync(PYTHON, [join(editor.workspace, file)], { encoding: 'utf8', timeout: 120_000 });
+  const losses = [...output.matchAll(/loss (\d+\.\d+)/g)].map((m) => Number(m[1]));
+  assert.ok(losses.length === 5 && losses[4] < losses[0], output);
+});
+
 scenario('a Jupyter notebook shows TRN101 in its cell, and the quick fix edits the cell', async () => {
   const file = 'train_notebook.ipynb';
   await wb.command('View: Close All Editors');

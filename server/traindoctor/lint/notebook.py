@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..config import Config
-from ..model import Finding, Fix, Range, RelatedLocation
+from ..model import Finding, Range
 from .api import LintResult, fix_source, lint_source, read_source
 from .blocks import source_lines
 from .engine import LintCache, LintError

@@ -10,8 +10,7 @@ import libcst as cst
 
 from ..context import WalkState
 from ..walk import child_nodes, iter_nodes, walk
-from .facts import (BlockFacts, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Pad, Seed,
-                    TopLevel)
+from .facts import BlockFacts, CallSite, ClassInfo, FuncInfo, Marker, Obj, TopLevel
 from .names import Names, dotted_name
 from .padding import PaddingFacts
 from .program import ProgramFacts

@@ -40,8 +40,8 @@ class LogOfSoftmax(Rule):
             return
         one_minus = self._one_minus_sigmoid(target)
         if one_minus is not None:
-            message = (f"`log(1 - sigmoid(...))` is -inf once the sigmoid saturates at 1; "
-                       f"`logsigmoid(-x)` computes the same value stably")
+            message = ("`log(1 - sigmoid(...))` is -inf once the sigmoid saturates at 1; "
+                       "`logsigmoid(-x)` computes the same value stably")
             fix = self._rewrite(node, one_minus, "logsigmoid", negate=True)
             self.report(node, message, fix=fix)
             return
