@@ -14,7 +14,6 @@ Exit code: the command's when it failed; else 1 when problems were found, 0 when
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from .monitoring import USAGE_TAIL, add_common_options, fail, report

@@ -124,8 +124,10 @@ class WalkState:
         target = self.names.qualify(expr)
         if target is None:
             return False
-        return target in vocab().no_grad_contexts or target.endswith((".no_grad", ".inference_mode")) or \
-            target in ("no_grad", "inference_mode")
+        # Project helpers named after what they wrap (ultralytics' `smart_inference_mode()`) count too:
+        # quiet gradient rules are the cheaper mistake.
+        return target in vocab().no_grad_contexts or \
+            target.rsplit(".", 1)[-1].endswith(tuple(vocab().no_grad_name_suffixes))
 
 
 _STRUCTURAL = frozenset({cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.With})

@@ -209,6 +209,8 @@ class Values:
         backward = scope.backward.get(name)
         if definition is not None and definition.how != "param":
             found = self._definition(definition, function, klass, depth, name)
+            if definition.grad_off and found.grad:
+                found = replace(found, grad="")  # bound under no_grad/inference_mode: no autograd history
             if backward is not None and found.grad != "known" and found.kind != "container":
                 return Value("tensor", "known", "loss", origin=backward, unit=found.unit)
             if not found.zero and not found.prob and found.kind != "object":  # `mask = batch["attention_mask"]`
