@@ -211,7 +211,8 @@ class Values:
             found = self._definition(definition, function, klass, depth, name)
             if definition.grad_off and found.grad:
                 found = replace(found, grad="")  # bound under no_grad/inference_mode: no autograd history
-            if backward is not None and found.grad != "known" and found.kind != "container":
+            if backward is not None and found.grad != "known" and found.kind != "container" and \
+                    not _reads_no_grad_binding(scope, definition):
                 return Value("tensor", "known", "loss", origin=backward, unit=found.unit)
             if not found.zero and not found.prob and found.kind != "object":  # `mask = batch["attention_mask"]`
                 by_name = self._by_name(name)
@@ -587,3 +588,14 @@ class Values:
             lz = left.zero or ("zero" if left.prob and left.prob != "logits" else "")
             return replace(base, prob="", zero="zero" if lz and lz != "safe" else "")
         return replace(base, prob="", zero="")
+
+
+def _reads_no_grad_binding(scope, definition) -> bool:
+    """`loss = outputs.loss` where `outputs` was bound under no_grad: this binding of the name
+    has no history, even if another binding of it (in the training loop) is backpropagated."""
+    if definition.value is None:
+        return False
+    from ..walk import iter_nodes
+
+    return any(isinstance(node, cst.Name) and scope.bound_without_grad(node.value, definition.order - 1)
+               for node in iter_nodes(definition.value))
