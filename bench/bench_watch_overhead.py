@@ -3,7 +3,8 @@
 The same CPU training loop (an MLP fed by a DataLoader) runs as plain `python`,
 under `traindoctor watch` (default monitors) and under `traindoctor watch
 --per-layer`, interleaved, in one session. The script measures its own steps
-per second after a warm-up, so start-up costs are not counted. Reports the
+per second after a warm-up, so start-up costs are not counted. Every mode runs with the same
+fixed glibc allocator thresholds (see `measure`). Reports the
 median slowdown of each mode against plain python, in steps per CPU second
 (what the monitor adds; robust on a shared machine) and per wall-clock second
 (goals: at most 5 % with the default monitors, at most 15 % with per-layer
@@ -66,7 +67,12 @@ def measure(mode: str, script: Path, steps: int, workdir: Path) -> dict[str, flo
     prefix = MODES[mode]
     command = [sys.executable, *prefix, sys.executable, str(script), str(steps)] if prefix else \
         [sys.executable, str(script), str(steps)]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # glibc's allocator adapts its mmap threshold to what a process freed before: the monitor's own
+    # start-up allocations moved it, and the 128 KB activations of this loop then came from the
+    # heap instead of fresh pages, which made watched runs ~20 % *faster* than plain ones. Fixed
+    # thresholds give every mode the same allocator (and run-to-run spread drops from ~15 % to ~1 %).
+    env = dict(os.environ, OMP_NUM_THREADS="1", MALLOC_MMAP_THRESHOLD_=str(4 << 20),
+               MALLOC_TRIM_THRESHOLD_=str(1 << 30))
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=workdir, env=env)
     found = {line.split()[0]: float(line.split()[1]) for line in done.stdout.splitlines()
              if line.startswith("steps_per_")}
