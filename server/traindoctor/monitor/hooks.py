@@ -60,11 +60,19 @@ def user_site(depth: int = 2) -> dict[str, Any] | None:
     return None
 
 
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_statm: list[tuple[int, int]] = []  # (pid, fd): /proc/<pid>/statm, opened once per process
+
+
 def _rss_bytes() -> int | None:
+    """Resident memory, read every step: from a descriptor kept open (re-opening the file
+    cost a tenth of the monitor's time per step)."""
     try:
-        with open("/proc/self/statm", "rb") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
+        pid = os.getpid()
+        if not _statm or _statm[0][0] != pid:  # first call, or a forked child
+            _statm[:] = [(pid, os.open(f"/proc/{pid}/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))]
+        return int(os.pread(_statm[0][1], 128, 0).split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError, AttributeError):
         return None
 
 
@@ -291,7 +299,7 @@ class Monitor:
         self.data_time = 0.0
         self.last_pre = now
         record["rss"] = _rss_bytes()
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        if torch.cuda.is_initialized():  # never true without CUDA; cheaper than is_available()
             record["cuda_allocated"] = torch.cuda.memory_allocated()
             record["cuda_reserved"] = torch.cuda.memory_reserved()
         evals = [(name, type(m).__name__) for name, m in self.modules if not m.training]
