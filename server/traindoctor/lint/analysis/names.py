@@ -110,3 +110,13 @@ def _qualify_dotted(name: str, aliases: dict[str, str]) -> str:
     if full is None:
         return name
     return f"{full}.{rest}" if rest else full
+
+
+def arg(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
+    """The value of a call's argument, by keyword, else by position among the positional ones."""
+    if keyword is not None:
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == keyword:
+                return a.value
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return positional[index].value if index < len(positional) else None

@@ -6,18 +6,10 @@ from __future__ import annotations
 import libcst as cst
 
 from .facts import Checkpoint, Marker
-from .names import dotted_name
+from .names import arg, dotted_name
 from .vocab import vocab
 
 _EMPTY = cst.Module(body=[])
-
-
-def _arg(call: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
-    for a in call.args:
-        if a.keyword is not None and a.keyword.value == name:
-            return a.value
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[position].value if position < len(positional) else None
 
 
 class ProgramFacts:
@@ -28,7 +20,7 @@ class ProgramFacts:
         walk = self.walk  # type: ignore[attr-defined]
         klass = walk.klass.name.value if walk.klass is not None else ""
         if qualified in v.checkpoint_saves:
-            obj, path = _arg(node, "obj", 0), _arg(node, "f", 1)
+            obj, path = arg(node, 0, "obj"), arg(node, 1, "f")
             if obj is None or path is None:
                 return
             callee = ""
@@ -42,6 +34,6 @@ class ProgramFacts:
         elif qualified in v.safe_globals_calls:
             out.append(Checkpoint("safe-globals", "", "", "", walk.qualname(), klass, node))
         elif qualified in v.spawn_calls:
-            target = _arg(node, "fn", 0)
+            target = arg(node, 0, "fn")
             if isinstance(target, cst.Name):
                 out.append(Marker("spawn-fn", target.value, node))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from .collect import BlockAnalysis, Scope
-from .names import dotted_name
+from .names import arg, dotted_name
 from .vocab import vocab
 
 
@@ -97,15 +97,6 @@ def _reduced(method: str, call: cst.Call, receiver: Value, skip: int = 0) -> str
     if method == "mean":
         return "mean"
     return "sum" if receiver.zero == "mask" else ""  # (pred == y).sum(): a count of samples
-
-
-def arg(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpression | None:
-    if keyword is not None:
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == keyword:
-                return a.value
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    return positional[index].value if index < len(positional) else None
 
 
 class Values:
