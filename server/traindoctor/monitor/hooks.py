@@ -9,7 +9,7 @@ and the standard library. What it installs:
 - timing around `_BaseDataLoaderIter.__next__`, and `DataLoader.__iter__` to read
   the loader's live settings (and, for `overfit`, to repeat its first K batches).
 
-Cost per step: one host sync (a single `.tolist()` of the loss, the global
+Cost per step: one host sync (a single `.tolist()` of the loss, the per-parameter
 gradient norm from `torch._foreach_norm`, the update ratios of the previous
 step and, with per-layer statistics, the per-parameter norms). A step's record
 is completed at the next step's pre-hook (or at exit), so the update ratios it
@@ -38,6 +38,12 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 _MAX_EVAL_NAMES = 5
 _MAX_WARNINGS = 50
+# Records reach the disk at most this late (the live chart polls the file); a record with a
+# non-finite loss or gradient, a stop and the end of the run are written at once.
+_FLUSH_EVERY_S = 0.5
+# The update ratio of a layer is estimated on at most this many of its weights, spread evenly:
+# copying whole layers before every sampled step was the monitor's largest cost.
+_RATIO_SAMPLE = 4096
 
 
 class StopRun(BaseException):
@@ -99,9 +105,8 @@ class Monitor:
         self.names: list[str] = []
         self.never_grad: set[int] = set()
         self.ratio_index: list[int] = []
-        self.sampled: list[int] = []
-        self.before: list[torch.Tensor] = []
-        self.ratio_values: list[torch.Tensor] = []
+        self.update_ratios = _UpdateRatios()
+        self.ratio_values: torch.Tensor | None = None  # of the previous step, read at the next host sync
         self.modules: list[tuple[str, torch.nn.Module]] = []
         self.loss: torch.Tensor | None = None
         self.backwards = 0
@@ -110,6 +115,7 @@ class Monitor:
         self.pending: dict[str, Any] | None = None
         self.losses_seen: list[float] = []
         self.lock = threading.Lock()
+        self.last_flush = 0.0
         self.closed = False
         self._handles: list[Any] = []
 
@@ -222,8 +228,9 @@ class Monitor:
                 names.setdefault(id(p), f"{prefix}.{name}")
         self.names = [names.get(id(p), f"param[{i}]") for i, p in enumerate(self.params)]
         self.never_grad = set(range(len(self.params)))
-        candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.numel() <= 4_000_000]
-        candidates = candidates or list(range(len(self.params)))
+        # Contiguous ones only: the ratio is read through a view of the parameter's storage.
+        candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous()]
+        candidates = candidates or [i for i, p in enumerate(self.params) if p.is_contiguous()]
         if candidates and self.ratio_layers > 0:
             count = min(self.ratio_layers, len(candidates))
             self.ratio_index = sorted({candidates[round(k * (len(candidates) - 1) / max(count - 1, 1))]
@@ -254,25 +261,19 @@ class Monitor:
                 grad_index.append(i)
         self.never_grad.difference_update(grad_index)
         loss = self.loss
-        device = grads[0].device if grads else (loss.device if loss is not None else torch.device("cpu"))
-        pieces: list[torch.Tensor] = []
-        norms = None
-        if grads:
-            norms = torch.stack([n.to(device, torch.float32) for n in torch._foreach_norm(grads)])
-            pieces.append(torch.linalg.vector_norm(norms).reshape(1))
-        if loss is not None:
-            pieces.append(loss.to(device, torch.float32).reshape(1))
         self.loss = None
-        previous_ratios = len(self.ratio_values)
-        if self.ratio_values:
-            pieces.append(torch.stack([r.to(device, torch.float32) for r in self.ratio_values]))
-        if norms is not None:
-            pieces.append(norms)
-        values = torch.cat(pieces).tolist() if pieces else []  # the one host sync of the step
-        grad_norm = values.pop(0) if grads else None
+        ratio_values, self.ratio_values = self.ratio_values, None
+        ratio_count = len(ratio_values) if ratio_values is not None else 0
+        pieces = [loss.reshape(1)] if loss is not None else []
+        if ratio_values is not None:
+            pieces.append(ratio_values)
+        if grads:
+            pieces.append(torch.stack(torch._foreach_norm(grads)))
+        values = _host_values(pieces)  # the one host sync of the step
         loss_value = values.pop(0) if loss is not None else None
-        ratios = values[:previous_ratios]
-        per_param = values[previous_ratios:]
+        ratios = values[:ratio_count]
+        per_param = values[ratio_count:]
+        grad_norm = math.hypot(*per_param) if grads else None
         if self.pending is not None:
             names = self.pending.pop("_ratio_names")
             if names:
@@ -311,35 +312,26 @@ class Monitor:
         if self.fingerprint_rng:
             record["rng"] = _rng_fingerprints()
         self.pending = record
-        # Parameters about to change: keep a copy of the sampled ones for the update ratio
-        # (every step at first, then every `ratio_every` steps: the copies are the monitor's main cost).
+        # Parameters about to change: a copy of the sampled ones for the update ratio
+        # (every step at first, then every `ratio_every` steps).
         sampled = [i for i in self.ratio_index if params[i].grad is not None]
         if self.step > 5 and self.step % self.ratio_every:
             sampled = []
-        self.sampled = sampled
-        self.before = [params[i].detach().clone() for i in sampled]
+        self.update_ratios.before([params[i] for i in sampled])
         self.pending["_ratio_names"] = [self.names[i] for i in sampled]
         if loss_value is not None:
             self.losses_seen.append(loss_value)
         reason = self._stop_reason(loss_value, grad_norm)
         if reason:
             self.meta["stopped"] = {"step": self.step, "reason": reason}
-            self._flush_pending()
+            self._flush_pending(now=True)
             self._write_meta()
             raise NonFiniteTraining(reason)
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.closed or optimizer is not self.optimizer:
             return
-        after = [self.params[i] for i in self.sampled]
-        if len(after) == len(self.before) and self.before:
-            diffs = torch._foreach_sub([a.detach() for a in after], self.before)
-            update = torch._foreach_norm(diffs)
-            weight = torch._foreach_norm(self.before)
-            self.ratio_values = [u / w.clamp_min(1e-12) for u, w in zip(update, weight)]
-        else:
-            self.ratio_values = []
-        self.before = []
+        self.ratio_values = self.update_ratios.after()
         if self.max_steps and self.step >= self.max_steps:
             self.meta["stopped"] = {"step": self.step, "reason": "max-steps"}
             raise StopRun()
@@ -363,16 +355,22 @@ class Monitor:
 
     # --- output ------------------------------------------------------------------------------
 
-    def _flush_pending(self) -> None:
+    def _flush_pending(self, now: bool = False) -> None:
         record = self.pending
         if record is None:
             return
         self.pending = None
         record.pop("_ratio_names", None)
+        line = json.dumps(record)
+        clock = time.perf_counter()
+        # `_finite_or_text` wrote non-finite values as strings: such a record goes out at once.
+        nonfinite = isinstance(record["loss"], str) or isinstance(record["grad_norm"], str)
         with self.lock:
             if not self.steps_file.closed:
-                self.steps_file.write(json.dumps(record) + "\n")
-                self.steps_file.flush()
+                self.steps_file.write(line + "\n")
+                if now or nonfinite or clock - self.last_flush >= _FLUSH_EVERY_S:
+                    self.steps_file.flush()
+                    self.last_flush = clock
 
     def _write_meta(self) -> None:
         path = os.path.join(self.run_dir, "run.json")
@@ -388,9 +386,9 @@ class Monitor:
             return
         self.closed = True
         if self.pending is not None:
-            if self.ratio_values:
+            if self.ratio_values is not None:
                 try:
-                    ratios = torch.stack([r.float() for r in self.ratio_values]).tolist()
+                    ratios = self.ratio_values.tolist()
                     self.pending["update_ratio"] = {name: _finite_or_text(v)
                                                     for name, v in zip(self.pending.get("_ratio_names", []), ratios)}
                 except Exception:
@@ -480,6 +478,60 @@ def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
             inner.add(id(child))
     roots = [m for m in containers if id(m) not in inner]
     return roots or modules
+
+
+def _host_values(pieces: list[torch.Tensor]) -> list[float]:
+    """The values of 1-d tensors (the loss, update ratios, gradient norms) in one host sync."""
+    if not pieces:
+        return []
+    try:
+        return torch.cat(pieces).tolist()
+    except RuntimeError:  # on several devices (model parallel)
+        device = pieces[0].device
+        return torch.cat([piece.to(device, torch.float32) for piece in pieces]).tolist()
+
+
+class _UpdateRatios:
+    """||weights after - weights before|| / ||weights before|| for a few layers, estimated on an
+    evenly spread sample of each layer's weights: one copy before the step and a handful of
+    tensor operations after it (copying whole layers was once the monitor's largest cost)."""
+
+    def __init__(self) -> None:
+        self.key: tuple[int, ...] = ()
+        self.views: list[torch.Tensor] = []
+        self.sizes: list[int] = []
+        self.copy: torch.Tensor | None = None
+
+    def before(self, params: list[torch.Tensor]) -> None:
+        self.copy = None
+        if not params:
+            return
+        key = tuple(p.data_ptr() for p in params)  # parameters re-assigned (`p.data = ...`): new views
+        if key != self.key:
+            self.key = key
+            self.views = [_ratio_sample(p) for p in params]
+            self.sizes = [view.numel() for view in self.views]
+        try:
+            self.copy = torch.cat(self.views).to(torch.float32)
+        except RuntimeError:  # layers on several devices: no ratios
+            self.copy = None
+
+    def after(self) -> torch.Tensor | None:
+        """The ratios of the layers copied by `before`, as one tensor (not read yet: no sync)."""
+        if self.copy is None:
+            return None
+        before, self.copy = self.copy, None
+        change = torch.cat(self.views).to(torch.float32) - before
+        update = torch.stack(torch._foreach_norm(change.split(self.sizes)))
+        weight = torch.stack(torch._foreach_norm(before.split(self.sizes)))
+        return update / weight.clamp_min(1e-12)
+
+
+def _ratio_sample(param: torch.Tensor) -> torch.Tensor:
+    """An evenly spread view of at most `_RATIO_SAMPLE` of the parameter's values (no copy)."""
+    flat = param.detach().reshape(-1)
+    stride = max(1, flat.numel() // _RATIO_SAMPLE)
+    return flat[::stride][:_RATIO_SAMPLE]
 
 
 def _rng_fingerprints() -> dict[str, int]:
