@@ -27,8 +27,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _HINT = re.compile(r"torch|cuda|driver|nvidia|tesla|quadro|geforce|gpu|capabilit", re.I)
 
 
-def _hinted_lines(text: str) -> str:
-    lines: list[str] = []
+_HEAD = 2_000_000  # entries are printed at start-up: only the log's head is read
+
+
+def _hinted_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line that names a hint."""
+    spans: list[tuple[int, int]] = []
     line_end = -1
     for hint in _HINT.finditer(text):
         if hint.start() <= line_end:
@@ -37,8 +41,14 @@ def _hinted_lines(text: str) -> str:
         line_end = text.find("\n", hint.end())
         if line_end < 0:
             line_end = len(text)
-        lines.append(text[start:line_end])
-    return "\n".join(lines)
+        spans.append((start, line_end))
+    return spans
+
+
+def mention_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the lines environment_from_log can read an entry from."""
+    head = text[:_HEAD]
+    return [(s, e) for s, e in _hinted_spans(head) if any(p.search(head, s, e) for _, p in _PATTERNS)]
 
 
 def environment_from_log(text: str, frames: tuple[Frame, ...] = ()) -> dict[str, Any]:
@@ -55,7 +65,8 @@ def environment_from_log(text: str, frames: tuple[Frame, ...] = ()) -> dict[str,
             env["os"] = "Windows"
         elif any(p.startswith("/") for p in paths):
             env["os"] = "macOS" if any(p.startswith(("/Users/", "/opt/homebrew/")) for p in paths) else "Linux"
-    head = _hinted_lines(text[:2_000_000])
+    head = text[:_HEAD]
+    head = "\n".join(head[s:e] for s, e in _hinted_spans(head))
     for name, pattern in _PATTERNS:
         found = pattern.search(head)
         if found:

@@ -114,6 +114,8 @@ def scan_log(lines: list[Line], joined: str, offsets: list[int]) -> list[Candida
 
 
 _ROOT = "Root Cause (first observed failure)"
+_FAILURES = "Failures:"
+ELASTIC_MARKS = (_ROOT, _FAILURES)  # torchrun's failure table starts at one of these
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 
 
@@ -129,7 +131,7 @@ def elastic_summary(lines: list[Line]) -> ElasticSummary | None:
             section, current, found_any = "root", None, True
             summary.root_section = (index, len(lines))
             continue
-        if text.strip() == "Failures:":
+        if text.strip() == _FAILURES:
             section, current, found_any = "failures", None, True
             continue
         if not section:

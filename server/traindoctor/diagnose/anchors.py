@@ -1,0 +1,167 @@
+"""A long log -> the regions worth normalising: the lines around every place a failure can be.
+
+A training log is mostly progress lines, and normalising and parsing cost several µs
+a line in Python: a million-line log would take seconds. Every later stage starts from
+fixed text, so the whole log is searched only for that text, with `str.find` (C), and
+the per-line work runs on the lines around each hit and on the log's tail.
+
+The fixed text is read from the stages themselves, not listed here:
+- parse: the traceback header, the frame mark, the suffixes of a bare `Type: message`;
+- normalize: rich's box characters (VS Code's layout starts with an `Exception`);
+- select: torchrun's failure table;
+- rules/signatures: a literal that every match of each log-scope pattern and of each
+  `extract_log` pattern contains (a pattern without one is itself searched: slower);
+- environment: the lines of the log's head that name the run's versions and GPUs.
+
+Around a hit, `BEFORE` lines (engine reads the last progress up to 2,000 lines before a
+traceback) and `AFTER` lines (a message runs up to 200 lines, a handled traceback is
+followed by progress within 500) are kept; windows that meet are merged, so every line
+is read at most once and the work stays linear in the log's size.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import NamedTuple
+
+try:  # the regex parser: public as sre_parse before 3.11, deprecated there since
+    from re import _parser as _sre_parser  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python < 3.11
+    import sre_parse as _sre_parser  # type: ignore[no-redef]
+
+BEFORE = 2000
+AFTER = 1000
+TAIL = 2000  # with no traceback, the last progress before the end is still reported
+
+
+class Region(NamedTuple):
+    start: int  # character offsets into the text
+    end: int  # exclusive; a region ends at a line end (before its newline) or the text's end
+    first_line: int  # 0-based number of the region's first line in the text
+
+
+@functools.cache
+def _marks() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...]]:
+    """(literals, patterns without a literal): what `regions` searches for."""
+    from .normalize import BOX_START
+    from .parse import BARE_TYPE_SUFFIXES, FRAME_MARK, HEADER
+    from .select import ELASTIC_MARKS
+    from .signatures import load_signatures
+
+    literals: list[str] = [HEADER, FRAME_MARK, *BARE_TYPE_SUFFIXES, *ELASTIC_MARKS, *BOX_START]
+    patterns: list[re.Pattern[str]] = []
+    for signature in load_signatures():
+        reads_log = (signature.patterns if signature.scope == "log" else ()) + signature.extract_log
+        for pattern in reads_log:
+            found = required_literals(pattern)
+            if found:
+                literals.extend(found)
+            else:
+                patterns.append(pattern)
+    # A literal that contains another is found through the shorter one.
+    kept: list[str] = []
+    for literal in sorted(set(literals), key=len):
+        if not any(shorter in literal for shorter in kept):
+            kept.append(literal)
+    return tuple(kept), tuple(patterns)
+
+
+def marks() -> tuple[str, ...]:
+    """The literals searched for (for tests and the bench)."""
+    return _marks()[0]
+
+
+def required_literals(pattern: re.Pattern[str]) -> list[str] | None:
+    """Literals one of which every match of `pattern` contains, or None when none is known
+    (case-insensitive parts, no literal of 3 characters or more)."""
+    if pattern.flags & re.IGNORECASE:
+        return None
+    try:
+        parsed = _sre_parser.parse(pattern.pattern, pattern.flags)
+    except Exception:  # noqa: BLE001 - an unparsable pattern is simply searched itself
+        return None
+    return _sequence(list(parsed))
+
+
+def _sequence(items: list) -> list[str] | None:
+    c = _sre_parser
+    options: list[list[str]] = []
+    run: list[str] = []
+    for op, value in [*items, (None, None)]:
+        if op is c.LITERAL:
+            run.append(chr(value))
+            continue
+        if run:
+            options.append(["".join(run)])
+            run = []
+        inner: list[str] | None = None
+        if op is c.SUBPATTERN:
+            add_flags = value[1]
+            inner = None if add_flags & re.IGNORECASE else _sequence(list(value[-1]))
+        elif op is c.BRANCH:
+            branches = [_sequence(list(branch)) for branch in value[1]]
+            if all(branches):
+                inner = [literal for branch in branches for literal in branch]
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and value[0] >= 1:
+            inner = _sequence(list(value[2]))
+        if inner:
+            options.append(inner)
+    options = [o for o in options if min(map(len, o)) >= 3]
+    # the most selective choice: the one whose shortest literal is longest
+    return max(options, key=lambda o: (min(map(len, o)), -len(o))) if options else None
+
+
+def _hits(text: str) -> list[int]:
+    literals, patterns = _marks()
+    hits: list[int] = []
+    for literal in literals:
+        at = text.find(literal)
+        while at >= 0:
+            hits.append(at)
+            at = text.find(literal, text.find("\n", at) + 1 or len(text))  # one hit per line is enough
+    for pattern in patterns:
+        hits.extend(found.start() for found in pattern.finditer(text))
+    return hits
+
+
+def regions(text: str) -> list[Region]:
+    """The regions of `text` to normalise, in order, disjoint and not touching.
+    One region covering the whole text when the windows meet everywhere."""
+    from .environment import mention_spans
+
+    # (offset, lines kept before, lines kept after)
+    hits = [(at, BEFORE, AFTER) for at in _hits(text)]
+    hits.extend((start, 0, 0) for start, _ in mention_spans(text))
+    hits.append((max(0, len(text) - 1), TAIL, 0))
+    hits.sort()
+    # Line numbers, counting newlines between consecutive hits (linear, in C).
+    windows: list[list[int]] = []  # [first line, last line, offset on first anchor, its line, ... last]
+    line, position = 0, 0
+    for at, before, after in hits:
+        line += text.count("\n", position, at)
+        position = at
+        windows.append([line - before, line + after, at, line, at, line])
+    windows.sort(key=lambda w: w[0])
+    merged: list[list[int]] = []
+    for window in windows:
+        if merged and window[0] <= merged[-1][1] + 1:
+            last = merged[-1]
+            if window[1] > last[1]:
+                last[1], last[4], last[5] = window[1], window[4], window[5]
+        else:
+            merged.append(window)
+    out: list[Region] = []
+    for first, last, first_at, first_anchor, last_at, last_anchor in merged:
+        start = text.rfind("\n", 0, first_at) + 1
+        line = first_anchor
+        while line > max(first, 0) and start > 0:
+            start = text.rfind("\n", 0, start - 1) + 1
+            line -= 1
+        end = text.find("\n", last_at)
+        for _ in range(last - last_anchor):
+            if end < 0:
+                break
+            end = text.find("\n", end + 1)
+        out.append(Region(start, len(text) if end < 0 else end, line))
+    return out
