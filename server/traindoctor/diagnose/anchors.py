@@ -162,26 +162,36 @@ def _hits(text: str) -> list[int]:
     return hits
 
 
+def _windows(text: str, offsets: list[int], before: int, after: int,
+             windows: list[list[int]]) -> tuple[int, int]:
+    """Append [first line, last line, first anchor offset, its line, last anchor offset, its line]
+    for sorted `offsets`, merging as they come; returns (offset, line) of the last one counted."""
+    line, position = 0, 0
+    for at in offsets:
+        line += text.count("\n", position, at)  # line numbers by counting newlines: linear, in C
+        position = at
+        last = windows[-1] if windows else None
+        if last is not None and line - before <= last[1] + 1:
+            last[1], last[4], last[5] = max(last[1], line + after), at, line
+        else:
+            windows.append([line - before, line + after, at, line, at, line])
+    return position, line
+
+
 def regions(text: str) -> list[Region]:
-    """The regions of `text` to normalise, in order, disjoint and not touching.
-    One region covering the whole text when the windows meet everywhere."""
+    """The regions of `text` to normalise, in order, disjoint and not touching:
+    one region covering the whole text when the windows meet everywhere."""
     from .environment import mention_spans
 
-    # (offset, lines kept before, lines kept after)
-    hits = [(at, BEFORE, AFTER) for at in _hits(text)]
-    hits.extend((start, 0, 0) for start, _ in mention_spans(text))
-    hits.append((max(0, len(text) - 1), TAIL, 0))
-    hits.sort()
-    # Line numbers, counting newlines between consecutive hits (linear, in C).
-    windows: list[list[int]] = []  # [first line, last line, offset on first anchor, its line, ... last]
-    line, position = 0, 0
-    for at, before, after in hits:
-        line += text.count("\n", position, at)
-        position = at
-        windows.append([line - before, line + after, at, line, at, line])
-    windows.sort(key=lambda w: w[0])
+    windows: list[list[int]] = []
+    position, line = _windows(text, sorted(set(_hits(text))), BEFORE, AFTER, windows)
+    end = max(0, len(text) - 1)
+    tail_line = line + text.count("\n", position, end)
+    windows.append([tail_line - TAIL, tail_line, end, tail_line, end, tail_line])
+    mentions: list[list[int]] = []  # in the head only: counting its lines is cheap
+    _windows(text, [start for start, _ in mention_spans(text)], 0, 0, mentions)
     merged: list[list[int]] = []
-    for window in windows:
+    for window in sorted(windows + mentions, key=lambda w: w[0]):
         if merged and window[0] <= merged[-1][1] + 1:
             last = merged[-1]
             if window[1] > last[1]:
@@ -195,10 +205,10 @@ def regions(text: str) -> list[Region]:
         while line > max(first, 0) and start > 0:
             start = text.rfind("\n", 0, start - 1) + 1
             line -= 1
-        end = text.find("\n", last_at)
+        stop = text.find("\n", last_at)
         for _ in range(last - last_anchor):
-            if end < 0:
+            if stop < 0:
                 break
-            end = text.find("\n", end + 1)
-        out.append(Region(start, len(text) if end < 0 else end, line))
+            stop = text.find("\n", stop + 1)
+        out.append(Region(start, len(text) if stop < 0 else stop, line))
     return out
