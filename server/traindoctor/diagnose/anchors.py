@@ -181,7 +181,7 @@ def _windows(text: str, offsets: list[int], before: int, after: int,
 def regions(text: str) -> list[Region]:
     """The regions of `text` to normalise, in order, disjoint and not touching:
     one region covering the whole text when the windows meet everywhere."""
-    from .environment import mention_spans
+    from .environment import HEAD, mention_spans
 
     windows: list[list[int]] = []
     position, line = _windows(text, sorted(set(_hits(text))), BEFORE, AFTER, windows)
@@ -189,7 +189,9 @@ def regions(text: str) -> list[Region]:
     tail_line = line + text.count("\n", position, end)
     windows.append([tail_line - TAIL, tail_line, end, tail_line, end, tail_line])
     mentions: list[list[int]] = []  # in the head only: counting its lines is cheap
-    _windows(text, [start for start, _ in mention_spans(text)], 0, 0, mentions)
+    head_covered = windows[0][0] <= 0 and windows[0][4] >= HEAD  # a log dense with failures
+    if not head_covered:
+        _windows(text, [start for start, _ in mention_spans(text)], 0, 0, mentions)
     merged: list[list[int]] = []
     for window in sorted(windows + mentions, key=lambda w: w[0]):
         if merged and window[0] <= merged[-1][1] + 1:

@@ -28,7 +28,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # only (the GPU pattern, run over megabytes of training output, cost seconds).
 _HINT_WORDS = ("torch", "cuda", "driver", "nvidia", "tesla", "quadro", "geforce", "gpu", "capabilit")
 _HINT = re.compile("|".join(_HINT_WORDS), re.I)
-_HEAD = 2_000_000  # entries are printed at start-up: only the log's head is read
+HEAD = 2_000_000  # entries are printed at start-up: only the log's head is read
 
 
 def _hints(text: str) -> list[tuple[int, int]]:
@@ -64,7 +64,7 @@ def _hinted_spans(text: str) -> list[tuple[int, int]]:
 
 def mention_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of the lines environment_from_log can read an entry from."""
-    head = text[:_HEAD]
+    head = text[:HEAD]
     spans = _hinted_spans(head)
     joined = "\n".join(head[s:e] for s, e in spans)
     starts = list(itertools.accumulate((e - s + 1 for s, e in spans[:-1]), initial=0))
@@ -86,7 +86,7 @@ def environment_from_log(text: str, frames: tuple[Frame, ...] = ()) -> dict[str,
             env["os"] = "Windows"
         elif any(p.startswith("/") for p in paths):
             env["os"] = "macOS" if any(p.startswith(("/Users/", "/opt/homebrew/")) for p in paths) else "Linux"
-    head = text[:_HEAD]
+    head = text[:HEAD]
     head = "\n".join(head[s:e] for s, e in _hinted_spans(head))
     for name, pattern in _PATTERNS:
         found = pattern.search(head)
