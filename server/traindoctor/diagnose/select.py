@@ -13,6 +13,7 @@ traceback supplies the exception and location.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,9 +76,15 @@ def exception_text(block: Block) -> str:
     return f"{exc.type}: {exc.message[:_MAX_EXCEPTION_TEXT]}"
 
 
+@functools.cache
+def _exception_signatures() -> tuple[Signature, ...]:
+    """Computed once: a log dense with tracebacks classifies tens of thousands of chains."""
+    return exception_signatures()
+
+
 def classify_chain(chain: Chain) -> Candidate:
     best: Candidate | None = None
-    signatures = exception_signatures()
+    signatures = _exception_signatures()
     context = "\n".join(f"{f.path} {f.function} {f.code or ''}" for f in chain.frames)
     for block in chain.blocks:
         if block.exception is None:
