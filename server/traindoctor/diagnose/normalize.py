@@ -58,7 +58,7 @@ _GROUP_BAR = re.compile(r"^(\s*)[|+]-?[+-]*(?:-+ \d+ -+|-+ \.\.\. -+)?\s?")
 class Line(NamedTuple):  # a tuple: a million of them are built per large log
     text: str  # cleaned; relative indentation preserved
     rank: int | None  # from a rank prefix
-    number: int  # 0-based index of the source line it came from
+    number: int  # 0-based index of the line it came from, in the text read (a long log: its failure regions, joined)
     prefixed: bool = False  # a logging prefix or timestamp was stripped: a new log record
 
 
