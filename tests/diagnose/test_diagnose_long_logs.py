@@ -52,6 +52,7 @@ def test_required_literals() -> None:
     assert sorted(anchors.required_literals(re.compile(r"(?:oom-killer|Killed process) \d+"))) == [
         "Killed process", "oom-killer"]
     assert anchors.required_literals(re.compile(r"(?i)killed")) is None
+    assert anchors.required_literals(re.compile(r"ab\nKilled")) == ["Killed"]  # raw lines carry prefixes
     assert anchors.required_literals(re.compile(r"\d+\s+\w+")) is None
 
 

@@ -89,7 +89,7 @@ def _sequence(items: list) -> list[str] | None:
     options: list[list[str]] = []
     run: list[str] = []
     for op, value in [*items, (None, None)]:
-        if op is c.LITERAL:
+        if op is c.LITERAL and chr(value) != "\n":  # not across lines: raw lines carry prefixes
             run.append(chr(value))
             continue
         if run:
