@@ -67,11 +67,6 @@ def _marks() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...]]:
     return tuple(kept), tuple(patterns)
 
 
-def marks() -> tuple[str, ...]:
-    """The literals searched for (for tests and the bench)."""
-    return _marks()[0]
-
-
 def required_literals(pattern: re.Pattern[str]) -> list[str] | None:
     """Literals one of which every match of `pattern` contains, or None when none is known
     (case-insensitive parts, no literal of 3 characters or more)."""
