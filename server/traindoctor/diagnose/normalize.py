@@ -58,7 +58,7 @@ _GROUP_BAR = re.compile(r"^(\s*)[|+]-?[+-]*(?:-+ \d+ -+|-+ \.\.\. -+)?\s?")
 class Line(NamedTuple):  # a tuple: a million of them are built per large log
     text: str  # cleaned; relative indentation preserved
     rank: int | None  # from a rank prefix
-    number: int  # 0-based index of the source line it came from
+    number: int  # 0-based index of the line it came from, in the text read (a long log: its failure regions, joined)
     prefixed: bool = False  # a logging prefix or timestamp was stripped: a new log record
 
 
@@ -69,11 +69,16 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+_JSON_OPENING = re.compile(r"\s*\{")
+_ONLY_NEWLINES = re.compile(r"\n*\Z")
+
+
 def unpack_error_file(text: str) -> str:
     """An elastic error file holds the traceback as JSON; return it as text."""
-    stripped = text.strip()
-    if not stripped.startswith("{") or '"message"' not in stripped[:2000]:
+    opening = _JSON_OPENING.match(text)  # not text.strip(): that copies a whole log
+    if opening is None or '"message"' not in text[opening.end() - 1:opening.end() + 1999]:
         return text
+    stripped = text.strip()
     try:
         data = json.loads(stripped)
     except ValueError:
@@ -123,7 +128,19 @@ def _unquote(line: str) -> str:
 
 
 def normalize(text: str) -> list[Line]:
+    """Clean lines of the regions of `text` where a failure can be (anchors.py): the whole
+    of a short log; the lines around tracebacks, known log lines and the tail of a long one.
+    `Line.number` counts the lines of those regions, joined."""
+    from .anchors import regions
+
     text = unpack_error_file(text)
+    found = regions(text)
+    if len(found) > 1 or found and (found[0].start > 0 or not _ONLY_NEWLINES.match(text, found[0].end)):
+        text = "\n".join(text[r.start:r.end] for r in found)
+    return _normalize_lines(text)
+
+
+def _normalize_lines(text: str) -> list[Line]:
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     text = text.replace("\r\n", "\n")
@@ -163,7 +180,7 @@ def normalize(text: str) -> list[Line]:
                     line = line[found.end():]
                     prefixed = True
             first = line.lstrip()[:1]
-            if in_rich or first in _BOX_START:
+            if in_rich or first in BOX_START:
                 converted, in_rich, rich_path = _rich(line.strip(), in_rich, rich_path)
                 lines.extend(Line(c, rank, number) for c in converted)
                 continue
@@ -224,7 +241,7 @@ def _vscode(lines: list[Line]) -> list[Line]:
 
 
 _RANK_BAR = _RICH_BAR
-_BOX_START = ("╭", "╰", _RICH_BAR)
+BOX_START = ("╭", "╰", _RICH_BAR)  # rich's box: anchors.py looks for these too
 _GROUP_START = ("|", "+")
 
 

@@ -13,6 +13,7 @@ traceback supplies the exception and location.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,9 +76,15 @@ def exception_text(block: Block) -> str:
     return f"{exc.type}: {exc.message[:_MAX_EXCEPTION_TEXT]}"
 
 
+@functools.cache
+def _exception_signatures() -> tuple[Signature, ...]:
+    """Computed once: a log dense with tracebacks classifies tens of thousands of chains."""
+    return exception_signatures()
+
+
 def classify_chain(chain: Chain) -> Candidate:
     best: Candidate | None = None
-    signatures = exception_signatures()
+    signatures = _exception_signatures()
     context = "\n".join(f"{f.path} {f.function} {f.code or ''}" for f in chain.frames)
     for block in chain.blocks:
         if block.exception is None:
@@ -114,6 +121,8 @@ def scan_log(lines: list[Line], joined: str, offsets: list[int]) -> list[Candida
 
 
 _ROOT = "Root Cause (first observed failure)"
+_FAILURES = "Failures:"
+ELASTIC_MARKS = (_ROOT, _FAILURES)  # torchrun's failure table starts at one of these
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 
 
@@ -129,7 +138,7 @@ def elastic_summary(lines: list[Line]) -> ElasticSummary | None:
             section, current, found_any = "root", None, True
             summary.root_section = (index, len(lines))
             continue
-        if text.strip() == "Failures:":
+        if text.strip() == _FAILURES:
             section, current, found_any = "failures", None, True
             continue
         if not section:
