@@ -47,9 +47,11 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
 
 
 @functools.cache
-def _handler_names(visitor_type: type) -> tuple[str, ...]:
-    """visit_/leave_ methods the visitor's own classes define (libcst's base
-    classes define a no-op for every node type; calling those is waste)."""
+def _handlers(visitor_type: type) -> tuple[tuple[str, bool, Handler], ...]:
+    """(node class name, is a visit_ handler, function) for the visit_/leave_
+    methods the visitor's own classes define (libcst's base classes define a
+    no-op for every node type; calling those is waste). A handler set to None
+    by a subclass is switched off."""
     names = set()
     for klass in visitor_type.__mro__:
         if klass.__module__.startswith("libcst"):
@@ -58,7 +60,18 @@ def _handler_names(visitor_type: type) -> tuple[str, ...]:
             name for name in vars(klass)
             if (name.startswith("visit_") or name.startswith("leave_")) and name.count("_") == 1
         )
-    return tuple(sorted(names))
+    found = []
+    for name in sorted(names):
+        function = getattr(visitor_type, name)
+        if function is not None:
+            found.append((name[6:], name[0] == "v", function))
+    return tuple(found)
+
+
+@functools.cache
+def handled_types(visitor_type: type) -> frozenset[str]:
+    """Class names of the nodes the visitor has a visit_ or leave_ handler for."""
+    return frozenset(type_name for type_name, _, _ in _handlers(visitor_type))
 
 
 _NOT_A_NODE, _LEAF, _NODE = 0, 1, 2
@@ -79,16 +92,17 @@ def walk(
     visitors: Sequence[object],
     enter: Callable[[cst.CSTNode], None],
     leave: Callable[[cst.CSTNode], None],
+    seen: set[str] | None = None,
 ) -> None:
+    """Visit every node under `root`; `seen`, when given, receives the class
+    names of the nodes visited (what the engine skips rules by)."""
     visit_table: dict[str, list[Handler]] = {}
     leave_table: dict[str, list[Handler]] = {}
     for visitor in visitors:
-        for name in _handler_names(type(visitor)):
-            handler = getattr(visitor, name)
-            if handler is None:  # switched off by a subclass
-                continue
-            table = visit_table if name[0] == "v" else leave_table
-            table.setdefault(name[6:], []).append(handler)
+        for type_name, is_visit, function in _handlers(type(visitor)):
+            table = visit_table if is_visit else leave_table
+            table.setdefault(type_name, []).append(function.__get__(visitor))
+    seen_add = seen.add if seen is not None else None
 
     kind = _kind
     sequence_types = (tuple, list)
@@ -96,6 +110,8 @@ def walk(
     def visit(node: cst.CSTNode) -> None:
         node_type = type(node)
         type_name = node_type.__name__
+        if seen_add is not None:
+            seen_add(type_name)
         enter(node)
         handlers = visit_table.get(type_name)
         if handlers:
@@ -117,6 +133,7 @@ def walk(
         leave(node)
 
     visit(root)
+    del visit  # the closure refers to itself: break the cycle so the memory goes without the collector
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
