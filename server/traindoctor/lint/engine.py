@@ -78,6 +78,9 @@ class ReportSink:
         self.reports.append(_Report(code, node, message, fix, related))
 
 
+_NONE: frozenset[int] = frozenset()
+
+
 class _ParsedBlock:
     """One block's parse tree and what is derived from it, each cached under
     the key of what it depends on besides the text."""
@@ -134,7 +137,7 @@ class _ParsedBlock:
                 if rule.applies_to(analysis):
                     visiting.append((rule, key))
                 else:
-                    cache[rule.CODE] = (key, [], frozenset())
+                    cache[rule.CODE] = (key, [], _NONE)
             if visiting:
                 sinks = [ReportSink() for _ in visiting]
                 walk = WalkState(model.names)
@@ -143,11 +146,17 @@ class _ParsedBlock:
                 walk_tree(self.module, visitors, walk.enter, walk.leave)
                 for (rule, key), sink in zip(visiting, sinks):
                     reports = sink.reports
-                    foreign = frozenset(id(n) for r in reports for n in _report_nodes(r) if id(n) in owners)
+                    foreign = frozenset(id(n) for r in reports for n in _report_nodes(r) if id(n) in owners) \
+                        if reports else _NONE
                     cache[rule.CODE] = (key, reports, foreign)
             if runs is not None:
                 runs.extend(rule.CODE for rule, _ in stale)
-        return [report for rule in rules for report in cache[rule.CODE][1]]
+        found: list[_Report] = []
+        for rule in rules:
+            reports = cache[rule.CODE][1]
+            if reports:
+                found.extend(reports)
+        return found
 
 class LintCache:
     """Parsed blocks of one document, reused across edits. Keep one per open

@@ -149,9 +149,14 @@ class Rule(cst.BatchableCSTVisitor):
 
 
 @functools.cache
+def types_besides_module(rule: type[Rule]) -> frozenset[str]:
+    """Node types the rule handles, its block-level (Module) hook left out."""
+    return handled_types(rule) - {"Module"}
+
+
+@functools.cache
 def _trigger_types(rule: type[Rule]) -> frozenset[str]:
-    types = handled_types(rule)
-    return types - {"Module"} if rule.MODULE_HOOK_JUDGES_VISITS else types
+    return types_besides_module(rule) if rule.MODULE_HOOK_JUDGES_VISITS else handled_types(rule)
 
 
 @dataclass

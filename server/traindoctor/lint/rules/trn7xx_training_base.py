@@ -6,8 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.training import Routine, Training
-from ..rule import Rule
-from ..walk import handled_types
+from ..rule import Rule, types_besides_module
 
 
 class RoutineRule(Rule):
@@ -19,7 +18,7 @@ class RoutineRule(Rule):
     def applies_to(cls, analysis) -> bool:
         """Its leave_Module judges the block's module-level routine, which only exists
         when that code has training events or loops."""
-        return not (handled_types(cls) - {"Module"}).isdisjoint(analysis.node_types) or \
+        return not types_besides_module(cls).isdisjoint(analysis.node_types) or \
             Training.block_routine(analysis) is not None
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
