@@ -87,6 +87,25 @@ def _kind(value_type: type) -> int:
 Handler = Callable[[cst.CSTNode], object]
 
 
+class _IsNode(dict):
+    """type -> is it a node the walk enters (a dict: a lookup per child is the hot path)."""
+
+    def __missing__(self, value_type: type) -> bool:
+        self[value_type] = found = _kind(value_type) is _NODE
+        return found
+
+
+class _Fields(dict):
+    """node type -> its child fields (see _child_fields)."""
+
+    def __missing__(self, node_type: type) -> tuple[str, ...]:
+        self[node_type] = found = _child_fields(node_type)
+        return found
+
+
+_IS_NODE, _FIELDS = _IsNode(), _Fields()
+
+
 def walk(
     root: cst.CSTNode,
     visitors: Sequence[object],
@@ -104,7 +123,7 @@ def walk(
             table.setdefault(type_name, []).append(function.__get__(visitor))
     seen_add = seen.add if seen is not None else None
 
-    kind = _kind
+    is_node, fields_of = _IS_NODE, _FIELDS
     sequence_types = (tuple, list)
 
     def visit(node: cst.CSTNode) -> None:
@@ -117,14 +136,14 @@ def walk(
         if handlers:
             for handler in handlers:
                 handler(node)
-        for field in _child_fields(node_type):
+        for field in fields_of[node_type]:
             value = getattr(node, field)
             value_type = type(value)
             if value_type in sequence_types:
                 for item in value:
-                    if kind(type(item)) is _NODE:
+                    if is_node[type(item)]:
                         visit(item)
-            elif kind(value_type) is _NODE:
+            elif is_node[value_type]:
                 visit(value)
         handlers = leave_table.get(type_name)
         if handlers:
@@ -139,11 +158,12 @@ def walk(
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The direct children of `node` that rules look at (cheap: no libcst `.children`)."""
     children: list[cst.CSTNode] = []
-    for field in _child_fields(type(node)):
+    is_node = _IS_NODE
+    for field in _FIELDS[type(node)]:
         value = getattr(node, field)
         if type(value) in (tuple, list):
-            children.extend(item for item in value if _kind(type(item)) is _NODE)
-        elif _kind(type(value)) is _NODE:
+            children.extend(item for item in value if is_node[type(item)])
+        elif is_node[type(value)]:
             children.append(value)
     return children
 
@@ -153,15 +173,15 @@ def iter_nodes(root: cst.CSTNode):
     whitespace and punctuation: a cheap replacement for a libcst visitor in
     rules that look inside one expression."""
     stack = [root]
-    kind = _kind
+    is_node, fields_of = _IS_NODE, _FIELDS
     while stack:
         node = stack.pop()
         yield node
         children = []
-        for field in _child_fields(type(node)):
+        for field in fields_of[type(node)]:
             value = getattr(node, field)
             if type(value) in (tuple, list):
-                children.extend(item for item in value if kind(type(item)) is _NODE)
-            elif kind(type(value)) is _NODE:
+                children.extend(item for item in value if is_node[type(item)])
+            elif is_node[type(value)]:
                 children.append(value)
         stack.extend(reversed(children))
