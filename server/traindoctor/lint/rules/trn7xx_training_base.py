@@ -19,7 +19,7 @@ class RoutineRule(Rule):
         """Its leave_Module judges the block's module-level routine, which only exists
         when that code has training events or loops."""
         return not types_besides_module(cls).isdisjoint(analysis.node_types) or \
-            Training.block_routine(analysis) is not None
+            (bool(analysis.facts.training) and Training.block_routine(analysis) is not None)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         routine = self.model.training.routine_at(node)
