@@ -158,6 +158,7 @@ class _ParsedBlock:
                 found.extend(reports)
         return found
 
+
 class LintCache:
     """Parsed blocks of one document, reused across edits. Keep one per open
     document; not thread-safe (lint one version of a document at a time)."""
