@@ -152,7 +152,8 @@ def walk(
         leave(node)
 
     visit(root)
-    del visit  # the closure refers to itself: break the cycle so the memory goes without the collector
+    # The closure refers to itself: break the cycle, so its memory goes without the collector.
+    visit = None  # type: ignore[assignment]
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
