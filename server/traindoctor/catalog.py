@@ -42,6 +42,10 @@ _CODE_GROUP_MODES = {
     "7": {"silent-error"},
 }
 
+# libyaml's parser where PyYAML was built with it: ten times faster than the pure-Python
+# one, which spent ~0.2 s of every `check` loading rules/.
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 class CatalogError(ValueError):
     """A rule file that does not follow the schema."""
@@ -114,7 +118,7 @@ def rules_dir() -> Path:
 
 def _parse_rule(path: Path) -> RuleInfo:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise CatalogError(f"{path.name}: invalid YAML: {exc}") from None
     if not isinstance(data, dict):

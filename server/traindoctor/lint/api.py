@@ -10,7 +10,7 @@ from typing import Iterable
 from ..config import Config, load_config
 from ..model import Finding, Position, Range, TextEdit
 from .blocks import SourceSyntaxError, source_lines
-from .engine import LintCache, LintError, ignores_file, lint_blocks
+from .engine import LintCache, LintError, collector_paused, ignores_file, lint_blocks
 
 # Larger files are generated code or data, not training scripts; parsing them
 # would stall the editor.
@@ -44,7 +44,8 @@ def lint_source(
     if not _might_have_findings(source) or ignores_file(source):
         return LintResult(path)
     try:
-        findings = lint_blocks(source, path, config, cache or LintCache())
+        with collector_paused():
+            findings = lint_blocks(source, path, config, cache or LintCache())
     except SourceSyntaxError as exc:
         where = f" at line {exc.line}" if exc.line else ""
         return LintResult(path, error=f"syntax error{where}: {exc}")

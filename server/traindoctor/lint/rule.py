@@ -7,6 +7,7 @@ examples live in its YAML entry: the tests run them and the docs show them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 
@@ -14,6 +15,7 @@ import libcst as cst
 
 from ..catalog import RuleInfo, get_rule
 from .context import WalkState
+from .walk import handled_types
 
 if TYPE_CHECKING:
     from .analysis.collect import BlockAnalysis
@@ -87,6 +89,9 @@ class Rule(cst.BatchableCSTVisitor):
 
     CODE: ClassVar[str]
     READS: ClassVar[tuple[str, ...]] = ()
+    # True when the rule's visit_Module/leave_Module only judges what its other
+    # handlers gathered, so that a block without their node types cannot be reported.
+    MODULE_HOOK_JUDGES_VISITS: ClassVar[bool] = False
 
     def __init__(self, context: "RuleContext", sink: "ReportSink") -> None:
         super().__init__()
@@ -96,6 +101,13 @@ class Rule(cst.BatchableCSTVisitor):
         self.values = context.values
         self.analysis = context.analysis
         self._sink = sink
+
+    @classmethod
+    def applies_to(cls, analysis: "BlockAnalysis") -> bool:
+        """Can the rule report anything on this block? Not when it has no handler for
+        any node type in it (every block is a Module: a Module hook always counts,
+        unless MODULE_HOOK_JUDGES_VISITS). The engine then skips the rule's traversal."""
+        return not _trigger_types(cls).isdisjoint(analysis.node_types)
 
     @classmethod
     def info(cls) -> RuleInfo:
@@ -134,6 +146,17 @@ class Rule(cst.BatchableCSTVisitor):
     ) -> None:
         """Flag `node` (its exact range). `message` defaults to the catalog's."""
         self._sink.add(self.CODE, node, message, fix, tuple(related))
+
+
+@functools.cache
+def types_besides_module(rule: type[Rule]) -> frozenset[str]:
+    """Node types the rule handles, its block-level (Module) hook left out."""
+    return handled_types(rule) - {"Module"}
+
+
+@functools.cache
+def _trigger_types(rule: type[Rule]) -> frozenset[str]:
+    return types_besides_module(rule) if rule.MODULE_HOOK_JUDGES_VISITS else handled_types(rule)
 
 
 @dataclass

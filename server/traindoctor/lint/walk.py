@@ -47,9 +47,11 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
 
 
 @functools.cache
-def _handler_names(visitor_type: type) -> tuple[str, ...]:
-    """visit_/leave_ methods the visitor's own classes define (libcst's base
-    classes define a no-op for every node type; calling those is waste)."""
+def _handlers(visitor_type: type) -> tuple[tuple[str, bool, Handler], ...]:
+    """(node class name, is a visit_ handler, function) for the visit_/leave_
+    methods the visitor's own classes define (libcst's base classes define a
+    no-op for every node type; calling those is waste). A handler set to None
+    by a subclass is switched off."""
     names = set()
     for klass in visitor_type.__mro__:
         if klass.__module__.startswith("libcst"):
@@ -58,7 +60,18 @@ def _handler_names(visitor_type: type) -> tuple[str, ...]:
             name for name in vars(klass)
             if (name.startswith("visit_") or name.startswith("leave_")) and name.count("_") == 1
         )
-    return tuple(sorted(names))
+    found = []
+    for name in sorted(names):
+        function = getattr(visitor_type, name)
+        if function is not None:
+            found.append((name[6:], name[0] == "v", function))
+    return tuple(found)
+
+
+@functools.cache
+def handled_types(visitor_type: type) -> frozenset[str]:
+    """Class names of the nodes the visitor has a visit_ or leave_ handler for."""
+    return frozenset(type_name for type_name, _, _ in _handlers(visitor_type))
 
 
 _NOT_A_NODE, _LEAF, _NODE = 0, 1, 2
@@ -74,41 +87,63 @@ def _kind(value_type: type) -> int:
 Handler = Callable[[cst.CSTNode], object]
 
 
+class _IsNode(dict):
+    """type -> is it a node the walk enters (a dict: a lookup per child is the hot path)."""
+
+    def __missing__(self, value_type: type) -> bool:
+        self[value_type] = found = _kind(value_type) is _NODE
+        return found
+
+
+class _Fields(dict):
+    """node type -> its child fields (see _child_fields)."""
+
+    def __missing__(self, node_type: type) -> tuple[str, ...]:
+        self[node_type] = found = _child_fields(node_type)
+        return found
+
+
+_IS_NODE, _FIELDS = _IsNode(), _Fields()
+
+
 def walk(
     root: cst.CSTNode,
     visitors: Sequence[object],
     enter: Callable[[cst.CSTNode], None],
     leave: Callable[[cst.CSTNode], None],
+    seen: set[str] | None = None,
 ) -> None:
+    """Visit every node under `root`; `seen`, when given, receives the class
+    names of the nodes visited (what the engine skips rules by)."""
     visit_table: dict[str, list[Handler]] = {}
     leave_table: dict[str, list[Handler]] = {}
     for visitor in visitors:
-        for name in _handler_names(type(visitor)):
-            handler = getattr(visitor, name)
-            if handler is None:  # switched off by a subclass
-                continue
-            table = visit_table if name[0] == "v" else leave_table
-            table.setdefault(name[6:], []).append(handler)
+        for type_name, is_visit, function in _handlers(type(visitor)):
+            table = visit_table if is_visit else leave_table
+            table.setdefault(type_name, []).append(function.__get__(visitor))
+    seen_add = seen.add if seen is not None else None
 
-    kind = _kind
+    is_node, fields_of = _IS_NODE, _FIELDS
     sequence_types = (tuple, list)
 
     def visit(node: cst.CSTNode) -> None:
         node_type = type(node)
         type_name = node_type.__name__
+        if seen_add is not None:
+            seen_add(type_name)
         enter(node)
         handlers = visit_table.get(type_name)
         if handlers:
             for handler in handlers:
                 handler(node)
-        for field in _child_fields(node_type):
+        for field in fields_of[node_type]:
             value = getattr(node, field)
             value_type = type(value)
             if value_type in sequence_types:
                 for item in value:
-                    if kind(type(item)) is _NODE:
+                    if is_node[type(item)]:
                         visit(item)
-            elif kind(value_type) is _NODE:
+            elif is_node[value_type]:
                 visit(value)
         handlers = leave_table.get(type_name)
         if handlers:
@@ -117,16 +152,19 @@ def walk(
         leave(node)
 
     visit(root)
+    # The closure refers to itself: break the cycle, so its memory goes without the collector.
+    visit = None  # type: ignore[assignment]
 
 
 def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The direct children of `node` that rules look at (cheap: no libcst `.children`)."""
     children: list[cst.CSTNode] = []
-    for field in _child_fields(type(node)):
+    is_node = _IS_NODE
+    for field in _FIELDS[type(node)]:
         value = getattr(node, field)
         if type(value) in (tuple, list):
-            children.extend(item for item in value if _kind(type(item)) is _NODE)
-        elif _kind(type(value)) is _NODE:
+            children.extend(item for item in value if is_node[type(item)])
+        elif is_node[type(value)]:
             children.append(value)
     return children
 
@@ -136,15 +174,15 @@ def iter_nodes(root: cst.CSTNode):
     whitespace and punctuation: a cheap replacement for a libcst visitor in
     rules that look inside one expression."""
     stack = [root]
-    kind = _kind
+    is_node, fields_of = _IS_NODE, _FIELDS
     while stack:
         node = stack.pop()
         yield node
         children = []
-        for field in _child_fields(type(node)):
+        for field in fields_of[type(node)]:
             value = getattr(node, field)
             if type(value) in (tuple, list):
-                children.extend(item for item in value if kind(type(item)) is _NODE)
-            elif kind(type(value)) is _NODE:
+                children.extend(item for item in value if is_node[type(item)])
+            elif is_node[type(value)]:
                 children.append(value)
         stack.extend(reversed(children))

@@ -93,7 +93,9 @@ class BlockAnalysis:
         # and comment lines before it (which change when a neighbour is inserted).
         self.text = _without_leading_lines(text) if text is not None else None
         collector = (_Collector if _may_pad(text) else _CollectorWithoutPadding)(self, names)
-        walk(module, [collector], collector.walk.enter, collector.walk.leave)
+        seen: set[str] = set()
+        walk(module, [collector], collector.walk.enter, collector.walk.leave, seen)
+        self.node_types = frozenset(seen)  # class names of the block's nodes: rules without a handler for any are skipped
         collector.finish(module)
         collector.lists["training"] = list(training_facts(module, names, text))
         self.facts = collector.result()

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from ...catalog import rules_dir
+from ...catalog import SAFE_LOADER, rules_dir
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def _compiled(text: str) -> re.Pattern[str]:
 def vocab() -> Vocab:
     data: dict[str, Any] = {}
     for path in sorted((rules_dir() / "vocab").glob("*.yaml")):
-        part = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        part = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER) or {}
         clash = data.keys() & part.keys()
         if clash:
             raise ValueError(f"{path.name} redefines vocabulary keys {sorted(clash)}")

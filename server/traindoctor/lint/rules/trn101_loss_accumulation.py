@@ -25,6 +25,7 @@ _NUMBER_FUNCTIONS = {"print", "float", "int", "round", "str", "format", "abs", "
 class LossAccumulationKeepsGraph(Rule):
     CODE = "TRN101"
     READS = ("names", "objects", "classes", "functions", "calls", "globals")
+    MODULE_HOOK_JUDGES_VISITS = True  # leave_Module judges the sites the visits collected
 
     def __init__(self, *args) -> None:
         super().__init__(*args)

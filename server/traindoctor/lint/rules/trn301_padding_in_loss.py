@@ -24,6 +24,7 @@ from ..rule import FixSpec, Related, Replace, Rule
 class PaddingInLoss(Rule):
     CODE = "TRN301"
     READS = ("names", "objects", "padding", "constants", "layout")
+    MODULE_HOOK_JUDGES_VISITS = True  # leave_Module judges the sites the visits collected
 
     def __init__(self, *args) -> None:
         super().__init__(*args)

@@ -6,13 +6,20 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.training import Routine, Training
-from ..rule import Rule
+from ..rule import Rule, types_besides_module
 
 
 class RoutineRule(Rule):
     """Calls `check(routine)` for every function and for the block's module-level code."""
 
     READS: tuple[str, ...] = ("names", "training")
+
+    @classmethod
+    def applies_to(cls, analysis) -> bool:
+        """Its leave_Module judges the block's module-level routine, which only exists
+        when that code has training events or loops."""
+        return not types_besides_module(cls).isdisjoint(analysis.node_types) or \
+            (bool(analysis.facts.training) and Training.block_routine(analysis) is not None)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         routine = self.model.training.routine_at(node)
