@@ -78,7 +78,8 @@ def enrich_live(live: Live) -> None:
             line += f", {human_size(int(cuda.get('free', 0)))} free of {human_size(int(cuda['total']))}"
         live.evidence.append(line + ".")
         if model_known:
-            live.evidence.append(f"Activations and other tensors: about {human_size(max(left, 0))} of the allocated memory.")
+            live.evidence.append(f"Activations and other tensors: about {human_size(max(left, 0))} "
+                                 "of the allocated memory.")
     summary = live.probes.get("cuda_memory_summary")
     if summary and summary.ok and summary.value:
         memory["summary"] = summary.value

@@ -50,7 +50,8 @@ def enrich_live(live: Live) -> None:
     if request:
         parts.append(f"requested {human_size(int(request.group(1)))}")
     if host.get("MemAvailable") is not None:
-        parts.append(f"{human_size(int(host['MemAvailable']))} available of {human_size(int(host.get('MemTotal') or 0))}")
+        available, total = int(host["MemAvailable"]), int(host.get("MemTotal") or 0)
+        parts.append(f"{human_size(available)} available of {human_size(total)}")
     if process.get("VmRSS") is not None:
         parts.append(f"this process uses {human_size(int(process['VmRSS']))}")
     if parts:

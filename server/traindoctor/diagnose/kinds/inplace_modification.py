@@ -51,4 +51,5 @@ def enrich_live(live: Live) -> None:
         live.evidence.append(f"Tensor {describe(t)} is at version {t.version} (modified in place).")
     if suspects:
         names = ", ".join(f"`{t.name}`" for t in suspects[:3])
-        live.notes.append(f"modified in place after autograd saved it: {names} (version {version}, expected {expected}).")
+        live.notes.append(f"modified in place after autograd saved it: {names} "
+                          f"(version {version}, expected {expected}).")
