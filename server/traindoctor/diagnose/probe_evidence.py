@@ -14,7 +14,7 @@ from typing import Any
 
 from ..model import Diagnosis, Probes, TensorSummary
 from .extract import human_size
-from .kinds import FALLBACK, Live, hook
+from .kinds import FALLBACK, Live, hook, recognised_live
 
 MAX_LISTED = 6
 
@@ -33,7 +33,6 @@ def gather(kind: str, message: str, probes: Probes, known_evidence: list[str] | 
     _environment(probes, live)
     kinds = [kind]
     if kind == FALLBACK:
-        from .kinds import recognised_live
         from .signatures import load_signatures
 
         claimed = recognised_live(probes)
