@@ -22,9 +22,11 @@ before the failure), "ranks" (rank -> what it was doing), "root_cause_rank",
 "timed_out_ranks", "memory_bytes" (OOM sizes in bytes), "state_dict" (missing /
 unexpected / size-mismatched keys), "inner_kind" (a worker error's own kind),
 "line_to_change" (the correlated lint finding), "raise_location",
-"live_cuda_memory" and "live_env" (from probes), "internal_error".
+"internal_error"; with probes: "probes" (what they read), "live_cuda_memory",
+"live_env", "worker", "memory" (an OOM's arithmetic).
 
-Knowledge (patterns, templates, fixes) lives in rules/signatures/*.yaml.
+Knowledge (patterns, templates, fixes) lives in rules/signatures/*.yaml; what a kind
+needs beyond data, in its hooks module under diagnose/kinds/ (see kinds/__init__.py).
 """
 
 from .engine import diagnose_text

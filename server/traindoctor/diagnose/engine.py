@@ -14,9 +14,11 @@ from typing import Any
 from ..model import Diagnosis, ExceptionInfo, FixSuggestion, Frame, Hypothesis, Probes
 from .calibration import calibrated
 from .correlate import correlate as correlate_findings
-from .extract import derive, human_size
+from .extract import derive
+from .kinds import FALLBACK, Failure, hook, one_line, recognised_live
 from .normalize import Line, decode, normalize
 from .parse import Block, Chain, parse_chains
+from .probe_evidence import gather, with_notes
 from .select import PROGRESS as _PROGRESS
 from .select import Candidate, Selection, deepest_user_frame, exception_text, select
 
@@ -27,13 +29,14 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
     """Diagnose a traceback or training log. Never raises: unreadable or
     unrecognised input gives kind "other" with low confidence.
 
-    `probes` (from a live debugger, may be None) enrich the result:
-    tensors with NaN/Inf counts become evidence (and turn an unrecognised
-    failure into nan-inf), a `cuda_memory` probe's value, or the `env` probe's
-    "cuda_memory" entry (a dict of byte counts: allocated, reserved, free, total)
-    becomes evidence, the `env` probe's value goes to details["live_env"],
-    `probes.frame` is the location when the text has no user frame, and
-    `probes.rank` the rank when the text does not say.
+    `probes` (from a live debugger, may be None) enrich the result in one pass
+    (probe_evidence.gather): tensors with NaN/Inf counts, the CUDA memory (a
+    `cuda_memory` probe, or the `env` probe's "cuda_memory" entry) and what the
+    kind's `enrich_live` hook finds become evidence and root-cause notes; the
+    `env` probe's value goes to details["live_env"], all probes to
+    details["probes"]. A kind's `recognise_live` hook may name an unrecognised
+    failure (NaN tensors make it nan-inf). `probes.frame` is the location when
+    the text has no user frame, and `probes.rank` the rank.
     """
     try:
         if isinstance(text, (bytes, bytearray)):
@@ -43,7 +46,7 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
         return _diagnose(text, probes, correlate, Path(base_dir) if base_dir else Path.cwd())
     except Exception as exc:  # the promise is "never raises": report, do not crash the caller
         return Diagnosis(
-            kind="other", mode="crash", title="Could not analyse the input",
+            kind=FALLBACK, mode="crash", title="Could not analyse the input",
             root_cause=f"traindoctor failed while reading this log ({type(exc).__name__}: {exc}).",
             evidence=(), fixes=(), confidence=0.0, location=None, frames=(), exception=None,
             details={"internal_error": f"{type(exc).__name__}: {exc}"},
@@ -55,11 +58,12 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     chains = parse_chains(lines)
     selection = select(lines, chains)
     candidate = selection.candidate
-    if probes is not None and candidate.signature.kind == "other" and _nan_tensors(probes):
+    claimed = recognised_live(probes) if probes is not None and candidate.signature.kind == FALLBACK else None
+    if claimed:
         from .signatures import load_signatures
 
-        nan = next(s for s in load_signatures() if s.id == "nan-value-error")
-        candidate = Candidate(nan, {}, candidate.chain, candidate.block, rank=candidate.rank)
+        signature = next(s for s in load_signatures() if s.id == claimed)
+        candidate = Candidate(signature, {}, candidate.chain, candidate.block, rank=candidate.rank)
     signature = candidate.signature
     chain, block = candidate.chain, candidate.block
     exception = block.exception if block is not None else None
@@ -75,32 +79,39 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     details: dict[str, Any] = {"signature": signature.id}
     evidence: list[str] = []
     if exception is not None:
-        evidence.append(_one_line(exception))
+        evidence.append(one_line(exception))
     evidence.extend(e for e in candidate.evidence if e not in evidence)
 
     rank = candidate.rank if candidate.rank is not None else selection.root_rank
     if rank is None and probes is not None:
         rank = probes.rank
     _common_facts(facts, exception, location, rank)
-    location, rank = _kind_facts(signature.kind, signature.id, facts, details, evidence, chain, block, chains,
-                                 lines, selection, location, rank)
-    _code_facts(signature.kind, facts, evidence, frames, chains, base_dir)
+    refine = hook(signature.kind, "refine")
+    if refine is not None:
+        failure = Failure(signature, facts, details, evidence, chain, block, chains, lines, selection, base_dir,
+                          location, rank)
+        refine(failure)
+        location, rank = failure.location, failure.rank
     if location is None and probes is not None and probes.frame is not None:
         location = probes.frame
         facts.setdefault("location_site", f"{location.path}:{location.line}")
+    live = None
     if probes is not None:
-        _probe_evidence(probes, evidence, details)
+        live = gather(signature.kind, exception.message if exception is not None else "", probes, evidence)
+        details.update(live.details)
+        if probes.rank is not None:
+            rank = probes.rank  # the live process knows its rank
     if location is not None:
         evidence.append(f"{location.path}:{location.line} in {location.function}"
                         + (f": {location.code}" if location.code else ""))
 
     title = signature.title_for(facts)
-    root_cause = signature.root_cause_for(facts)
+    root_cause = with_notes(signature.root_cause_for(facts), live.notes if live is not None else [])
     fixes = [FixSuggestion(t, d) for t, d in signature.fixes_for(facts)]
     # A worker error of a known kind: its own fixes follow the worker ones.
     fixes.extend(FixSuggestion(t, d) for t, d in details.pop("inner_fixes", [])[:2])
     confidence = _confidence(signature, exception, location, chain)
-    if signature.kind == "other" and exception is None:
+    if signature.kind == FALLBACK and exception is None:
         confidence = 0.05
 
     related = ()
@@ -118,6 +129,9 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
                 f"{_shown(first.path, base_dir)}:{first.range.start.line + 1}: {first.message}"))
             details["line_to_change"] = {"path": first.path, "line": first.range.start.line + 1,
                                          "code": first.code, "fix": first.fix.title if first.fix else None}
+
+    if live is not None:
+        evidence.extend(live.evidence)  # after the location and the lint findings, as the fronts list them
 
     from .environment import environment_from_log
 
@@ -182,13 +196,13 @@ def _hypotheses(primary: tuple, signature, facts: dict[str, Any], exc_text: str,
             add(raw * weight, kind, template.render(facts)[0], (), kind_fixes(kind))
     if exc_text:
         for other in exception_signatures():
-            if other.kind in (signature.kind, "other") or other.context:
+            if other.kind in (signature.kind, FALLBACK) or other.context:
                 continue
             found = other.match(exc_text)
             if found is not None:
                 add(other.confidence * 0.5, other.kind, other.title_for(found), (), kind_fixes(other.kind))
     for candidate in selection.candidates:
-        if candidate is winner or candidate.signature.kind in ("other", signature.kind) or candidate.signature.symptom:
+        if candidate is winner or candidate.signature.kind in (FALLBACK, signature.kind) or candidate.signature.symptom:
             continue
         evidence = tuple(candidate.evidence[:2])
         add(candidate.signature.confidence * (0.3 if candidate.handled else 0.45), candidate.signature.kind,
@@ -203,13 +217,6 @@ def _shown(path: str, base_dir: Path) -> str:
         return str(Path(path).resolve().relative_to(base_dir.resolve()))
     except (ValueError, OSError):
         return path
-
-
-def _one_line(exc: ExceptionInfo) -> str:
-    message = " ".join(exc.message.split())
-    if len(message) > 300:
-        message = message[:297] + "..."
-    return f"{exc.type}: {message}" if message else exc.type
 
 
 def _location(chain: Chain | None, block: Block | None) -> Frame | None:
@@ -236,110 +243,9 @@ def _common_facts(facts: dict[str, Any], exception: ExceptionInfo | None, locati
         facts.setdefault("rank", rank)
 
 
-def _kind_facts(kind: str, signature_id: str, facts: dict[str, Any], details: dict[str, Any], evidence: list[str],
-                chain: Chain | None, block: Block | None, chains: list[Chain], lines: list[Line],
-                selection: Selection, location: Frame | None, rank: int | None) -> tuple[Frame | None, int | None]:
-    """Facts that need more than one exception's text; may move the location or clear the rank."""
-    if kind == "dataloader-worker" and chain is not None and block is not None:
-        index = chain.blocks.index(block)
-        inner = next((b for b in chain.blocks[index + 1:] if b.relation == "original"), None)
-        if inner is not None and inner.exception is not None:
-            facts["inner_exception"] = _one_line(inner.exception)
-            site = deepest_user_frame(inner.frames)
-            if site is not None:
-                facts["inner_site"] = f"{site.path}:{site.line}"
-            from .select import classify_chain
-
-            inner_match = classify_chain(Chain((inner,)))
-            if inner_match.signature.kind != "other":
-                details["inner_kind"] = inner_match.signature.kind
-                inner_facts = dict(inner_match.facts)
-                inner_facts.update(derive(inner_match.signature.kind, inner_facts, exception_text(inner)))
-                details["inner_fixes"] = inner_match.signature.fixes_for(inner_facts)
-            evidence.append(facts["inner_exception"])
-    elif kind == "nan-inf":
-        for other in chains:
-            first = other.blocks[0]
-            if "Traceback of forward call" in first.intro:
-                frame = deepest_user_frame(first.frames)
-                if frame is not None:
-                    facts["forward_site"] = f"{frame.path}:{frame.line}"
-                    facts["forward_code"] = frame.code or ""
-                    evidence.append(f"forward call that produced it: {frame.path}:{frame.line}"
-                                    + (f": {frame.code}" if frame.code else ""))
-                    if location is not None:
-                        details["raise_location"] = {"path": location.path, "line": location.line}
-                    location = frame  # the line to change is the forward op, not loss.backward()
-    elif signature_id == "distributed-rank-failure":
-        elastic = selection.elastic
-        if elastic is not None and elastic.root is not None:
-            facts.setdefault("rank", elastic.root.rank)
-            if elastic.root.exitcode is not None:
-                facts["exitcode"] = elastic.root.exitcode
-        if block is not None and block.exception is not None:
-            facts["rank_exception"] = _one_line(block.exception)
-        if location is not None:
-            facts["rank_site"] = f"{location.path}:{location.line}"
-        others = [f"rank {r}: {note}" for r, note in selection.rank_notes.items() if r != facts.get("rank")]
-        if others:
-            facts["others"] = "; ".join(others)
-    elif signature_id == "distributed-nccl-timeout":
-        timed_out = sorted({l.rank for l in lines if l.rank is not None and "Watchdog caught" in l.text})
-        if timed_out:
-            facts["timed_out_ranks"] = ", ".join(map(str, timed_out))
-            details["timed_out_ranks"] = timed_out
-            if len(timed_out) > 1:
-                rank = None  # every rank timed out: none of them is the culprit
-    elif kind == "device-side-assert":
-        for line in lines:
-            if "Assertion `" in line.text and "failed" in line.text:
-                evidence.append(line.text.strip()[:300])
-                if len(evidence) > 6:
-                    break
-    elif kind == "checkpoint-mismatch" and "details_keys" in facts:
-        details["state_dict"] = facts.pop("details_keys")
-    if kind == "cuda-oom" and "sizes_bytes" in facts:
-        details["memory_bytes"] = facts.pop("sizes_bytes")
-    return location, rank
-
-
-def _code_facts(kind: str, facts: dict[str, Any], evidence: list[str], frames: tuple[Frame, ...],
-                chains: list[Chain], base_dir: Path) -> None:
-    """Facts from the user's source on the stack, for the fixes that depend on them."""
-    if kind not in ("cuda-oom", "graph-reuse", "inplace-modification", "nan-inf"):
-        return
-    from . import source
-
-    if kind == "nan-inf":
-        forward = [f for c in chains if "Traceback of forward call" in c.blocks[0].intro for f in c.frames]
-        sources = source.user_sources(tuple(frames) + tuple(forward), base_dir)
-        if source.masked_inf(sources, str(facts.get("forward_code") or "")):
-            facts["masked_inf"] = True
-            evidence.append("the logits are masked with -inf: exp(-inf) = 0 and 0 * log(0) = 0 * -inf = NaN")
-        return
-    sources = source.user_sources(frames, base_dir)
-    if kind == "cuda-oom":
-        function = source.eval_function(frames, sources)
-        if function:
-            facts["eval_function"] = function
-            evidence.append(f"the OOM happens in {function}(), an evaluation step that keeps autograd graphs "
-                            "(no torch.no_grad())")
-    elif kind == "graph-reuse":
-        if source.gan_step(frames, sources):
-            facts["gan"] = True
-    elif kind == "inplace-modification":
-        site = source.locate_inplace(str(facts.get("grad_fn") or ""), sources)
-        if site is not None:
-            facts.update(inplace_site=f"{site.path}:{site.line}", inplace_code=site.code, inplace_name=site.name,
-                         producer_line=site.producer_line, producer_code=site.producer_code,
-                         out_of_place=source.out_of_place(site))
-            evidence.append(f"in-place operation: {site.path}:{site.line}: `{site.code}` modifies `{site.name}`, "
-                            f"produced by `{site.producer_code}` (line {site.producer_line})")
-
-
 def _confidence(signature, exception: ExceptionInfo | None, location: Frame | None, chain: Chain | None) -> float:
     confidence = signature.confidence
-    if signature.kind == "other":
+    if signature.kind == FALLBACK:
         return 0.3 if exception is not None else 0.05
     if location is None and signature.location_expected:
         confidence -= 0.1
@@ -352,27 +258,6 @@ def _confidence(signature, exception: ExceptionInfo | None, location: Frame | No
 
 _CUT_TYPE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Fault|Timeout|Group|"
                        r"Killed|Assert\w*|Unsupported|Failed)$|^[a-z_]+$|^[A-Z][a-z]+$")
-
-
-def _nan_tensors(probes: Probes):
-    return [t for t in probes.tensors if (t.nan_count or 0) > 0 or (t.inf_count or 0) > 0]
-
-
-def _probe_evidence(probes: Probes, evidence: list[str], details: dict[str, Any]) -> None:
-    for tensor in _nan_tensors(probes)[:5]:
-        evidence.append(f"live: tensor `{tensor.name}` {list(tensor.shape)} {tensor.dtype} on {tensor.device} has "
-                        f"{tensor.nan_count or 0} NaN and {tensor.inf_count or 0} Inf values")
-    env = probes.get("env")
-    env_value = env.value if env is not None and env.ok and isinstance(env.value, dict) else {}
-    memory = probes.get("cuda_memory")
-    stats = memory.value if memory is not None and memory.ok else env_value.get("cuda_memory")
-    if isinstance(stats, dict):
-        parts = [f"{k} {human_size(v)}" for k, v in stats.items() if isinstance(v, (int, float))]
-        if parts:
-            evidence.append("live CUDA memory: " + ", ".join(parts))
-            details["live_cuda_memory"] = dict(stats)
-    if env_value:
-        details["live_env"] = dict(env_value)
 
 
 def _progress(lines: list[Line], before: int) -> dict[str, int]:

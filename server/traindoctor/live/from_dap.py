@@ -201,13 +201,10 @@ def diagnose_from_dap(
 
 
 def diagnose_probes(text: str, probes: Probes, *, correlate: bool = True, base_dir: Any = None) -> Diagnosis:
-    """The traceback engine's Diagnosis of `text`, enriched with what the probes read."""
+    """The traceback engine's Diagnosis of `text`, with what the probes read (one pass, in the engine)."""
     from ..diagnose import diagnose_text  # one classifier for logs and live stops
 
-    from .enrich import enrich
-
-    diagnosis = diagnose_text(text, probes=probes, correlate=correlate, base_dir=base_dir)
-    return enrich(diagnosis, probes)
+    return diagnose_text(text, probes=probes, correlate=correlate, base_dir=base_dir)
 
 
 def with_process(diagnosis: Diagnosis, process: dict[str, Any]) -> Diagnosis:

@@ -1,12 +1,15 @@
 """Hooks of the `checkpoint-mismatch` kind (rules/signatures/*.yaml with kind: checkpoint-mismatch).
 
-`derive(facts, exception_text)`: facts computed from the ones the signature's regexes extracted.
+`derive`: the missing, unexpected and size-mismatched keys, and the prefix rewrite that maps them.
+`refine`: the key lists go to details["state_dict"].
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from . import Failure
 
 
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -94,3 +97,8 @@ def _prefix_pair(source: str, target: str) -> tuple[str | None, str]:
     old = ".".join(a[:len(a) - common])
     new = ".".join(b[:len(b) - common])
     return (old + "." if old else ""), (new + "." if new else "")
+
+
+def refine(failure: Failure) -> None:
+    if "details_keys" in failure.facts:
+        failure.details["state_dict"] = failure.facts.pop("details_keys")

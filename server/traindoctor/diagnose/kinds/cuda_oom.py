@@ -1,6 +1,8 @@
 """Hooks of the `cuda-oom` kind (rules/signatures/*.yaml with kind: cuda-oom).
 
-`derive(facts, exception_text)`: facts computed from the ones the signature's regexes extracted.
+`derive`: sizes in bytes, fragmentation, memory used by other processes.
+`refine`: the sizes go to details["memory_bytes"]; an evaluation function on the stack without no_grad.
+`enrich_live`: the memory arithmetic (model, optimizer state, activations) from the probes.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..extract import parse_size, human_size
+from . import Failure, Live
 
 
 def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
@@ -44,3 +47,40 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
     out["alloc_conf_name"] = facts.get("alloc_conf_var") or "PYTORCH_CUDA_ALLOC_CONF"
     out["sizes_bytes"] = {k: v for k, v in sizes.items() if v is not None}
     return out
+
+
+def refine(failure: Failure) -> None:
+    if "sizes_bytes" in failure.facts:
+        failure.details["memory_bytes"] = failure.facts.pop("sizes_bytes")
+    from .. import source
+
+    function = source.eval_function(failure.frames, source.user_sources(failure.frames, failure.base_dir))
+    if function:
+        failure.facts["eval_function"] = function
+        failure.evidence.append(f"the OOM happens in {function}(), an evaluation step that keeps autograd graphs "
+                                "(no torch.no_grad())")
+
+
+def enrich_live(live: Live) -> None:
+    from ..probe_evidence import model_memory, probes_value
+
+    memory, model_known = model_memory(live)
+    cuda = (probes_value(live.probes, "env", dict) or {}).get("cuda_memory") or {}
+    if cuda:
+        memory.update({f"cuda_{k}": v for k, v in cuda.items()})
+        allocated = int(cuda.get("allocated", 0))
+        reserved = int(cuda.get("reserved", 0))
+        left = allocated - memory["model_total"]
+        memory["activations_and_other"] = max(left, 0)
+        line = (f"CUDA memory: {human_size(allocated)} allocated, {human_size(reserved)} reserved "
+                f"({human_size(max(reserved - allocated, 0))} cached but unused)")
+        if "total" in cuda:
+            line += f", {human_size(int(cuda.get('free', 0)))} free of {human_size(int(cuda['total']))}"
+        live.evidence.append(line + ".")
+        if model_known:
+            live.evidence.append(f"Activations and other tensors: about {human_size(max(left, 0))} "
+                                 "of the allocated memory.")
+    summary = live.probes.get("cuda_memory_summary")
+    if summary and summary.ok and summary.value:
+        memory["summary"] = summary.value
+    live.details["memory"] = memory

@@ -1,11 +1,14 @@
 """Hooks of the `device-mismatch` kind (rules/signatures/*.yaml with kind: device-mismatch).
 
-`derive(facts, exception_text)`: facts computed from the ones the signature's regexes extracted.
+`derive`: which side of a device mismatch is on the CPU.
+`enrich_live`: the frame's tensors grouped by device.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from . import Live
 
 # Arguments that hold layer parameters (F.linear/addmm: mat2 = weight.t(), bias; conv: weight).
 _MODEL_SIDE = {"mat2", "weight", "bias", "vec"}
@@ -39,3 +42,9 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
         out["gpu_device"] = "cuda" if gpu in ("gpu", "cuda", "") else gpu
         out["cpu_tensor"] = facts.get("argument") if arg_device.startswith("cpu") and argument else "the input"
     return out
+
+
+def enrich_live(live: Live) -> None:
+    from ..probe_evidence import split_by
+
+    split_by(live, "device")

@@ -1,12 +1,15 @@
 """Hooks of the `device-side-assert` kind (rules/signatures/*.yaml with kind: device-side-assert).
 
-`derive(facts, exception_text)`: facts computed from the ones the signature's regexes extracted.
+`derive`: a label or an index out of range.
+`refine`: the kernel's assertion lines from the log.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from . import Failure
 
 
 def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
@@ -20,3 +23,11 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
         out["assertion_hint"] = ("label outside [0, n_classes)" if label
                                  else "index out of range" if index else assertion[:80])
     return out
+
+
+def refine(failure: Failure) -> None:
+    for line in failure.lines:
+        if "Assertion `" in line.text and "failed" in line.text:
+            failure.evidence.append(line.text.strip()[:300])
+            if len(failure.evidence) > 6:
+                break

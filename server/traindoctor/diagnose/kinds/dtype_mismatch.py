@@ -1,12 +1,15 @@
 """Hooks of the `dtype-mismatch` kind (rules/signatures/*.yaml with kind: dtype-mismatch).
 
-`derive(facts, exception_text)`: facts computed from the ones the signature's regexes extracted.
+`derive`: which dtype confusion it is (float64 input, int64 for float, float for int64).
+`enrich_live`: the frame's tensors grouped by dtype.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from . import Live
 
 
 _DOUBLE = re.compile(r"(?i)^(?:double|float64|torch\.(?:cuda\.)?DoubleTensor|torch\.float64)$")
@@ -21,3 +24,9 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
         "long_for_float": bool(_LONG.match(a) and _FLOATISH.match(b)),
         "float_for_long": bool(_FLOATISH.match(a) and _LONG.match(b)),
     }
+
+
+def enrich_live(live: Live) -> None:
+    from ..probe_evidence import split_by
+
+    split_by(live, "dtype")

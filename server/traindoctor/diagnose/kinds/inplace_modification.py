@@ -1,14 +1,55 @@
 """Hooks of the `inplace-modification` kind (rules/signatures/*.yaml with kind: inplace-modification).
 
-`derive(facts, exception_text)`: facts computed from the ones the signature's regexes extracted.
+`derive`: how many times the saved tensor was modified.
+`refine`: the in-place statement in the user's source, with its out-of-place rewrite.
+`enrich_live`: the frame's tensor at the version the message names.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from . import Failure, Live
 
 
 def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
     if facts.get("version") and facts.get("expected"):
         return {"version_changes": int(facts["version"]) - int(facts["expected"])}
     return {}
+
+
+def refine(failure: Failure) -> None:
+    from .. import source
+
+    sources = source.user_sources(failure.frames, failure.base_dir)
+    site = source.locate_inplace(str(failure.facts.get("grad_fn") or ""), sources)
+    if site is not None:
+        failure.facts.update(inplace_site=f"{site.path}:{site.line}", inplace_code=site.code, inplace_name=site.name,
+                             producer_line=site.producer_line, producer_code=site.producer_code,
+                             out_of_place=source.out_of_place(site))
+        failure.evidence.append(f"in-place operation: {site.path}:{site.line}: `{site.code}` modifies `{site.name}`, "
+                                f"produced by `{site.producer_code}` (line {site.producer_line})")
+
+
+_SAVED = re.compile(r"\[torch\.(\w+) \[([\d, ]*)\]\].*?is at version (\d+); expected version (\d+)", re.S)
+
+
+def enrich_live(live: Live) -> None:
+    from ..probe_evidence import MAX_LISTED, describe
+
+    m = _SAVED.search(live.message)
+    if not m:
+        return
+    shape = tuple(int(x) for x in m.group(2).split(",") if x.strip())
+    version, expected = int(m.group(3)), int(m.group(4))
+    tensors = live.probes.tensors
+    suspects = [t for t in tensors if t.shape == shape and t.version == version]
+    if not suspects:
+        suspects = [t for t in tensors if t.shape == shape and (t.version or 0) > expected]
+    for t in suspects[:MAX_LISTED]:
+        live.evidence.append(f"Tensor {describe(t)} is at version {t.version} (modified in place).")
+    if suspects:
+        names = ", ".join(f"`{t.name}`" for t in suspects[:3])
+        live.notes.append(f"modified in place after autograd saved it: {names} "
+                          f"(version {version}, expected {expected}).")
