@@ -328,13 +328,24 @@ def _code_facts(kind: str, facts: dict[str, Any], evidence: list[str], frames: t
         if source.gan_step(frames, sources):
             facts["gan"] = True
     elif kind == "inplace-modification":
+        # Anomaly mode's "Traceback of forward call" (a log, or `run --anomaly`): the forward
+        # function, often not on the backward's stack, is searched first.
+        forward = [f for c in chains if "Traceback of forward call" in c.blocks[0].intro for f in c.frames]
+        producer = deepest_user_frame(forward)
+        if producer is not None:
+            facts["forward_site"] = f"{producer.path}:{producer.line}"
+            evidence.append(f"anomaly mode: the forward call that created it is {producer.path}:{producer.line}"
+                            + (f": {producer.code}" if producer.code else ""))
+            sources = source.user_sources(tuple(frames) + tuple(forward), base_dir)
         site = source.locate_inplace(str(facts.get("grad_fn") or ""), sources)
         if site is not None:
             facts.update(inplace_site=f"{site.path}:{site.line}", inplace_code=site.code, inplace_name=site.name,
                          producer_line=site.producer_line, producer_code=site.producer_code,
                          out_of_place=source.out_of_place(site))
+            confirmed = producer is not None and (producer.path, producer.line) == (site.path, site.producer_line)
             evidence.append(f"in-place operation: {site.path}:{site.line}: `{site.code}` modifies `{site.name}`, "
-                            f"produced by `{site.producer_code}` (line {site.producer_line})")
+                            f"produced by `{site.producer_code}` (line {site.producer_line})"
+                            + (", the forward call anomaly mode names" if confirmed else ""))
 
 
 def _confidence(signature, exception: ExceptionInfo | None, location: Frame | None, chain: Chain | None) -> float:
