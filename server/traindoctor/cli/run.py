@@ -8,6 +8,11 @@ same for a process already listening (`python -m debugpy --listen 5678 ...`).
 Text goes to stderr as soon as the failure is diagnosed (stdout stays the
 child's). `--format json` prints one object on stdout once the child ended:
 {"failure", "exit_code", "note", "diagnosis"}.
+
+An autograd error whose forward line only anomaly mode gives (live/anomaly.py) adds
+"anomaly_rerun": {"offered", "command"}; `--anomaly=auto` runs the command once more with
+anomaly detection and adds "rerun", its "exit_code", and "first_diagnosis" (or a "note" when
+the re-run did not fail). `--anomaly` runs with anomaly detection from the start.
 """
 
 from __future__ import annotations
@@ -192,18 +197,27 @@ def run_command(args: argparse.Namespace) -> int:
         return code
     rerun = anomaly.rerun_command(_passed_options(args), command)
     if args.anomaly == "off":
-        offer = ("torch names the autograd node, not the forward line that created it; anomaly detection "
-                 f"prints that line. To run once more with it on: {rerun}")
         reporter.extra["anomaly_rerun"] = {"offered": True, "command": rerun}
         if args.format == "text":
-            print(f"traindoctor: {offer}", file=sys.stderr, flush=True)
+            print("traindoctor: torch names the autograd node, not the forward line that created it; anomaly "
+                  f"detection prints that line. To run once more with it on: {rerun}", file=sys.stderr, flush=True)
         reporter.finish(code, reporter.note)
         return code
-    # --anomaly=auto: the user asked for one more run of the command, with anomaly detection.
+    _rerun_with_anomaly(args, debuggee, reporter, rerun, code)
+    return code
+
+
+def _rerun_with_anomaly(args: argparse.Namespace, debuggee: Any, reporter: "_Reporter", rerun: str,
+                        code: int) -> None:
+    """--anomaly=auto after an autograd error: the user asked for one more run, with anomaly detection.
+    The re-run's diagnosis is the one printed (JSON); the exit code stays the first run's."""
+    from ..live import anomaly
+
     if args.format == "text":
         print("traindoctor: running the command once more with anomaly detection on, to find the forward line "
               "(--anomaly=auto)", file=sys.stderr, flush=True)
     second = _Reporter(args)
+    first = reporter.report.diagnosis
     try:
         # An in-place error: only the forward trace is wanted, not a new NaN check that
         # could stop the run at an earlier, different place (torch's own hint: check_nan=False).
@@ -211,21 +225,19 @@ def run_command(args: argparse.Namespace) -> int:
                                   check_nan=anomaly.nan_from_backward(first))
     except _NotStarted as exc:
         rerun_code = exc.code
-    found = second.report.diagnosis if second.report is not None else None
-    summary = {"offered": True, "command": rerun, "rerun": True, "exit_code": rerun_code,
-               "first_diagnosis": _diagnosis_json(reporter.report)}
-    if found is None:
-        why = "the run with anomaly detection did not fail the same way" + (f" ({second.note})" if second.note else "")
-        summary["note"] = why
+    summary: dict[str, Any] = {"offered": True, "command": rerun, "rerun": True, "exit_code": rerun_code}
+    if second.report is None or second.report.diagnosis is None:
+        summary["note"] = "the run with anomaly detection did not fail the same way" + (
+            f" ({second.note})" if second.note else "")
         reporter.extra["anomaly_rerun"] = summary
         if args.format == "text":
-            print(f"traindoctor: {why}; the diagnosis above stands", file=sys.stderr, flush=True)
+            print(f"traindoctor: {summary['note']}; the diagnosis above stands", file=sys.stderr, flush=True)
         reporter.finish(code, reporter.note)
-        return code
+        return
+    summary["first_diagnosis"] = _diagnosis_json(reporter.report)
     summary["first_diagnosis"].pop("live", None)  # the first run's probes: the re-run's are in "diagnosis"
     second.extra["anomaly_rerun"] = summary
     second.finish(code, reporter.note)
-    return code
 
 
 class _NotStarted(Exception):
