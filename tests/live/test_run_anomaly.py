@@ -112,7 +112,7 @@ def test_nan_from_backward_moves_to_the_forward_line(tmp_path):
     assert (diagnosis["location"]["line"], diagnosis["location"]["code"]) == (9, "root = torch.sqrt(shifted)")
 
 
-def test_the_site_folder_keeps_the_users_path_and_sitecustomize(tmp_path):
+def test_the_sitecustomize_keeps_the_users_path_and_sitecustomize(tmp_path):
     """No debugger: the sitecustomize alone, in a plain interpreter."""
     user_site = tmp_path / "user_site"
     user_site.mkdir()
@@ -120,7 +120,7 @@ def test_the_site_folder_keeps_the_users_path_and_sitecustomize(tmp_path):
     (user_site / "helper_module.py").write_text("VALUE = 42\n")
     traces = tmp_path / "traces"
     traces.mkdir()
-    environment = anomaly.environment({**env(), "PYTHONPATH": str(user_site)}, str(traces), check_nan=False)
+    environment = anomaly.setup(str(traces), {**env(), "PYTHONPATH": str(user_site)}, check_nan=False)
     probe = ("import json, os, sys\n"
              "torch_before = 'torch' in sys.modules\n"
              "import helper_module, torch\n"
@@ -129,4 +129,4 @@ def test_the_site_folder_keeps_the_users_path_and_sitecustomize(tmp_path):
     done = subprocess.run([PYTHON, "-c", probe], capture_output=True, text=True, timeout=120, env=environment)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [False, "1", 42, True, False]
-    assert os.listdir(traces) == []  # nothing failed: nothing recorded
+    assert os.listdir(traces) == ["sitecustomize.py"]  # nothing failed: no forward trace recorded

@@ -269,7 +269,7 @@ def _run_once(args: argparse.Namespace, debuggee: Any, reporter: "_Reporter", *,
     host = "127.0.0.1"
     traces = tempfile.mkdtemp(prefix="traindoctor-anomaly-") if anomaly_mode else None
     try:
-        env = anomaly.environment(dict(os.environ), traces, check_nan) if traces else None
+        env = anomaly.setup(traces, dict(os.environ), check_nan) if traces else None
         try:
             port = free_port(host)
             child = spawn(debuggee, host, port, env)

@@ -5,11 +5,12 @@ An in-place error ("modified by an inplace operation ... output 0 of SigmoidBack
 NaN returned by a backward node names an autograd node, not the line of the forward pass that
 created it. Anomaly mode records that line and prints it as a warning ("Error detected in
 SigmoidBackward0. Traceback of forward call that caused the error: ...") just before the
-exception. The folder `SITE_DIR` holds a sitecustomize that switches anomaly mode on when torch
-loads and copies that warning into a file per process; the live session puts the copy in front
-of the traceback, and the traceback engine reads it as it reads a pasted log.
+exception. `setup` writes a sitecustomize (anomaly_sitecustomize.py) into a folder of the run and
+puts that folder first on the child's PYTHONPATH; it switches anomaly mode on when torch loads and
+copies that warning into a file per process in the same folder. The live session puts the copy in
+front of the traceback, and the traceback engine reads it as it reads a pasted log.
 
-- `environment(env, directory)`: the child's environment with anomaly mode on.
+- `setup(directory, env, check_nan)`: the child's environment with anomaly mode on.
 - `forward_trace(directory, pid)`: the last anomaly warning process `pid` recorded, or "".
 - `wants_forward_line(diagnosis)`: an autograd error whose forward line only anomaly mode gives.
 - `rerun_command(options, command)`: the command line that re-runs with anomaly mode on.
@@ -19,11 +20,12 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 from pathlib import Path
 
 from ..model import Diagnosis
 
-SITE_DIR = Path(__file__).resolve().parent / "anomaly_site"
+SITECUSTOMIZE = Path(__file__).resolve().parent / "anomaly_sitecustomize.py"
 DIRECTORY_VARIABLE = "TRAINDOCTOR_ANOMALY_DIR"
 CHECK_NAN_VARIABLE = "TRAINDOCTOR_ANOMALY_CHECK_NAN"
 # Interpreter options under which the sitecustomize is not loaded.
@@ -31,11 +33,13 @@ IGNORES_SITE = ("-E", "-I", "-S")
 _MAX_TRACE_BYTES = 200_000
 
 
-def environment(env: dict[str, str], directory: str, check_nan: bool = True) -> dict[str, str]:
-    """`env` with the sitecustomize first on PYTHONPATH; `check_nan`: anomaly mode also raises
-    at the first backward output holding NaN (torch's default)."""
+def setup(directory: str, env: dict[str, str], check_nan: bool = True) -> dict[str, str]:
+    """Write the sitecustomize into `directory` (a fresh folder of this run) and return `env` with
+    that folder first on PYTHONPATH. `check_nan`: anomaly mode also raises at the first backward
+    output holding NaN (torch's default)."""
+    shutil.copyfile(SITECUSTOMIZE, os.path.join(directory, "sitecustomize.py"))
     env = dict(env)
-    paths = [str(SITE_DIR), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    paths = [directory, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env[DIRECTORY_VARIABLE] = directory
     env[CHECK_NAN_VARIABLE] = "1" if check_nan else "0"

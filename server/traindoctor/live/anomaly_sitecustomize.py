@@ -1,5 +1,6 @@
-"""Loaded at interpreter start-up in every process of `traindoctor run --anomaly` (this
-folder is put first on PYTHONPATH): the user's script stays unchanged.
+"""Copied as `sitecustomize.py` into the folder TRAINDOCTOR_ANOMALY_DIR, which `traindoctor run
+--anomaly` puts first on PYTHONPATH: loaded at interpreter start-up in every process of the run,
+so the user's script stays unchanged. Never imported from here.
 
 - When the process imports torch, switch autograd's anomaly detection on, so that a
   backward error names the forward call that created the failing node. It also checks
