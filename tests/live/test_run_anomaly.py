@@ -130,3 +130,21 @@ def test_the_sitecustomize_keeps_the_users_path_and_sitecustomize(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [False, "1", 42, True, False]
     assert os.listdir(traces) == ["sitecustomize.py"]  # nothing failed: no forward trace recorded
+
+
+def test_the_forward_trace_is_recorded_even_where_the_script_silences_warnings(tmp_path):
+    """No debugger: a script that silences every warning still leaves torch's forward trace."""
+    script = tmp_path / "silenced.py"
+    script.write_text("import warnings\nimport torch\nwarnings.filterwarnings('ignore')\n"
+                      "warnings.simplefilter('error')\n\n"
+                      "def step(x):\n    h = torch.sigmoid(x)\n    h += 1.0\n    h.sum().backward()\n\n"
+                      "step(torch.randn(3, requires_grad=True))\n")
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    environment = anomaly.setup(str(traces), env(), check_nan=False)
+    done = subprocess.run([PYTHON, str(script)], capture_output=True, text=True, timeout=120, env=environment)
+    assert "modified by an inplace operation" in done.stderr
+    [recorded] = [name for name in os.listdir(traces) if name.endswith(".txt")]
+    trace = anomaly.forward_trace(str(traces), int(recorded[:-4]))
+    assert "Error detected in SigmoidBackward0" in trace
+    assert f'File "{script}", line 7, in step\n    h = torch.sigmoid(x)' in trace

@@ -8,7 +8,8 @@ so the user's script stays unchanged. Never imported from here.
 - Copy torch's "Error detected in XBackward0. Traceback of forward call that caused the
   error" warning into TRAINDOCTOR_ANOMALY_DIR/<pid>.txt before it is shown. It is written
   before the exception is raised, so the live session that stops at the exception reads
-  it there (the warning itself still goes to stderr as usual).
+  it there (the warning itself still goes to stderr as usual, even where the script
+  silences warnings).
 - Then run the sitecustomize this one hides, if there is one.
 
 Standalone on purpose: the user's interpreter need not have traindoctor installed.
@@ -67,6 +68,24 @@ def _record_forward_traces():
         show(message)
 
     warnings._showwarnmsg = show_and_record
+
+    # Training scripts often silence warnings (`warnings.filterwarnings("ignore")`); this one is
+    # what the user asked for by running with anomaly detection, so its filter stays first.
+    add_filter, simple_filter = warnings.filterwarnings, warnings.simplefilter
+
+    def keep_first():
+        add_filter("always", message="Error detected in", category=UserWarning)
+
+    def filterwarnings(*args, **kwargs):
+        add_filter(*args, **kwargs)
+        keep_first()
+
+    def simplefilter(*args, **kwargs):
+        simple_filter(*args, **kwargs)
+        keep_first()
+
+    warnings.filterwarnings, warnings.simplefilter = filterwarnings, simplefilter
+    keep_first()
 
 
 def _run_hidden_sitecustomize():
