@@ -8,6 +8,11 @@ same for a process already listening (`python -m debugpy --listen 5678 ...`).
 Text goes to stderr as soon as the failure is diagnosed (stdout stays the
 child's). `--format json` prints one object on stdout once the child ended:
 {"failure", "exit_code", "note", "diagnosis"}.
+
+An autograd error whose forward line only anomaly mode gives (live/anomaly.py) adds
+"anomaly_rerun": {"offered", "command"}; `--anomaly=auto` runs the command once more with
+anomaly detection and adds "rerun", its "exit_code", and "first_diagnosis" (or a "note" when
+the re-run did not fail). `--anomaly` runs with anomaly detection from the start.
 """
 
 from __future__ import annotations
@@ -34,9 +39,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run CMD under debugpy (loopback only), stop at the failing exception, read the failing "
         "frame's tensors, modules, optimizer and memory, and explain the failure. The exit code is the "
         "command's.",
-        usage="traindoctor run [--format text|json] [--record DIR] -- python train.py ARGS",
+        usage="traindoctor run [--format text|json] [--record DIR] [--anomaly[=auto]] -- python train.py ARGS",
     )
     _common_options(run)
+    run.add_argument(
+        "--anomaly", nargs="?", const="on", default="off", choices=("on", "auto", "off"),
+        help="on: run with autograd anomaly detection (torch.autograd.set_detect_anomaly(True), set up by "
+        "traindoctor; the script is unchanged), which names the forward line of an in-place error or of a NaN "
+        "from backward. auto: run normally and, only on such an error, run the command once more with it on. "
+        "off (default): offer the command that re-runs with it.",
+    )
     run.add_argument("command", nargs=argparse.REMAINDER, help="python train.py ARGS | python -m module | torchrun ...")
     run.set_defaults(func=run_command)
 
@@ -74,6 +86,8 @@ class _Reporter:
         self.record = args.record
         self.report: Any = None
         self.record_error: str | None = None
+        self.extra: dict[str, Any] = {}  # more top-level keys of the JSON object
+        self.note: str | None = None  # how the run ended, when that is not a diagnosed failure
 
     def on_report(self, report: Any) -> None:
         self.report = report
@@ -118,6 +132,7 @@ class _Reporter:
             payload["exception"] = {"type": report.exception_type, "message": report.message}
         if self.record_error:
             payload["record_error"] = self.record_error
+        payload.update(self.extra)
         sys.stdout.flush()
         print(json.dumps(payload, default=str), flush=True)
 
@@ -158,9 +173,8 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from ..live.dap import DapError
-    from ..live.launcher import LaunchError, exit_code, free_port, parse_command, signal_name, spawn
-    from ..live.session import LiveSession, Timeouts
+    from ..live import anomaly
+    from ..live.launcher import LaunchError, parse_command
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -169,47 +183,137 @@ def run_command(args: argparse.Namespace) -> int:
         debuggee = parse_command(command)
     except LaunchError as exc:
         return _fail(str(exc))
+    if args.anomaly != "off" and set(debuggee.python_options) & set(anomaly.IGNORES_SITE):
+        return _fail(f"--anomaly needs the interpreter to load sitecustomize from PYTHONPATH; drop "
+                     f"{', '.join(sorted(set(debuggee.python_options) & set(anomaly.IGNORES_SITE)))}")
     reporter = _Reporter(args)
-    host = "127.0.0.1"
     try:
-        port = free_port(host)
-        child = spawn(debuggee, host, port)
-    except (LaunchError, OSError) as exc:
-        return _fail(str(exc))
-    stopper = _Stopper(child)
-    oom_kills_before = _oom_kills()
-    session = LiveSession(host, port, on_report=reporter.on_report, timeouts=Timeouts(probe=args.probe_timeout))
-    try:
-        with stopper.forwarding():
-            try:
-                session.start(retry_while=lambda: child.poll() is None and stopper.requested is None)
-            except DapError as exc:
-                if child.poll() is not None:
-                    code = exit_code(child.returncode)
-                    return _fail(f"the command exited with code {code} before debugpy accepted a connection "
-                                 "(is debugpy installed for that Python? is the port taken?)", code or 2)
-                if stopper.requested is None:
-                    return _fail(f"could not start the debug session: {exc}")
-            # Serve the debuggee until it exits, even after the diagnosis: its
-            # subprocesses may still announce themselves and must be attached and
-            # resumed, or they (and a parent waiting on them) stay paused.
-            while child.poll() is None:
-                stopper.escalate()
-                session.wait(0.2)
-            # Subprocesses it left running: follow them a while, then let go.
-            deadline = time.monotonic() + _CHILDREN_GRACE
-            while session.following_subprocesses() and time.monotonic() < deadline:
-                stopper.escalate()
-                time.sleep(0.1)
-            session.close()
-            returncode = child.wait()
-    finally:
-        session.close()
-        child.close()
-    code = exit_code(returncode)
-    reporter.finish(code, _note(session, code, signal_name(returncode), child.killed_by_us, child.pid,
-                                oom_kills_before))
+        code, interrupted = _run_once(args, debuggee, reporter, anomaly_mode=args.anomaly == "on")
+    except _NotStarted as exc:
+        return exc.code
+    first = reporter.report.diagnosis if reporter.report is not None else None
+    if args.anomaly == "on" or interrupted or not anomaly.wants_forward_line(first):
+        reporter.finish(code, reporter.note)
+        return code
+    rerun = anomaly.rerun_command(_passed_options(args), command)
+    if args.anomaly == "off":
+        reporter.extra["anomaly_rerun"] = {"offered": True, "command": rerun}
+        if args.format == "text":
+            print("traindoctor: torch names the autograd node, not the forward line that created it; anomaly "
+                  f"detection prints that line. To run once more with it on: {rerun}", file=sys.stderr, flush=True)
+        reporter.finish(code, reporter.note)
+        return code
+    _rerun_with_anomaly(args, debuggee, reporter, rerun, code)
     return code
+
+
+def _rerun_with_anomaly(args: argparse.Namespace, debuggee: Any, reporter: "_Reporter", rerun: str,
+                        code: int) -> None:
+    """--anomaly=auto after an autograd error: the user asked for one more run, with anomaly detection.
+    The re-run's diagnosis is the one printed (JSON); the exit code stays the first run's."""
+    from ..live import anomaly
+
+    if args.format == "text":
+        print("traindoctor: running the command once more with anomaly detection on, to find the forward line "
+              "(--anomaly=auto)", file=sys.stderr, flush=True)
+    second = _Reporter(args)
+    first = reporter.report.diagnosis
+    try:
+        # An in-place error: only the forward trace is wanted, not a new NaN check that
+        # could stop the run at an earlier, different place (torch's own hint: check_nan=False).
+        rerun_code, _ = _run_once(args, debuggee, second, anomaly_mode=True,
+                                  check_nan=anomaly.nan_from_backward(first))
+    except _NotStarted as exc:
+        rerun_code = exc.code
+    summary: dict[str, Any] = {"offered": True, "command": rerun, "rerun": True, "exit_code": rerun_code}
+    if second.report is None or second.report.diagnosis is None:
+        summary["note"] = "the run with anomaly detection did not fail the same way" + (
+            f" ({second.note})" if second.note else "")
+        reporter.extra["anomaly_rerun"] = summary
+        if args.format == "text":
+            print(f"traindoctor: {summary['note']}; the diagnosis above stands", file=sys.stderr, flush=True)
+        reporter.finish(code, reporter.note)
+        return
+    summary["first_diagnosis"] = _diagnosis_json(reporter.report)
+    summary["first_diagnosis"].pop("live", None)  # the first run's probes: the re-run's are in "diagnosis"
+    second.extra["anomaly_rerun"] = summary
+    second.finish(code, reporter.note)
+
+
+class _NotStarted(Exception):
+    """The command could not be started under debugpy (the reason is already printed)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _passed_options(args: argparse.Namespace) -> list[str]:
+    """The options given to this `run`, to repeat in the command it suggests."""
+    options = ["--format", args.format] if args.format != "text" else []
+    return options + (["--record", args.record] if args.record else [])
+
+
+def _run_once(args: argparse.Namespace, debuggee: Any, reporter: "_Reporter", *,
+              anomaly_mode: bool, check_nan: bool = True) -> tuple[int, bool]:
+    """Run the command to its end under debugpy; the diagnosis goes to `reporter`.
+    Returns the exit code and whether the user interrupted it."""
+    import shutil
+    import tempfile
+
+    from ..live import anomaly
+    from ..live.dap import DapError
+    from ..live.launcher import LaunchError, exit_code, free_port, signal_name, spawn
+    from ..live.session import LiveSession, Timeouts
+
+    host = "127.0.0.1"
+    traces = tempfile.mkdtemp(prefix="traindoctor-anomaly-") if anomaly_mode else None
+    try:
+        env = anomaly.setup(traces, dict(os.environ), check_nan) if traces else None
+        try:
+            port = free_port(host)
+            child = spawn(debuggee, host, port, env)
+        except (LaunchError, OSError) as exc:
+            raise _NotStarted(_fail(str(exc))) from None
+        stopper = _Stopper(child)
+        oom_kills_before = _oom_kills()
+        forward_trace = (lambda pid: anomaly.forward_trace(traces, pid)) if traces else None
+        session = LiveSession(host, port, on_report=reporter.on_report, timeouts=Timeouts(probe=args.probe_timeout),
+                              forward_trace=forward_trace)
+        try:
+            with stopper.forwarding():
+                try:
+                    session.start(retry_while=lambda: child.poll() is None and stopper.requested is None)
+                except DapError as exc:
+                    if child.poll() is not None:
+                        code = exit_code(child.returncode)
+                        raise _NotStarted(_fail(f"the command exited with code {code} before debugpy accepted a "
+                                                "connection (is debugpy installed for that Python? is the port "
+                                                "taken?)", code or 2)) from None
+                    if stopper.requested is None:
+                        raise _NotStarted(_fail(f"could not start the debug session: {exc}")) from None
+                # Serve the debuggee until it exits, even after the diagnosis: its
+                # subprocesses may still announce themselves and must be attached and
+                # resumed, or they (and a parent waiting on them) stay paused.
+                while child.poll() is None:
+                    stopper.escalate()
+                    session.wait(0.2)
+                # Subprocesses it left running: follow them a while, then let go.
+                deadline = time.monotonic() + _CHILDREN_GRACE
+                while session.following_subprocesses() and time.monotonic() < deadline:
+                    stopper.escalate()
+                    time.sleep(0.1)
+                session.close()
+                returncode = child.wait()
+        finally:
+            session.close()
+            child.close()
+    finally:
+        if traces:
+            shutil.rmtree(traces, ignore_errors=True)
+    code = exit_code(returncode)
+    reporter.note = _note(session, code, signal_name(returncode), child.killed_by_us, child.pid, oom_kills_before)
+    return code, stopper.requested is not None
 
 
 class _Stopper:

@@ -108,8 +108,9 @@ def free_port(host: str) -> int:
         return sock.getsockname()[1]
 
 
-def spawn(command: DebuggeeCommand, host: str, port: int) -> "Debuggee":
-    env = dict(os.environ)
+def spawn(command: DebuggeeCommand, host: str, port: int, env: dict[str, str] | None = None) -> "Debuggee":
+    """Start `command` under debugpy, with `env` (default: ours) as its environment."""
+    env = dict(os.environ if env is None else env)
     # debugpy warns about frozen stdlib modules on every start; the warning is
     # about breakpoints in the stdlib, which we never set, and would add lines to
     # the user's stderr.

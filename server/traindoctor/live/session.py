@@ -97,8 +97,12 @@ class LiveSession:
         on_report: Callable[[StopReport], None],
         timeouts: Timeouts = Timeouts(),
         follow_subprocesses: bool = True,
+        forward_trace: Callable[[int | None], str] | None = None,
     ) -> None:
+        """`forward_trace(pid)`: what anomaly mode printed in that process before the exception
+        (the forward call of the failing autograd node), read in front of the traceback."""
         self.host = host
+        self._forward_trace = forward_trace
         self.port = port
         self.timeouts = timeouts
         self.follow_subprocesses = follow_subprocesses
@@ -372,6 +376,10 @@ class LiveSession:
         results = parse_probe_results(answers)
         probes = build_probes(results, user_frame(stack)[1])
         text = traceback_text(info, results)
+        if self._forward_trace is not None:
+            warning = self._forward_trace(process.pid)
+            if warning:  # printed before the exception, as in the process's own stderr
+                text = warning.rstrip("\n") + "\n" + text
         process_info = {"label": process.label, "pid": process.pid, "name": process.name,
                         "subprocess": process.subprocess}
         diagnosis, error = self._build(text, probes, process_info)

@@ -12,6 +12,8 @@ from typing import Any
 
 from . import Failure, Live
 
+_FORWARD_TRACE = "Traceback of forward call"  # anomaly mode's second traceback: where the op ran
+
 
 def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
     if facts.get("version") and facts.get("expected"):
@@ -21,15 +23,28 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
 
 def refine(failure: Failure) -> None:
     from .. import source
+    from ..select import deepest_user_frame
 
-    sources = source.user_sources(failure.frames, failure.base_dir)
+    frames = failure.frames
+    # Anomaly mode's "Traceback of forward call" (a log, or `run --anomaly`): the forward
+    # function, often not on the backward's stack, is searched first.
+    forward = [f for c in failure.chains if _FORWARD_TRACE in c.blocks[0].intro for f in c.frames]
+    producer = deepest_user_frame(forward)
+    if producer is not None:
+        failure.facts["forward_site"] = f"{producer.path}:{producer.line}"
+        failure.evidence.append(f"anomaly mode: the forward call that created it is {producer.path}:{producer.line}"
+                                + (f": {producer.code}" if producer.code else ""))
+        frames = tuple(frames) + tuple(forward)
+    sources = source.user_sources(frames, failure.base_dir)
     site = source.locate_inplace(str(failure.facts.get("grad_fn") or ""), sources)
     if site is not None:
         failure.facts.update(inplace_site=f"{site.path}:{site.line}", inplace_code=site.code, inplace_name=site.name,
                              producer_line=site.producer_line, producer_code=site.producer_code,
                              out_of_place=source.out_of_place(site))
+        confirmed = producer is not None and (producer.path, producer.line) == (site.path, site.producer_line)
         failure.evidence.append(f"in-place operation: {site.path}:{site.line}: `{site.code}` modifies `{site.name}`, "
-                                f"produced by `{site.producer_code}` (line {site.producer_line})")
+                                f"produced by `{site.producer_code}` (line {site.producer_line})"
+                                + (", the forward call anomaly mode names" if confirmed else ""))
 
 
 _SAVED = re.compile(r"\[torch\.(\w+) \[([\d, ]*)\]\].*?is at version (\d+); expected version (\d+)", re.S)
