@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..signatures import Signature
 
 FALLBACK = "other"  # the kind of a failure no signature recognises (rules/signatures/other.yaml)
+FORWARD_TRACE = "Traceback of forward call"  # anomaly mode's second traceback: where the op ran forward
 
 
 @functools.cache
@@ -96,6 +97,11 @@ class Failure:
     @property
     def frames(self) -> tuple[Frame, ...]:
         return self.chain.frames if self.chain is not None else ()
+
+    @property
+    def forward_chains(self) -> list[Chain]:
+        """Anomaly mode's "Traceback of forward call" tracebacks (a log, or `run --anomaly`)."""
+        return [chain for chain in self.chains if FORWARD_TRACE in chain.blocks[0].intro]
 
 
 @dataclass

@@ -12,8 +12,6 @@ from typing import Any
 
 from . import Failure, Live
 
-_FORWARD_TRACE = "Traceback of forward call"  # anomaly mode's second traceback: where the op ran
-
 
 def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
     if facts.get("version") and facts.get("expected"):
@@ -26,9 +24,8 @@ def refine(failure: Failure) -> None:
     from ..select import deepest_user_frame
 
     frames = failure.frames
-    # Anomaly mode's "Traceback of forward call" (a log, or `run --anomaly`): the forward
-    # function, often not on the backward's stack, is searched first.
-    forward = [f for c in failure.chains if _FORWARD_TRACE in c.blocks[0].intro for f in c.frames]
+    # The forward function anomaly mode names, often not on the backward's stack, is searched first.
+    forward = [f for chain in failure.forward_chains for f in chain.frames]
     producer = deepest_user_frame(forward)
     if producer is not None:
         failure.facts["forward_site"] = f"{producer.path}:{producer.line}"

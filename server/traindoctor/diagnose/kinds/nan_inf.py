@@ -10,14 +10,12 @@ from __future__ import annotations
 from ...model import Probes
 from . import Failure, Live
 
-_FORWARD_TRACE = "Traceback of forward call"  # anomaly mode's second traceback: where the op ran
-
 
 def refine(failure: Failure) -> None:
     from .. import source
     from ..select import deepest_user_frame
 
-    forward_chains = [c for c in failure.chains if _FORWARD_TRACE in c.blocks[0].intro]
+    forward_chains = failure.forward_chains
     for chain in forward_chains:
         frame = deepest_user_frame(chain.blocks[0].frames)
         if frame is not None:
