@@ -98,3 +98,10 @@ def test_stdin_larger_than_the_limit_goes_through_the_real_cli():
     producer.wait(30)
     assert done.returncode == 0, done.stderr
     assert '"kind": "shape-mismatch"' in done.stdout
+
+
+def test_a_device_that_never_ends_is_refused_with_one_line():
+    done = subprocess.run([PYTHON, "-m", "traindoctor", "diagnose", "/dev/zero", "--no-correlate"],
+                          capture_output=True, text=True, timeout=60, env=env())
+    assert done.returncode == 2
+    assert done.stderr.strip() == "traindoctor: /dev/zero: is a device, not a log file"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 from collections import deque
 from pathlib import Path
@@ -40,10 +41,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+class _NotALog(OSError):
+    pass
+
+
 def _read(name: str, limit: int = _MAX_BYTES) -> bytes:
     if name == "-":
         return _tail(sys.stdin.buffer, limit)
     with Path(name).open("rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if stat.S_ISCHR(mode) and not handle.isatty():  # /dev/zero, /dev/urandom: never end
+            raise _NotALog("is a device, not a log file")
         if handle.seekable():
             size = os.fstat(handle.fileno()).st_size
             if size > limit:
@@ -90,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
         data = _read(args.file)
     except IsADirectoryError:
         print(f"traindoctor: {args.file}: is a directory, expected a log file", file=sys.stderr)
+        return 2
+    except _NotALog as exc:
+        print(f"traindoctor: {args.file}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"traindoctor: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
