@@ -121,6 +121,17 @@ def test_diff_changes_nothing(project: Path):
     assert (project / "train.py").read_text() == BUGGY
 
 
+def test_diff_names_files_as_git_does(project: Path, tmp_path: Path):
+    # relative to the working folder when inside it; an absolute path outside it loses only its leading slash
+    inside = check("--diff", str(project / "train.py"), cwd=project)
+    assert inside.stdout.startswith("--- a/train.py\n+++ b/train.py\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = check("--diff", str(project / "train.py"), cwd=elsewhere)
+    name = str(project / "train.py").lstrip("/")
+    assert outside.stdout.startswith(f"--- a/{name}\n+++ b/{name}\n"), outside.stdout[:200]
+
+
 def test_select_and_ignore(project: Path):
     assert check("--ignore", "TRN101", "train.py", cwd=project).returncode == 0
     assert check("--select", "TRN4", "train.py", cwd=project).returncode == 0

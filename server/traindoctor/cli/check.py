@@ -7,7 +7,6 @@ error, or no file could be linted at all.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from ..config import ConfigError, load_config
 from ..fsio import has_bom, match_line_endings, replace_text
 from ..lint.api import LintResult, fix_source, lint_source, read_source
+from ..lint.diff import unified_diff
 from ..lint.engine import LintError
 from ..lint.files import python_files
 from ..lint.notebook import check_notebook, is_notebook
@@ -89,10 +89,7 @@ def _process(job: _Job) -> _Outcome:
             if error:
                 return _Outcome(LintResult(job.path, error=error))
         else:
-            diff = "".join(difflib.unified_diff(
-                source.splitlines(keepends=True), fixed.splitlines(keepends=True),
-                fromfile=f"a/{job.path}", tofile=f"b/{job.path}",
-            ))
+            diff = unified_diff(source.splitlines(keepends=True), fixed.splitlines(keepends=True), job.path)
     after = lint_source(fixed if job.mode == "fix" else source, job.path, config)
     return _Outcome(after, diff, count)
 

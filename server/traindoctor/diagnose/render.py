@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import difflib
 import textwrap
 from pathlib import Path
 
+from ..lint.diff import unified_diff
 from ..model import Diagnosis, Finding
 
 
@@ -20,8 +20,7 @@ def fix_diff(finding: Finding) -> str:
     from ..lint.api import apply_edits
 
     fixed = apply_edits(source, finding.fix.edits)
-    return "".join(difflib.unified_diff(source.splitlines(keepends=True), fixed.splitlines(keepends=True),
-                                        f"a/{finding.path.lstrip('/')}", f"b/{finding.path.lstrip('/')}", n=2))
+    return unified_diff(source.splitlines(keepends=True), fixed.splitlines(keepends=True), finding.path, context=2)
 
 
 def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True) -> str:

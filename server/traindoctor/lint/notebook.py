@@ -13,7 +13,6 @@ Cells are numbered 1-based among all cells of the notebook (markdown included), 
 from __future__ import annotations
 
 import ast
-import difflib
 import io
 import json
 import re
@@ -27,6 +26,7 @@ from ..config import Config
 from ..model import Finding, Range
 from .api import LintResult, fix_source, lint_source, read_source
 from .blocks import source_lines
+from .diff import unified_diff
 from .engine import LintCache, LintError
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -296,8 +296,7 @@ def check_notebook(path: Path, config: Config, mode: str) -> tuple[LintResult, s
             return source_lines(source if source.endswith("\n") else source + "\n")
 
         diff = "".join(
-            "".join(difflib.unified_diff(lines(old_sources[n]), lines(s),
-                                         fromfile=f"a/{name}:cell {n}", tofile=f"b/{name}:cell {n}"))
+            unified_diff(lines(old_sources[n]), lines(s), name, where=f":cell {n}")
             for n, s in sorted(changed.items())
         )
     return lint_notebook_program(program, name, config), diff, count if changed else 0
