@@ -37,6 +37,7 @@ from .analysis.model import FileModel
 from .analysis.names import Names, top_level_aliases
 from .analysis.values import Values
 from .context import WalkState
+from .parsing import parse_module
 from .positions import BlockPositions
 from .rule import FixSpec, InsertBefore, Related, Replace, Rule, RuleContext
 from .walk import walk as walk_tree
@@ -90,7 +91,7 @@ class _ParsedBlock:
     def __init__(self, text: str) -> None:
         self.text = text
         try:
-            self.module = cst.parse_module(text)
+            self.module = parse_module(text)
         except cst.ParserSyntaxError as exc:
             raise LintError(f"syntax error: {exc.message}") from None
         except RecursionError:

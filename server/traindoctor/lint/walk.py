@@ -106,6 +106,18 @@ class _Fields(dict):
 _IS_NODE, _FIELDS = _IsNode(), _Fields()
 
 
+@functools.lru_cache(maxsize=256)
+def _dispatch(visitor_types: tuple[type, ...]) -> tuple[dict[str, tuple[tuple[Handler, int], ...]], ...]:
+    """(visit table, leave table) for visitors of these classes: node class name ->
+    ((unbound handler, index of its visitor), ...). Cached per combination, because the
+    engine walks every block with the same few combinations of rules."""
+    tables: tuple[dict[str, list[tuple[Handler, int]]], dict[str, list[tuple[Handler, int]]]] = ({}, {})
+    for index, visitor_type in enumerate(visitor_types):
+        for type_name, is_visit, function in _handlers(visitor_type):
+            tables[0 if is_visit else 1].setdefault(type_name, []).append((function, index))
+    return tuple({name: tuple(entries) for name, entries in table.items()} for table in tables)
+
+
 def walk(
     root: cst.CSTNode,
     visitors: Sequence[object],
@@ -115,12 +127,7 @@ def walk(
 ) -> None:
     """Visit every node under `root`; `seen`, when given, receives the class
     names of the nodes visited (what the engine skips rules by)."""
-    visit_table: dict[str, list[Handler]] = {}
-    leave_table: dict[str, list[Handler]] = {}
-    for visitor in visitors:
-        for type_name, is_visit, function in _handlers(type(visitor)):
-            table = visit_table if is_visit else leave_table
-            table.setdefault(type_name, []).append(function.__get__(visitor))
+    visit_table, leave_table = _dispatch(tuple(type(visitor) for visitor in visitors))
     seen_add = seen.add if seen is not None else None
 
     is_node, fields_of = _IS_NODE, _FIELDS
@@ -134,8 +141,8 @@ def walk(
         enter(node)
         handlers = visit_table.get(type_name)
         if handlers:
-            for handler in handlers:
-                handler(node)
+            for handler, index in handlers:
+                handler(visitors[index], node)
         for field in fields_of[node_type]:
             value = getattr(node, field)
             value_type = type(value)
@@ -147,8 +154,8 @@ def walk(
                 visit(value)
         handlers = leave_table.get(type_name)
         if handlers:
-            for handler in handlers:
-                handler(node)
+            for handler, index in handlers:
+                handler(visitors[index], node)
         leave(node)
 
     visit(root)
