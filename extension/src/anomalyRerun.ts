@@ -50,6 +50,10 @@ export class AnomalyRerun {
 
   /** A live diagnosis of `session` wants the forward line: remember the launch to repeat. */
   offerFor(session: vscode.DebugSession, checkNan: boolean): void {
+    // A subprocess's session (a DataLoader worker, a rank) is an attach: its root launch is re-run.
+    while (session.parentSession) {
+      session = session.parentSession;
+    }
     this.offer = { session, checkNan };
     void vscode.commands.executeCommand('setContext', OFFERED_CONTEXT, true);
     if (anomalyRerunSetting() === 'auto') {
