@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { ANOMALY_DIR_KEY, anomalyDirOf, AnomalyRerun, anomalyRerunOffer, anomalyRerunSetting } from './anomalyRerun';
 import { isDiagnosis } from './diagnosis';
 import { DiagnosisPanel } from './diagnosisPanel';
 import { LiveDecorations } from './liveDecorations';
@@ -23,26 +24,38 @@ export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFa
     private readonly server: ServerManager,
     private readonly panel: DiagnosisPanel,
     private readonly decorations: LiveDecorations,
+    private readonly anomaly: AnomalyRerun,
   ) {}
 
   createDebugAdapterTracker(session: vscode.DebugSession): vscode.DebugAdapterTracker | undefined {
     if (!TRACKED_TYPES.has(session.type)) {
       return undefined;
     }
+    let pid: number | undefined; // the debuggee's, from the DAP `process` event
+    const exited = () => {
+      this.decorations.clear(session.id);
+      const own = session.configuration[ANOMALY_DIR_KEY];
+      if (typeof own === 'string' && own) {
+        void this.anomaly.release(own);
+      }
+    };
     return {
-      onDidSendMessage: (message: { type?: string; event?: string; body?: { reason?: string; threadId?: number } }) => {
+      onDidSendMessage: (message: { type?: string; event?: string; body?: { reason?: string; threadId?: number; systemProcessId?: number } }) => {
+        if (message.type === 'event' && message.event === 'process' && typeof message.body?.systemProcessId === 'number') {
+          pid = message.body.systemProcessId;
+        }
         if (message.type === 'event' && message.event === 'stopped' && message.body?.reason === 'exception') {
-          void this.diagnose(session, message.body.threadId).catch((error) =>
+          void this.diagnose(session, message.body.threadId, pid).catch((error) =>
             log().error(`Live diagnosis failed: ${error instanceof Error ? error.message : String(error)}`),
           );
         }
       },
       onWillStopSession: () => this.decorations.clear(session.id),
-      onExit: () => this.decorations.clear(session.id),
+      onExit: exited,
     };
   }
 
-  private async diagnose(session: vscode.DebugSession, threadId: number | undefined): Promise<void> {
+  private async diagnose(session: vscode.DebugSession, threadId: number | undefined, pid: number | undefined): Promise<void> {
     if (!(await this.server.ready())) {
       log().warn(`Stopped on an exception in "${session.name}" but ${this.server.notRunningMessage()}`);
       return;
@@ -73,7 +86,11 @@ export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFa
         probes[probe.name] = await evaluate(session, probe.expression, frame.id);
       }
     }
-    const result = await this.server.executeCommand<unknown>('traindoctor.diagnoseLive', [{ exceptionInfo, stackTrace, probes }]);
+    // Launched with anomaly detection: the server reads what it recorded in this process (the forward trace).
+    const anomalyDir = anomalyDirOf(session);
+    const result = await this.server.executeCommand<unknown>('traindoctor.diagnoseLive', [
+      { exceptionInfo, stackTrace, probes, pid, anomalyDir },
+    ]);
     log().info(`Live diagnosis of "${session.name}" in ${Date.now() - started} ms`);
     if (!isDiagnosis(result)) {
       log().warn('The server returned no diagnosis for this exception.');
@@ -81,7 +98,12 @@ export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFa
     }
     const fallback = frame?.source?.path ? { file: frame.source.path, line: frame.line - 1 } : undefined;
     this.decorations.show(result, fallback, session.id);
-    this.panel.show(result, 'live');
+    const offer = anomalyDir ? undefined : anomalyRerunOffer(result);
+    const rerun = offer !== undefined && anomalyRerunSetting() !== 'off';
+    this.panel.show(result, 'live', { anomalyRerun: rerun, anomalyDetection: anomalyDir !== undefined });
+    if (rerun) {
+      this.anomaly.offerFor(session, offer.check_nan === true);
+    }
   }
 }
 

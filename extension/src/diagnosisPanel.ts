@@ -5,12 +5,19 @@ import { Diagnosis, DiagnosisFrame } from './diagnosis';
 
 export type DiagnosisOrigin = 'traceback' | 'live' | 'monitor';
 
+export interface PanelOptions {
+  /** Offer "Re-run with anomaly detection" (a live diagnosis that wants the forward line). */
+  anomalyRerun?: boolean;
+  /** The diagnosed run had autograd's anomaly detection on (launched by that re-run). */
+  anomalyDetection?: boolean;
+}
+
 /** One webview panel that shows the latest Diagnosis; frames are links into the editor. */
 export class DiagnosisPanel implements vscode.Disposable {
   static readonly viewType = 'traindoctor.diagnosis';
   private panel: vscode.WebviewPanel | undefined;
 
-  show(diagnosis: Diagnosis, origin: DiagnosisOrigin): void {
+  show(diagnosis: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions = {}): void {
     if (!this.panel) {
       this.panel = vscode.window.createWebviewPanel(
         DiagnosisPanel.viewType,
@@ -22,6 +29,8 @@ export class DiagnosisPanel implements vscode.Disposable {
       this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string; fix?: string }) => {
         if (message.type === 'open' && typeof message.path === 'string') {
           void openFrame(message.path, message.line ?? 1);
+        } else if (message.type === 'rerunWithAnomalyDetection') {
+          void vscode.commands.executeCommand('traindoctor.rerunWithAnomalyDetection');
         } else if (message.type === 'applyFix' && typeof message.path === 'string' && typeof message.code === 'string') {
           void applyLintFix(message.path, message.line ?? 1, message.code, message.fix).then((applied) =>
             this.panel?.webview.postMessage({ type: 'fixApplied', applied }),
@@ -30,7 +39,7 @@ export class DiagnosisPanel implements vscode.Disposable {
       });
     }
     this.panel.title = `traindoctor: ${diagnosis.title}`;
-    this.panel.webview.html = render(diagnosis, origin);
+    this.panel.webview.html = render(diagnosis, origin, options);
     this.panel.reveal(vscode.ViewColumn.Beside, true);
   }
 
@@ -131,7 +140,16 @@ function tensorsTable(details: Record<string, unknown> | undefined): string {
   return `<h2>Tensors in the failing frame</h2><table class="tensors"><tr><th>name</th><th>shape</th><th>dtype</th><th>device</th><th>NaN</th><th>inf</th></tr>${rows}</table>`;
 }
 
-function render(d: Diagnosis, origin: DiagnosisOrigin): string {
+function anomalyRerunButton(options: PanelOptions): string {
+  if (!options.anomalyRerun) {
+    return '';
+  }
+  return '<p class="anomaly-rerun-offer">torch names the autograd node, not the forward line that created it; ' +
+    'autograd\'s anomaly detection records that line. ' +
+    '<button class="anomaly-rerun">Re-run with anomaly detection</button></p>';
+}
+
+function render(d: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions): string {
   const nonce = crypto.randomBytes(16).toString('base64');
   const confidence = Math.round((d.confidence ?? 0) * 100);
   const exception = d.exception ? `<p class="exception"><code>${escape(d.exception.type)}: ${escape(d.exception.message)}</code></p>` : '';
@@ -166,10 +184,11 @@ function render(d: Diagnosis, origin: DiagnosisOrigin): string {
  table.tensors { border-collapse: collapse; } table.tensors td, table.tensors th { padding: .1em .6em; text-align: left; }
  tr.bad { color: var(--vscode-errorForeground); font-weight: bold; }
 </style></head>
-<body data-testid="traindoctor-diagnosis" data-kind="${escape(d.kind)}" data-origin="${origin}">
+<body data-testid="traindoctor-diagnosis" data-kind="${escape(d.kind)}" data-origin="${origin}" data-anomaly-detection="${options.anomalyDetection ? 'on' : 'off'}">
 <h1>${escape(d.title)}</h1>
-<p class="meta"><span>${escape(d.kind)}</span><span>${escape(d.mode)}</span><span>confidence ${confidence}%</span>${origin === 'live' ? '<span>live</span>' : ''}${d.rank != null ? `<span>rank ${escape(d.rank)}</span>` : ''}</p>
+<p class="meta"><span>${escape(d.kind)}</span><span>${escape(d.mode)}</span><span>confidence ${confidence}%</span>${origin === 'live' ? '<span>live</span>' : ''}${options.anomalyDetection ? '<span>anomaly detection</span>' : ''}${d.rank != null ? `<span>rank ${escape(d.rank)}</span>` : ''}</p>
 ${exception}${location}
+${anomalyRerunButton(options)}
 <h2>Root cause</h2><p class="root-cause">${escape(d.root_cause)}</p>
 ${evidence ? `<h2>Evidence</h2><ul class="evidence">${evidence}</ul>` : ''}
 ${tensorsTable(d.details)}
@@ -178,6 +197,12 @@ ${related ? `<h2>Related findings</h2><ul>${related}</ul>` : ''}
 ${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
 <script nonce="${nonce}">
  const vscode = acquireVsCodeApi();
+ for (const button of document.querySelectorAll('button.anomaly-rerun')) {
+   button.addEventListener('click', () => {
+     button.disabled = true;
+     vscode.postMessage({ type: 'rerunWithAnomalyDetection' });
+   });
+ }
  for (const button of document.querySelectorAll('button.apply-fix')) {
    button.addEventListener('click', () => {
      button.disabled = true;
@@ -187,7 +212,13 @@ ${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
  window.addEventListener('message', (event) => {
    if (event.data && event.data.type === 'fixApplied') {
      document.body.dataset.fixApplied = String(event.data.applied);
-     for (const button of document.querySelectorAll('button.apply-fix')) {
+     for (const button of document.querySelectorAll('button.anomaly-rerun')) {
+   button.addEventListener('click', () => {
+     button.disabled = true;
+     vscode.postMessage({ type: 'rerunWithAnomalyDetection' });
+   });
+ }
+ for (const button of document.querySelectorAll('button.apply-fix')) {
        button.disabled = event.data.applied;
        if (event.data.applied) { button.textContent = 'Fix applied'; }
      }

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { AnomalyRerun } from './anomalyRerun';
 import { DEBUG_TYPE, DebugpyAdapterFactory, runWithDiagnosis, TraindoctorConfigurationProvider } from './debugAdapter';
 import { LiveDiagnosisTrackerFactory } from './debugTracker';
 import { DiagnosisPanel } from './diagnosisPanel';
@@ -18,6 +19,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   server = new ServerManager();
   const panel = new DiagnosisPanel();
   const decorations = new LiveDecorations();
+  const anomalyRerun = new AnomalyRerun(server);
   context.subscriptions.push(server, panel, decorations, new StatusBar(server));
 
   const requireServer = <T>(run: (s: ServerManager) => Promise<T>) => async (): Promise<T | undefined> => {
@@ -44,10 +46,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
       return runWithDiagnosis(resource);
     }),
+    vscode.commands.registerCommand('traindoctor.rerunWithAnomalyDetection', () => anomalyRerun.rerun()),
     ...registerMonitorCommands(panel),
     vscode.commands.registerCommand('traindoctor.lintWorkspace', requireServer((s) => s.executeCommand('traindoctor.lintWorkspace'))),
     vscode.commands.registerCommand('traindoctor.clearDiagnosis', async () => {
       decorations.clear();
+      anomalyRerun.clear();
       panel.close();
       if (await server!.ready()) {
         await server!.executeCommand('traindoctor.clearDiagnosis');
@@ -57,7 +61,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('traindoctor.showLogs', () => log().show()),
     vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new DebugpyAdapterFactory()),
     vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, new TraindoctorConfigurationProvider()),
-    vscode.debug.registerDebugAdapterTrackerFactory('*', new LiveDiagnosisTrackerFactory(server, panel, decorations)),
+    vscode.debug.registerDebugAdapterTrackerFactory('*', new LiveDiagnosisTrackerFactory(server, panel, decorations, anomalyRerun)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       // Rule settings reach the running server through didChangeConfiguration; a new interpreter needs a new process.
       if (affectsInterpreter(event)) {

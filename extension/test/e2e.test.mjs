@@ -383,6 +383,34 @@ scenario('runWithDiagnosis on a NaN under anomaly mode shows the live diagnosis 
   await wb.page.keyboard.press('Shift+F5');
 }, 180_000);
 
+scenario('an in-place error offers "Re-run with anomaly detection"; the re-run names the forward line', async () => {
+  const file = 'train_inplace.py';
+  const script = join(editor.workspace, file);
+  const forward = `${script}:${lineOf(file, 'h = torch.sigmoid(layer(x))')}`;
+  const forwardNamed = (items) => items.some((item) => item.includes(`the forward call that created it is ${forward}`));
+  await wb.command('View: Close All Editors');
+  await wb.openFile(file);
+  await wb.command('traindoctor: Run with diagnosis on failure');
+  // torch names the autograd node (SigmoidBackward0), not the forward line: the panel offers the re-run.
+  const first = await wb.webviewFrame(
+    '[data-testid="traindoctor-diagnosis"][data-origin="live"][data-kind="inplace-modification"][data-anomaly-detection="off"]', 90_000);
+  const button = first.locator('button.anomaly-rerun');
+  await button.waitFor();
+  assert.equal(await button.innerText(), 'Re-run with anomaly detection');
+  assert.ok(!forwardNamed(await first.locator('.evidence li').allInnerTexts()));
+  await button.click();
+  // The same launch again, with anomaly detection switched on from outside the (unchanged) script.
+  const second = await wb.webviewFrame(
+    '[data-testid="traindoctor-diagnosis"][data-origin="live"][data-kind="inplace-modification"][data-anomaly-detection="on"]', 90_000);
+  const evidence = await second.locator('.evidence li').allInnerTexts();
+  assert.ok(forwardNamed(evidence), `evidence: ${JSON.stringify(evidence)}`);
+  assert.match(await second.locator('.fixes li').first().innerText(), /Make `h \+= 1\.0` out of place/);
+  assert.equal(await second.locator('button.anomaly-rerun').count(), 0);
+  await wb.screenshot(join(ARTIFACTS, 'anomaly-rerun.png'));
+  await wb.page.keyboard.press('Shift+F5');
+  await wb.command('View: Close All Editors');
+}, 240_000);
+
 scenario('settings reach the server, and an interpreter without traindoctor gets a clear message', async () => {
   await wb.openFile('train_four_bugs.py');
   await wb.showProblems('train_four_bugs.py');

@@ -121,13 +121,24 @@ def current_frame(stack_trace: dict[str, Any] | None) -> dict[str, Any] | None:
     return frames[0] if frames else None
 
 
-def traceback_text(exception_info: dict[str, Any] | None, results: tuple[ProbeResult, ...] = ()) -> str:
+def traceback_text(exception_info: dict[str, Any] | None, results: tuple[ProbeResult, ...] = (),
+                   forward_trace: str = "") -> str:
     """The failure as Python would print it.
 
     Prefer the `traceback` probe (formatted from the live exception, library
     frames included); else rebuild it from debugpy's `details.stackTrace`, which
-    lacks the header lines and marks the paused frame.
+    lacks the header lines and marks the paused frame. `forward_trace`: anomaly
+    mode's warning for this process (live/anomaly.py `forward_trace`), put in front
+    as the process printed it before the exception, so that the engine reads the
+    forward line as it does in a pasted log.
     """
+    text = _traceback_text(exception_info, results)
+    if forward_trace.strip():
+        text = forward_trace.rstrip("\n") + "\n" + text
+    return text
+
+
+def _traceback_text(exception_info: dict[str, Any] | None, results: tuple[ProbeResult, ...]) -> str:
     probe = next((r for r in results if r.name == "traceback" and r.ok), None)
     if probe and isinstance(probe.value, str) and probe.value.strip():
         return without_debugger_frames(probe.value)
@@ -192,12 +203,15 @@ def diagnose_from_dap(
     *,
     correlate: bool = True,
     base_dir: Any = None,
+    forward_trace: str = "",
 ) -> Diagnosis:
-    """The Diagnosis for a debuggee stopped on an exception, enriched with probes."""
+    """The Diagnosis for a debuggee stopped on an exception, enriched with probes.
+    `forward_trace`: what anomaly mode recorded in that process (see `traceback_text`)."""
     _, frame = user_frame(stack_trace, [base_dir] if base_dir else ())
     results = parse_probe_results(probe_results)
     probes = build_probes(results, frame)
-    return diagnose_probes(traceback_text(exception_info, results), probes, correlate=correlate, base_dir=base_dir)
+    text = traceback_text(exception_info, results, forward_trace)
+    return diagnose_probes(text, probes, correlate=correlate, base_dir=base_dir)
 
 
 def diagnose_probes(text: str, probes: Probes, *, correlate: bool = True, base_dir: Any = None) -> Diagnosis:

@@ -375,11 +375,8 @@ class LiveSession:
             answers[probe["name"]] = self._evaluate(connection, probe["expression"], frame, budget_end)
         results = parse_probe_results(answers)
         probes = build_probes(results, user_frame(stack)[1])
-        text = traceback_text(info, results)
-        if self._forward_trace is not None:
-            warning = self._forward_trace(process.pid)
-            if warning:  # printed before the exception, as in the process's own stderr
-                text = warning.rstrip("\n") + "\n" + text
+        warning = self._forward_trace(process.pid) if self._forward_trace is not None else ""
+        text = traceback_text(info, results, warning)
         process_info = {"label": process.label, "pid": process.pid, "name": process.name,
                         "subprocess": process.subprocess}
         diagnosis, error = self._build(text, probes, process_info)

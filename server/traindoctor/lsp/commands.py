@@ -34,6 +34,8 @@ PROBE_EXPRESSIONS = "traindoctor.probeExpressions"
 USER_FRAME = "traindoctor.userFrame"
 CLEAR_DIAGNOSIS = "traindoctor.clearDiagnosis"
 LINT_WORKSPACE = "traindoctor.lintWorkspace"
+ANOMALY_ENVIRONMENT = "traindoctor.anomalyEnvironment"
+RELEASE_ANOMALY_ENVIRONMENT = "traindoctor.releaseAnomalyEnvironment"
 
 class CommandError(Exception):
     """A command that cannot run: the message goes back to the client as is."""
@@ -190,29 +192,65 @@ async def diagnose_traceback(ls: "TrainDoctorServer", *args: Any) -> Any:
 
 
 async def diagnose_live(ls: "TrainDoctorServer", *args: Any) -> Any:
+    """{exceptionInfo, stackTrace, probes[, pid, anomalyDir]}: `anomalyDir` is the folder of a launch
+    made with traindoctor.anomalyEnvironment, `pid` the debuggee's (the DAP `process` event's).
+    An autograd error whose forward line only anomaly mode gives answers details.anomaly_rerun."""
     payload = args[0] if args and isinstance(args[0], dict) else None
     if payload is None:
         raise CommandError(f"{DIAGNOSE_LIVE} expects {{exceptionInfo, stackTrace, probes}}")
     try:
+        from ..live import anomaly
         from ..live.from_dap import diagnose_from_dap
     except Exception as exc:
         raise _unavailable("live diagnosis", exc) from None
     loop = asyncio.get_running_loop()
-    try:
-        diagnosis = await loop.run_in_executor(
-            ls.engine_pool,
-            lambda: diagnose_from_dap(
-                payload.get("exceptionInfo") or {},
-                payload.get("stackTrace") or {},
-                payload.get("probes") or {},
-                base_dir=ls.first_workspace_dir(),
-            ),
+    anomaly_dir = payload.get("anomalyDir")
+
+    def diagnose() -> "Diagnosis":
+        return diagnose_from_dap(
+            payload.get("exceptionInfo") or {},
+            payload.get("stackTrace") or {},
+            payload.get("probes") or {},
+            base_dir=ls.first_workspace_dir(),
+            forward_trace=ls.anomaly_runs.forward_trace(anomaly_dir, payload.get("pid")) if anomaly_dir else "",
         )
+
+    try:
+        diagnosis = await loop.run_in_executor(ls.engine_pool, diagnose)
     except Exception as exc:
         logger.exception("diagnoseLive failed")
         raise CommandError(f"traindoctor: live diagnosis failed: {type(exc).__name__}: {exc}") from None
     await _publish_diagnosis(ls, diagnosis)
-    return to_json(diagnosis)
+    result = to_json(diagnosis)
+    if not anomaly_dir and anomaly.wants_forward_line(diagnosis):
+        # As `traindoctor run` offers its --anomaly re-run; NaN checks only for a NaN from backward.
+        result.setdefault("details", {})["anomaly_rerun"] = {
+            "offered": True, "check_nan": anomaly.nan_from_backward(diagnosis)}
+    return result
+
+
+def anomaly_environment(ls: "TrainDoctorServer", *args: Any) -> Any:
+    """{env?, pythonArgs?, checkNan?} of a debug launch -> {directory, env}: the variables that launch
+    needs for anomaly detection (merged into its env by the editor), in a folder made for it."""
+    payload = args[0] if args and isinstance(args[0], dict) else {}
+    if args and not isinstance(args[0], dict):
+        raise CommandError(f"{ANOMALY_ENVIRONMENT} expects {{env, pythonArgs, checkNan}}")
+    env = payload.get("env")
+    python_args = payload.get("pythonArgs")
+    if (env is not None and not isinstance(env, dict)) or (python_args is not None and not isinstance(python_args, list)):
+        raise CommandError(f"{ANOMALY_ENVIRONMENT}: env is an object and pythonArgs a list")
+    from .anomaly_runs import AnomalyRunError
+
+    try:
+        return ls.anomaly_runs.create(env, python_args, bool(payload.get("checkNan", True)))
+    except (AnomalyRunError, OSError) as exc:
+        raise CommandError(f"traindoctor: {exc}") from None
+
+
+def release_anomaly_environment(ls: "TrainDoctorServer", *args: Any) -> Any:
+    """{directory}: the launch ended; its folder goes."""
+    payload = args[0] if args and isinstance(args[0], dict) else {}
+    return {"released": ls.anomaly_runs.release(payload.get("directory"))}
 
 
 def probe_expressions(ls: "TrainDoctorServer", *args: Any) -> Any:
@@ -346,5 +384,7 @@ def register(server) -> None:
     server.command(USER_FRAME)(_handler(user_frame))
     server.command(CLEAR_DIAGNOSIS)(_handler(clear_diagnosis))
     server.command(LINT_WORKSPACE)(_handler(lint_workspace))
+    server.command(ANOMALY_ENVIRONMENT)(_handler(anomaly_environment))
+    server.command(RELEASE_ANOMALY_ENVIRONMENT)(_handler(release_anomaly_environment))
 
 

@@ -19,6 +19,7 @@ from .. import __version__
 from ..lint import lint_source
 from . import actions, commands, hover, notebooks
 from .actions import FIX_ALL_KIND
+from .anomaly_runs import AnomalyRuns
 from .convert import ClientFeatures, Converter, diagnostic
 from .documents import DocumentState, LintSnapshot
 from .protocol import RobustProtocol
@@ -43,6 +44,7 @@ class TrainDoctorServer(LanguageServer):
         self.diagnosis_epoch = 0  # changes whenever a published diagnosis does (pull result ids)
         # Our own pool: pygls's pool also reads stdin, and must never wait on a lint.
         self.engine_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="traindoctor-lint")
+        self.anomaly_runs = AnomalyRuns()  # folders of debug launches with anomaly detection
 
     # --- workspace -------------------------------------------------------------
 
@@ -390,6 +392,7 @@ def create_server() -> TrainDoctorServer:
         for doc in ls.documents.values():
             doc.close()
         ls.engine_pool.shutdown(wait=False, cancel_futures=True)
+        ls.anomaly_runs.close()
 
     commands.register(server)
     notebooks.register(server)
