@@ -1,7 +1,8 @@
 """Calibrate diagnosis confidence on the labelled logs and report a reliability table.
 
 The labelled set: the real tracebacks of tests/diagnose/data/dev (labels.yaml) and the
-real-shaped logs of tests/diagnose/data/formats and tests/diagnose/data/kinds (expected.yaml).
+real-shaped logs of tests/diagnose/data/formats and kinds, and the real PyTorch stderr of
+tests/diagnose/data/real (expected.yaml).
 Every hypothesis of every diagnosis is one prediction: its raw confidence (the signature's
 number, adjusted by the engine) and whether its kind is the labelled one.
 
@@ -33,7 +34,7 @@ def labelled() -> list[tuple[str, Path, str]]:
     items = []
     for entry in yaml.safe_load((DATA / "dev" / "labels.yaml").read_text()):
         items.append((entry["id"], DATA / "dev" / entry["file"], entry["class"]))
-    for folder in ("formats", "kinds"):
+    for folder in ("formats", "kinds", "real"):
         for entry in yaml.safe_load((DATA / folder / "expected.yaml").read_text()):
             items.append((f"{folder}/{entry['file']}", DATA / folder / entry["file"], entry["kind"]))
     return items
