@@ -72,6 +72,8 @@ def test_an_aborted_nccl_communicator_is_a_consequence_not_a_setup_failure() -> 
     diagnosis = diagnose_text((DATA / "formats" / "srun_labels.log").read_text(), correlate=False)
     assert diagnosis.kind == "cuda-oom"
     assert [h.kind for h in diagnosis.hypotheses] == ["cuda-oom"]  # rank 0's abort is no second hypothesis
+    assert diagnosis.details["ranks"]["0"].startswith("torch.distributed.DistBackendError: NCCL communicator was aborted")
+    assert "pretrain.py:270" in diagnosis.details["ranks"]["0"]  # rank 0's own frame, not rank 1's interleaved one
     setup = diagnose_text("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, "
                           "internal error, NCCL version 2.14.3\n", correlate=False)
     assert setup.details["signature"] == "distributed-setup"

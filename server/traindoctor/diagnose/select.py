@@ -219,7 +219,8 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
     for hit in log_hits:
         # A log line inside a traceback (e.g. "killed by signal: Killed" in the
         # exception message) takes that traceback's frames for its location.
-        owner = next((c for c in chains if hit.line is not None and c.start <= hit.line < c.end), None)
+        owner = next((c for c in chains if hit.line is not None and c.start <= hit.line < c.end
+                      and c.rank == hit.rank), None)  # interleaved ranks: its own rank's traceback
         if owner is not None:
             hit.chain, hit.block = owner, owner.final
     candidates = chain_candidates + log_hits
