@@ -43,15 +43,18 @@ def calibrated(raw: float) -> float:
     return y0 if x1 == x0 else y0 + (y1 - y0) * (raw - x0) / (x1 - x0)
 
 
+_LISTED = 0.01
+
+
 def coherent(kinds: list[str], confidences: list[float]) -> list[float]:
     """Confidences of ranked hypotheses (their kinds, their calibrated confidences) that a
-    probability allows: one failure has one kind, so the kinds' confidences sum to at most 1.
-    A kind takes at most what the kinds ranked before it leave; a hypothesis of a kind already
-    listed (another cause of it) has that kind's confidence."""
+    probability allows: one failure has one kind, so a kind takes at most what the kinds ranked
+    before it leave (but at least 0.01: listed, it is not ruled out); a hypothesis of a kind already listed (another cause of it) has that kind's
+    confidence."""
     by_kind: dict[str, float] = {}
     left = 1.0
     for kind, confidence in zip(kinds, confidences):
         if kind not in by_kind:
-            by_kind[kind] = max(0.0, min(confidence, left))
-            left -= by_kind[kind]
+            by_kind[kind] = max(_LISTED, min(confidence, left))
+            left = max(0.0, left - by_kind[kind])
     return [by_kind[kind] for kind in kinds]
