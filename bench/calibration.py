@@ -142,7 +142,9 @@ def main() -> int:
              f"Labelled logs: {len(files)} (tests/diagnose/data/dev, formats, kinds, real); hypotheses scored: "
              f"{len(preds)} (top-1 accuracy {sum(top) / max(1, len(top)):.2f}).",
              "Produced by `bench/calibration.py`; the map is rules/calibration.yaml. A reported confidence is",
-             "the map's value, made coherent within its diagnosis (the kinds' confidences sum to at most 1).", ""]
+             "the map's value, made coherent within its diagnosis (the kinds' confidences sum to at most 1).",
+             "The engine was developed on these logs: cross-validation holds files out of the map's fit, not",
+             "out of the signatures' development, so the numbers are optimistic for logs it has never seen.", ""]
     for title, scored in (("Raw signature confidence (before calibration)", raw_scored),
                           ("Calibrated, 2-fold cross-validated (fit on one half of the files, scored on the other)",
                            cross),
