@@ -62,3 +62,19 @@ def test_without_anomaly_mode_the_forward_file_is_unknown(tmp_path: Path) -> Non
     diagnosis, _ = _diagnose(tmp_path, "off")
     assert diagnosis.kind == "inplace-modification"
     assert "inplace_site" not in diagnosis.details["facts"] and "forward_site" not in diagnosis.details["facts"]
+
+
+def test_the_anomaly_warning_is_no_hypothesis_when_its_exception_follows(tmp_path: Path) -> None:
+    """The warning stands for a lost exception only when the exception line is really missing."""
+    (tmp_path / "model.py").write_text(textwrap.dedent(MODEL))
+    (tmp_path / "train.py").write_text(textwrap.dedent(TRAIN))
+    log = run_failing([sys.executable, "train.py", "anomaly"], tmp_path)
+    assert "Error detected in SigmoidBackward0" in log and "RuntimeError: one of the variables" in log
+
+    whole = diagnose_text(log, correlate=False, base_dir=tmp_path)
+    assert [h.kind for h in whole.hypotheses if h.kind == "nan-inf"] == []
+    assert not any("exception line is missing" in h.cause for h in whole.hypotheses)
+
+    cut = log[:log.index("Traceback (most recent call last)")]  # the paste lost the traceback after the warning
+    truncated = diagnose_text(cut, correlate=False, base_dir=tmp_path)
+    assert truncated.kind == "nan-inf" and truncated.details["signature"] == "nan-anomaly-warning"

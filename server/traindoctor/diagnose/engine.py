@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Diagnosis, ExceptionInfo, FixSuggestion, Frame, Hypothesis, Probes
-from .calibration import calibrated
+from .calibration import calibrated, coherent
 from .correlate import correlate as correlate_findings
 from .extract import derive
 from .kinds import FALLBACK, Failure, hook, one_line, recognised_live
@@ -150,7 +150,9 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     primary = (confidence, signature.kind, root_cause or title, tuple(evidence), tuple(fixes))
     ranked = _hypotheses(primary, signature, facts, exc_text, selection, candidate)
     details["raw_confidences"] = [round(h[0], 3) for h in ranked]
-    hypotheses = tuple(Hypothesis(kind, cause, round(calibrated(raw), 2), ev, fx) for raw, kind, cause, ev, fx in ranked)
+    shares = coherent([h[1] for h in ranked], [calibrated(h[0]) for h in ranked])
+    hypotheses = tuple(Hypothesis(kind, cause, round(share, 2), ev, fx)
+                       for (_, kind, cause, ev, fx), share in zip(ranked, shares))
     return Diagnosis(
         kind=signature.kind,
         mode=signature.mode,
@@ -174,8 +176,13 @@ _MAX_HYPOTHESES = 4
 
 def _hypotheses(primary: tuple, signature, facts: dict[str, Any], exc_text: str, selection: Selection,
                 winner: Candidate) -> list[tuple]:
-    """The winning explanation first, then (ranked by raw confidence) the signature's own
-    alternatives, other signatures that match the same message, and other failures in the log."""
+    """The winning explanation first, then (ranked by score) the signature's own alternatives,
+    other signatures that match the same message, and other failures in the log.
+
+    The score orders the hypotheses; the raw confidence is a claim about the kind. A hypothesis
+    of a kind listed before it is another cause of that kind read from the same evidence, so
+    it follows that kind's first hypothesis and carries its raw confidence (an alternative's
+    weight only orders the causes)."""
     from .signatures import exception_signatures, load_signatures
 
     raw = primary[0]
@@ -208,7 +215,13 @@ def _hypotheses(primary: tuple, signature, facts: dict[str, Any], exc_text: str,
         add(candidate.signature.confidence * (0.3 if candidate.handled else 0.45), candidate.signature.kind,
             candidate.signature.title_for(candidate.facts), evidence, kind_fixes(candidate.signature.kind))
     out.sort(key=lambda h: -h[0])
-    return [primary] + out[:_MAX_HYPOTHESES - 1]
+    ranked = [primary] + out[:_MAX_HYPOTHESES - 1]
+    kinds = list(dict.fromkeys(kind for _, kind, *_ in ranked))
+    ranked.sort(key=lambda h: kinds.index(h[1]))  # the causes of one kind together, as their kind ranks
+    kind_raw: dict[str, float] = {}
+    for score, kind, *_ in ranked:
+        kind_raw.setdefault(kind, score)
+    return [(kind_raw[kind], kind, *rest) for _, kind, *rest in ranked]
 
 
 def _shown(path: str, base_dir: Path) -> str:

@@ -172,6 +172,15 @@ def elastic_summary(lines: list[Line]) -> ElasticSummary | None:
     return summary if found_any else None
 
 
+def _exception_follows(hit: Candidate, chains: list[Chain]) -> bool:
+    """A hit of an `exception_missing` signature (anomaly mode's warning) stands in for an
+    exception the paste lost; a traceback of its rank with an exception line after it means
+    nothing was lost, and that traceback is the failure."""
+    if not hit.signature.exception_missing or hit.line is None:
+        return False
+    return any(c.start > hit.line and c.rank == hit.rank and c.final.exception is not None for c in chains)
+
+
 def _describe(candidate: Candidate) -> str:
     block = candidate.block
     head = ""
@@ -206,11 +215,12 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
         for candidate in chain_candidates:
             if candidate.rank is None and candidate.chain is not None and start <= candidate.chain.start < end:
                 candidate.rank = elastic.root.rank
-    log_hits = scan_log(lines, joined, offsets)
+    log_hits = [hit for hit in scan_log(lines, joined, offsets) if not _exception_follows(hit, chains)]
     for hit in log_hits:
         # A log line inside a traceback (e.g. "killed by signal: Killed" in the
         # exception message) takes that traceback's frames for its location.
-        owner = next((c for c in chains if hit.line is not None and c.start <= hit.line < c.end), None)
+        owner = next((c for c in chains if hit.line is not None and c.start <= hit.line < c.end
+                      and c.rank == hit.rank), None)  # interleaved ranks: its own rank's traceback
         if owner is not None:
             hit.chain, hit.block = owner, owner.final
     candidates = chain_candidates + log_hits

@@ -85,6 +85,8 @@ class Signature:
     # other explanations of the same message: (kind, cause template, weight relative to this one)
     alternatives: tuple[tuple[str, Template, float], ...] = ()
     location_expected: bool = True  # a Python line is expected; without one the diagnosis is less sure
+    # a log line that stands in for an exception the paste lost: no candidate when its traceback follows
+    exception_missing: bool = False
 
     def match(self, text: str) -> dict[str, str] | None:
         """Facts from the first pattern that matches `text`, or None."""
@@ -236,6 +238,7 @@ def _parse_signature(data: Any, path: Path) -> Signature:
         source=path,
         alternatives=_alternatives(data.get("alternatives"), where),
         location_expected=bool(data.get("location_expected", True)),
+        exception_missing=bool(data.get("exception_missing", False)),
     )
 
 
