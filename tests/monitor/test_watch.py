@@ -124,6 +124,18 @@ def test_a_command_that_cannot_run_is_a_one_line_error(workdir):
     assert outcome.stderr.strip().count("\n") == 0 and "no such script" in outcome.stderr
 
 
+def test_an_interpreter_without_torch_runs_the_command_unmonitored_and_says_so(workdir):
+    # `-S`: no site-packages, so no torch; the script itself needs none
+    script = workdir / "no_torch.py"
+    script.write_text("print('hello from a script without torch')\n")
+    outcome = traindoctor("watch", "--format", "json", "--", PYTHON, "-S", str(script), cwd=workdir)
+    assert outcome.code == 0, outcome.stderr
+    assert outcome.stdout.splitlines()[0] == "hello from a script without torch"
+    assert "Traceback" not in outcome.stderr
+    assert "no step monitor: this interpreter cannot import torch" in outcome.stderr
+    assert outcome.payload["summary"].startswith("the step monitor did not start")
+
+
 def test_a_corrupt_batch_is_a_gradient_explosion_at_its_step(workdir):
     run = monitored("watch", "bad_batch.py", cwd=workdir)
     explosion = run.finding("gradient-explosion")

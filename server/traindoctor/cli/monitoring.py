@@ -8,9 +8,10 @@ prints one object as the last stdout line:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
-from typing import Any
+from typing import Any, Callable
 
 USAGE_TAIL = "-- python train.py ARGS"
 
@@ -29,6 +30,59 @@ def add_common_options(parser: argparse.ArgumentParser, *, command: bool = True)
 def fail(message: str, code: int = 2) -> int:
     print(f"traindoctor: {message}", file=sys.stderr)
     return code
+
+
+class CommandFailed(Exception):
+    """The command cannot go on: one line for the user, and the exit code."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def guarded(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A command's `run`: CommandFailed becomes its one line and exit code, Ctrl-C exit code 130."""
+
+    @functools.wraps(body)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return body(args)
+        except CommandFailed as exc:
+            return fail(str(exc), exc.code)
+        except KeyboardInterrupt:
+            return 130
+
+    return run
+
+
+def prepared(args: argparse.Namespace) -> Any:
+    """The user's command, checked (CommandFailed with the reason)."""
+    from ..live.launcher import LaunchError
+    from ..monitor.runner import prepare
+
+    try:
+        return prepare(list(args.command))
+    except LaunchError as exc:
+        raise CommandFailed(str(exc)) from None
+
+
+def monitored_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any], *, label: str = "",
+                  debugged: bool = False) -> tuple[Any, Any]:
+    """Run the command once with the monitor in a new run folder (`config` gets its `run_dir`):
+    (MonitoredRun, the records read back). `debugged`: under debugpy, to stop at a step."""
+    from pathlib import Path
+
+    from ..live.launcher import LaunchError
+    from ..monitor.runner import new_run_dir, run_debugged, run_plain
+    from ..monitor.series import run_from_dir
+
+    run_dir = new_run_dir(debuggee, Path(args.runs_dir) if args.runs_dir else None, label)
+    config = {"run_dir": str(run_dir), **config}
+    try:
+        monitored = (run_debugged if debugged else run_plain)(debuggee, config, args.timeout)
+    except LaunchError as exc:
+        raise CommandFailed(str(exc)) from None
+    return monitored, run_from_dir(run_dir)
 
 
 def write_records(findings: list[Any], directory: str | None, source_text: str) -> list[str]:

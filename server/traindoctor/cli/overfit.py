@@ -13,9 +13,7 @@ Exit code: 0 fits, 1 does not fit, 2 usage error or the script failed to start.
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from .monitoring import USAGE_TAIL, add_common_options, fail, report
+from .monitoring import USAGE_TAIL, add_common_options, fail, guarded, monitored_run, prepared, report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,31 +27,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+@guarded
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from ..live.launcher import LaunchError
     from ..monitor.detectors import fit_summary, num
     from ..monitor.findings import detect
     from ..monitor.rules import load_monitor_rules
-    from ..monitor.runner import new_run_dir, prepare, run_plain
-    from ..monitor.series import run_from_dir
 
     if args.steps < 2 or args.batches < 1:
         return fail("--steps must be at least 2 and --batches at least 1")
-    try:
-        debuggee = prepare(list(args.command))
-    except LaunchError as exc:
-        return fail(str(exc))
-    run_dir = new_run_dir(debuggee, Path(args.runs_dir) if args.runs_dir else None, "overfit")
-    config: dict[str, Any] = {"run_dir": str(run_dir), "max_steps": args.steps, "repeat_batches": args.batches}
-    try:
-        monitored = run_plain(debuggee, config, args.timeout)
-    except LaunchError as exc:
-        return fail(str(exc))
-    except KeyboardInterrupt:
-        return 130
-    data = run_from_dir(run_dir)
+    debuggee = prepared(args)
+    monitored, data = monitored_run(debuggee, args, {"max_steps": args.steps, "repeat_batches": args.batches},
+                                    label="overfit")
+    run_dir = monitored.run_dir
     if not data.records:
         why = f"exited with code {monitored.exit_code}" if monitored.exit_code else "finished"
         return fail(f"the command {why} before its first optimizer step: nothing to fit "

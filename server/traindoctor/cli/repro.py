@@ -13,9 +13,7 @@ Exit code: 0 identical, 1 differs, 2 usage error or a run that did not step.
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from .monitoring import USAGE_TAIL, add_common_options, fail, report
+from .monitoring import USAGE_TAIL, add_common_options, fail, guarded, monitored_run, prepared, report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,37 +26,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+@guarded
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from ..live.launcher import LaunchError
     from ..monitor.detectors import compare_runs
     from ..monitor.findings import detect
-    from ..monitor.runner import new_run_dir, prepare, run_plain
-    from ..monitor.series import run_from_dir
 
     if args.steps < 1:
         return fail("--steps must be at least 1")
-    try:
-        debuggee = prepare(list(args.command))
-    except LaunchError as exc:
-        return fail(str(exc))
-    base = Path(args.runs_dir) if args.runs_dir else None
+    debuggee = prepared(args)
     runs = []
     for label, deterministic in (("repro-a", False), ("repro-b", True)):
-        run_dir = new_run_dir(debuggee, base, label)
-        config: dict[str, Any] = {"run_dir": str(run_dir), "max_steps": args.steps, "fingerprint_rng": True,
-                                  "checksum": True, "deterministic": deterministic}
-        try:
-            monitored = run_plain(debuggee, config, args.timeout)
-        except LaunchError as exc:
-            return fail(str(exc))
-        except KeyboardInterrupt:
-            return 130
-        data = run_from_dir(run_dir)
+        config = {"max_steps": args.steps, "fingerprint_rng": True, "checksum": True, "deterministic": deterministic}
+        monitored, data = monitored_run(debuggee, args, config, label=label)
         if not data.records:
             return fail(f"run {len(runs) + 1} made no optimizer step (exit code {monitored.exit_code}; "
-                        f"records in {run_dir})")
+                        f"records in {monitored.run_dir})")
         runs.append((data, monitored))
     (first, first_run), (second, _) = runs
     first.other = second

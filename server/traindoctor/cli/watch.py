@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .monitoring import USAGE_TAIL, add_common_options, fail, report
+from .monitoring import USAGE_TAIL, add_common_options, guarded, monitored_run, prepared, report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,32 +31,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+@guarded
 def run(args: argparse.Namespace) -> int:
-    from ..live.launcher import LaunchError
     from ..monitor.findings import detect
     from ..monitor.rules import load_monitor_rules
-    from ..monitor.runner import new_run_dir, prepare, run_debugged, run_plain
-    from ..monitor.series import run_from_dir
 
-    try:
-        debuggee = prepare(list(args.command))
-    except LaunchError as exc:
-        return fail(str(exc))
-    run_dir = new_run_dir(debuggee, _base(args))
-    config: dict[str, Any] = {"run_dir": str(run_dir), "stop_on": args.stop_on, "per_layer": args.per_layer}
+    debuggee = prepared(args)
+    config: dict[str, Any] = {"stop_on": args.stop_on, "per_layer": args.per_layer}
     if args.stop_on == "any":
         spike = load_monitor_rules()["loss-spike"].params
         config["stop_spike_factor"] = float(spike.get("factor", 3.0)) * 3
-    try:
-        if args.stop_on:
-            monitored = run_debugged(debuggee, config, args.timeout)
-        else:
-            monitored = run_plain(debuggee, config, args.timeout)
-    except LaunchError as exc:
-        return fail(str(exc))
-    except KeyboardInterrupt:
-        return 130
-    data = run_from_dir(run_dir)
+    monitored, data = monitored_run(debuggee, args, config, debugged=bool(args.stop_on))
+    run_dir = monitored.run_dir
     findings = detect(data, "watch")
     body: list[str] = []
     extra: dict[str, Any] = {"exit_code": monitored.exit_code}
@@ -72,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                     f"(the run went on): {data.meta['monitor_error'][:200]}")
     steps = len(data.records)
     verdict = "problems" if findings else "ok"
-    summary = _summary(steps, findings, monitored, str(run_dir))
+    summary = _summary(steps, findings, monitored, str(run_dir), started=bool(data.meta))
     report(args, command="watch", verdict=verdict, summary=summary, findings=findings, steps=steps,
            run_dir=str(run_dir), extra=extra, body=body)
     if monitored.exit_code != 0:
@@ -80,13 +66,9 @@ def run(args: argparse.Namespace) -> int:
     return 1 if findings else 0
 
 
-def _base(args: argparse.Namespace) -> Any:
-    from pathlib import Path
-
-    return Path(args.runs_dir) if args.runs_dir else None
-
-
-def _summary(steps: int, findings: list[Any], monitored: Any, run_dir: str) -> str:
+def _summary(steps: int, findings: list[Any], monitored: Any, run_dir: str, started: bool) -> str:
+    if not started:  # the bootstrap said why (e.g. an interpreter without torch)
+        return f"the step monitor did not start: nothing was watched (command exit code {monitored.exit_code})"
     stopped = ""
     if monitored.live is not None:
         stopped = ", stopped under the debugger"

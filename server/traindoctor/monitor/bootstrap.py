@@ -41,9 +41,15 @@ def main() -> None:
         sys.exit("usage: bootstrap.py SCRIPT ARGS | -m MODULE ARGS")
     config = json.loads(os.environ.pop(CONFIG_VARIABLE, "{}") or "{}")
     config.setdefault("run_dir", os.path.join(".traindoctor", "runs", f"pid-{os.getpid()}"))
-    hooks = _load_hooks()
-    monitor = hooks.Monitor(config)
-    monitor.install()
+    try:
+        hooks = _load_hooks()
+    except ImportError as exc:  # an interpreter without torch: the command still runs as under plain python
+        print(f"traindoctor: no step monitor: this interpreter cannot import torch ({exc}); "
+              f"running the command without it", file=sys.stderr, flush=True)
+        hooks = None
+    monitor = hooks.Monitor(config) if hooks is not None else None
+    if monitor is not None:
+        monitor.install()
     if args[0] == "-m":
         if len(args) < 2:
             sys.exit("bootstrap.py: -m needs a module name")
@@ -55,6 +61,9 @@ def main() -> None:
         sys.argv = list(args)
         sys.path[0] = os.path.dirname(script)
         target = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
+    if monitor is None:
+        target()
+        return
     exit_code: object = 0
     error = None
     try:
