@@ -9,6 +9,7 @@ import pytest
 from monitor_helpers import traindoctor
 from traindoctor.monitor.curves import parse_text, read_curves
 from traindoctor.monitor.findings import detect
+from traindoctor.monitor.series import RunData
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -102,6 +103,19 @@ def test_diagnose_reads_the_curves_of_a_log_without_a_traceback(tmp_path):
     diagnosis = json.loads(outcome.stdout)
     assert diagnosis["kind"] == "nan-onset" and diagnosis["details"]["step"] == 250
     assert outcome.code == 0
+
+
+def test_a_progress_bar_log_is_not_read_as_csv():
+    # tqdm lines have commas; without a file suffix (diagnose's fallback) they are still a text log
+    from traindoctor.monitor.curves import parse_content
+
+    lines = [f"Epoch 1: {i:3d}%|#####     | {i}/60 [00:01<00:01, 20.1it/s, loss={2.0 / i if i < 40 else math.nan:.4f}]"
+             for i in range(1, 60)]
+    series = parse_content("\n".join(lines) + "\n")
+    assert len(series["loss"].steps) == 59
+    findings = detect(RunData("curves", series), "curves")
+    assert findings[0].diagnosis.kind == "nan-onset" and findings[0].step == 40
+    assert "loss" in parse_content("step,train/loss,val acc (%)\n1,2.0,10\n2,1.5,11\n")["train/loss"].name
 
 
 def test_unreadable_input_is_a_one_line_error(tmp_path):

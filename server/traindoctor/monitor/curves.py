@@ -180,7 +180,9 @@ def parse_content(text: str, suffix: str = "") -> dict[str, Series]:
     first = next((line for line in text.splitlines() if line.strip()), "")
     if suffix == ".csv" or (suffix not in (".jsonl", ".log", ".txt") and "," in first
                             and not first.lstrip().startswith("{") and _looks_like_header(first)):
-        return parse_csv(text)
+        found = parse_csv(text)
+        if found or suffix == ".csv":
+            return found
     if suffix in (".jsonl", ".ndjson") or first.lstrip().startswith("{\""):
         found = parse_jsonl(text)
         if found:
@@ -188,9 +190,13 @@ def parse_content(text: str, suffix: str = "") -> dict[str, Series]:
     return parse_text(text)
 
 
+# A CSV column name: `loss`, `train/loss`, `val acc (%)`; not a progress line's `20.1it/s, loss=0.3]`.
+_COLUMN_NAME = re.compile(r"[A-Za-z_][\w ./()%-]{0,63}")
+
+
 def _looks_like_header(line: str) -> bool:
-    cells = [c.strip() for c in line.split(",")]
-    return len(cells) >= 2 and all(cells) and any(to_float(c) is None for c in cells)
+    cells = [c.strip().strip('"') for c in line.split(",")]
+    return len(cells) >= 2 and all(_COLUMN_NAME.fullmatch(c) for c in cells)
 
 
 def read_curves(paths: Iterable[str | Path]) -> RunData:
