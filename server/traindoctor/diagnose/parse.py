@@ -143,6 +143,11 @@ def _parse_stream(lines: list[Line], indices: list[int], rank: int | None) -> li
             blocks.append(block)
             pending = ""
             continue
+        if _ipython_frame_without_header(texts, i):
+            block, i = _parse_ipython(lines, indices, texts, i, rank, "", _previous(texts, i))
+            blocks.append(block)
+            pending = ""
+            continue
         if _CAUSE in text:
             pending, pending_age = "cause", 0
         elif _CONTEXT in text:
@@ -159,6 +164,18 @@ def _parse_stream(lines: list[Line], indices: list[int], rank: int | None) -> li
                 continue
         i += 1
     return _link(blocks)
+
+
+def _ipython_frame_without_header(texts: list[str], i: int) -> bool:
+    """An IPython frame (`/path/x.py in loss(self, ...)`, `Cell In[6], line 3`) whose
+    `Type  Traceback (most recent call last)` header was not pasted: its `---->` line follows."""
+    text = texts[i]
+    if not text or text[0] == " " or " in " not in text and not text.startswith(("Cell In", "File ")):
+        return False
+    stripped = text.strip()
+    if not any(p.match(stripped) for p in (_IPY_CELL, _IPY_FILE, _IPY_INPUT, _IPY_OLD_FILE)):
+        return False
+    return any(_IPY_ARROW.match(t) and "-" in t[:t.find(">")] for t in texts[i + 1:i + 12])
 
 
 def _previous(texts: list[str], i: int) -> str:
