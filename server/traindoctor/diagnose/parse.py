@@ -163,7 +163,31 @@ def _parse_stream(lines: list[Line], indices: list[int], rank: int | None) -> li
                 blocks.append(Block(exc, (), "", rank, indices[i - 1], indices[i - 1] + 1))
                 continue
         i += 1
-    return _link(blocks)
+    return _link(_message_before_frames(blocks))
+
+
+_MESSAGE_TO_FRAMES = 12  # lines between a message and the frames printed after it
+
+
+def _message_before_frames(blocks: list[Block]) -> list[Block]:
+    """An exception printed before its frames (ComfyUI's "Error occurred when executing X:",
+    then the message, then the frames without a header; a logger that prints str(e) and then
+    the stack): an exception without frames and, right after it, frames without an exception
+    are one traceback."""
+    out: list[Block] = []
+    i = 0
+    while i < len(blocks):
+        block = blocks[i]
+        after = blocks[i + 1] if i + 1 < len(blocks) else None
+        if (after is not None and block.exception is not None and not block.frames and after.exception is None
+                and after.frames and not after.relation and after.start - block.end <= _MESSAGE_TO_FRAMES):
+            out.append(Block(block.exception, after.frames, block.relation, block.rank, block.start, after.end,
+                             block.intro))
+            i += 2
+            continue
+        out.append(block)
+        i += 1
+    return out
 
 
 def _ipython_frame_without_header(texts: list[str], i: int) -> bool:

@@ -215,7 +215,8 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
             hit.chain, hit.block = owner, owner.final
     candidates = chain_candidates + log_hits
     winner = max(candidates, key=lambda c: c.key) if candidates else Candidate(fallback(), {})
-    if winner.signature.kind == "other" and (winner.block is None or winner.block.exception is None):
+    if winner.signature.kind == "other" and (winner.block is None or winner.block.exception is None
+                                             or winner.block.exception.type.rsplit(".", 1)[-1] in _CHILD_FAILED):
         found = _message_only(lines, joined, offsets)
         if found is not None:
             found.chain = winner.chain  # the frames of a traceback cut before its exception, if any
@@ -265,6 +266,9 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
     return Selection(winner, root_rank, notes, elastic, candidates)
 
 
+# A launcher's exception that only says the child process failed (accelerate launch,
+# mp.spawn): the child's own message, printed before it, is the failure.
+_CHILD_FAILED = ("CalledProcessError", "ProcessRaisedException", "ProcessExitedException")
 _MESSAGE_WINDOW = 200_000  # characters at the end of the log searched for a message-only failure
 
 
