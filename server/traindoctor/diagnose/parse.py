@@ -12,7 +12,7 @@ are parsed as their own stream, so interleaved ranks do not mix.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import ExceptionInfo, Frame, Traceback
 from .normalize import Line, normalize
@@ -140,7 +140,7 @@ def _parse_stream(lines: list[Line], indices: list[int], rank: int | None) -> li
             continue
         if _FRAME.match(text):
             block, i = _parse_block(lines, indices, texts, i, rank, "", _previous(texts, i))
-            blocks.append(block)
+            blocks.append(_outermost_first(block))
             pending = ""
             continue
         if _ipython_frame_without_header(texts, i):
@@ -188,6 +188,17 @@ def _message_before_frames(blocks: list[Block]) -> list[Block]:
         out.append(block)
         i += 1
     return out
+
+
+def _outermost_first(block: Block) -> Block:
+    """Frames pasted without a header and innermost first (VS Code's call stack, a copy of its
+    exception widget without the header line): the first frame raises, the last does not.
+    Returned in Python's order, outermost first."""
+    frames = block.frames
+    if (block.exception is None and len(frames) > 1 and (frames[0].code or "").startswith("raise ")
+            and not (frames[-1].code or "").startswith("raise ")):
+        return replace(block, frames=tuple(reversed(frames)))
+    return block
 
 
 def _ipython_frame_without_header(texts: list[str], i: int) -> bool:
