@@ -10,8 +10,9 @@ error file (JSON with `py_callstack`).
 Also reads what people paste into issues: markdown emphasis around a line
 (`_**RuntimeError: ...**_`), inline-code backticks, `> ` quoting, a logger's
 `repr()` of a traceback (literal `\\n`), `srun --label` rank prefixes
-(`0: Traceback ...`), and VS Code's "Exception has occurred:" layout (message
-first, innermost frame first), which is rewritten into a standard traceback.
+(`0: Traceback ...`), pytest's `E   ` lines, Ray's `(Worker pid=N)` prefixes, and
+VS Code's "Exception has occurred:" layout (message first, innermost frame first;
+also in Chinese), which is rewritten into a standard traceback.
 """
 
 from __future__ import annotations
@@ -35,18 +36,27 @@ _PREFIX = re.compile(
     rf"^(?:(?:{_TIMESTAMP})(?:\s*(?:\[[\w.:-]+\]|[-|]\s*[\w.]+(?=\s*[-|])|{_LEVEL}\b:?(?:[\w.]+:)?))*(?:\s*[-|:](?=\s))?\s?"
     rf"|\[{_LEVEL}\]\s?|{_LEVEL}:[\w.<>]*:\s?"
     r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]\s?"
+    rf"|{_LEVEL} \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? [\w.-]+:\d+\]\s?"
     r"|\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ \S+:\d+\]\s?)"
 )
 # A line wrapped in markdown emphasis or inline code: `**...**`, `_**...**_`, `` `...` ``.
 _EMPHASIS = re.compile(r"^(?P<open>_?\*{1,3}_?|`{1,3})(?P<inner>.*?\S.*?)(?P<close>_?\*{1,3}_?|`{1,3})\s*$")
 _ITALIC = re.compile(r"^_(?P<inner>(?:[\w.]+(?:Error|Exception|Warning)\b.*|Traceback \(most recent call last\):|File \".*))_\s*$")
+# Bold that closes mid-line (`**RuntimeError: CUDA out of memory.** Tried to allocate ...`).
+_LEADING_BOLD = re.compile(r"^(?P<u>_?)(?P<stars>\*{2,3})(?P<inner>[^*]+?)(?P=stars)(?P=u)(?P<rest>(?:[\s:].*)?)$")
+# Ray prefixes every line of a worker's output: `(RayWorkerVllm pid=7602) `, `(pid=123, ip=10.0.0.1) `.
+_RAY = re.compile(r"^\((?:[\w.-]+ )?pid=\d+(?:, ip=[\d.]+)?\)\s?")
+# pytest's failure report: `E   RuntimeError: ...` (and bare `E` for blank lines).
+_PYTEST_E = re.compile(r"^E(?: {3,}|$)")
+_PYTEST_REPORT = re.compile(r"(?m)^E {3,}\S")
 # `srun --label` / deepspeed-style "N: " rank prefixes; used only when tracebacks carry them.
 _LABEL = re.compile(r"^\s{0,3}(\d{1,4}): ")
 _LABELLED_TRACEBACK = re.compile(r"(?m)^\s{0,3}\d{1,4}: (?:Traceback \(most recent|\s*File \")")
 # Markdown around pasted lines: quoting, emphasis or inline code at a line start.
 _PASTED = re.compile(r"(?m)^[ \t]*(?:>|\*\*|_\*|__\*|_[A-Za-z]\w*(?:Error|Exception)\b|_Traceback|_File|`|~~~)")
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
-_VSCODE = "Exception has occurred:"
+# VS Code's exception widget header, in the display languages seen in pasted reports.
+_VSCODE = ("Exception has occurred:", "发生异常:")
 _RICH_BAR = "│"
 _RICH_EDGE = re.compile(r"^\s*[╭╰][─\s\w()]*[╮╯]\s*$")
 _RICH_FRAME = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
@@ -124,6 +134,16 @@ def _unquote(line: str) -> str:
         found = _ITALIC.match(body)
         if found:
             return indent + found.group("inner")
+        found = _LEADING_BOLD.match(body)
+        if found:
+            return indent + found.group("inner") + found.group("rest")
+    if line.count("`") % 2:
+        # inline code that spans lines: its opening or closing backtick is alone on this line
+        stripped = line.strip()
+        if stripped.startswith("`") and not stripped.startswith("``"):
+            return line.replace("`", "", 1)
+        if stripped.endswith("`") and not stripped.endswith("``"):
+            return line.rstrip()[:-1]
     return line
 
 
@@ -148,6 +168,7 @@ def _normalize_lines(text: str) -> list[Line]:
         text = _unrepr(text)
     labelled = len(_LABELLED_TRACEBACK.findall(text[:2_000_000])) >= 2
     pasted = _PASTED.search(text) is not None
+    pytest = len(_PYTEST_REPORT.findall(text[:2_000_000])) >= 2
     if "\t" in text:
         text = text.replace("\t", "    ")
     text = _CONTROL.sub("", text)
@@ -162,6 +183,10 @@ def _normalize_lines(text: str) -> list[Line]:
             if pasted and _FENCE.match(segment.lstrip("> ")):
                 continue  # a markdown code fence around the pasted traceback
             line = _unquote(segment) if pasted else segment
+            if pytest and _PYTEST_E.match(line):
+                line = line[1:].lstrip(" ")
+            if line.startswith("(") and "pid=" in line[:80]:
+                line = _RAY.sub("", line, count=1)
             rank = None
             if labelled:
                 found = _LABEL.match(line)
@@ -189,7 +214,7 @@ def _normalize_lines(text: str) -> list[Line]:
                 if stripped[1:2] in (" ", "-", "+", ""):
                     line = _GROUP_BAR.sub(r"\1", line, count=1)
             lines.append(Line(line.rstrip(), rank, number, prefixed))
-    if _VSCODE in text:
+    if any(header in text for header in _VSCODE):
         lines = _vscode(lines)
     return lines
 
@@ -204,12 +229,13 @@ def _vscode(lines: list[Line]) -> list[Line]:
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
-        at = line.text.find(_VSCODE)
-        if at < 0:
+        header = next((h for h in _VSCODE if h in line.text), None)
+        if header is None:
             out.append(line)
             i += 1
             continue
-        exc_type = re.sub(r"\s*\(note:.*$", "", line.text[at + len(_VSCODE):]).strip() or "Exception"
+        at = line.text.find(header)
+        exc_type = re.sub(r"\s*\(note:.*$", "", line.text[at + len(header):]).strip() or "Exception"
         j = i + 1
         message: list[Line] = []
         while j < n and not _FRAME_LINE.match(lines[j].text) and len(message) < 60:
@@ -224,16 +250,18 @@ def _vscode(lines: list[Line]) -> list[Line]:
                 group.append(Line("    " + lines[j].text.strip(), lines[j].rank, lines[j].number))
                 j += 1
             frames.append(group)
-        if not frames:
-            out.append(line)
-            i += 1
-            continue
         while message and not message[-1].text.strip():
             message.pop()
+        head = message[0].text.strip() if message else ""
+        if not frames:
+            # only the widget's header and message were copied: the exception without frames
+            out.append(Line(f"{exc_type}: {head}".rstrip(": ") if head else exc_type, line.rank, line.number))
+            out.extend(message[1:])
+            i = j
+            continue
         out.append(Line("Traceback (most recent call last):", line.rank, line.number))
         for group in reversed(frames):
             out.extend(group)
-        head = message[0].text.strip() if message else ""
         out.append(Line(f"{exc_type}: {head}".rstrip(": ") if head else exc_type, line.rank, line.number))
         out.extend(message[1:])
         i = j

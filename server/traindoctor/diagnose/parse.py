@@ -12,7 +12,7 @@ are parsed as their own stream, so interleaved ranks do not mix.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import ExceptionInfo, Frame, Traceback
 from .normalize import Line, normalize
@@ -140,6 +140,11 @@ def _parse_stream(lines: list[Line], indices: list[int], rank: int | None) -> li
             continue
         if _FRAME.match(text):
             block, i = _parse_block(lines, indices, texts, i, rank, "", _previous(texts, i))
+            blocks.append(_outermost_first(block))
+            pending = ""
+            continue
+        if _ipython_frame_without_header(texts, i):
+            block, i = _parse_ipython(lines, indices, texts, i, rank, "", _previous(texts, i))
             blocks.append(block)
             pending = ""
             continue
@@ -158,7 +163,54 @@ def _parse_stream(lines: list[Line], indices: list[int], rank: int | None) -> li
                 blocks.append(Block(exc, (), "", rank, indices[i - 1], indices[i - 1] + 1))
                 continue
         i += 1
-    return _link(blocks)
+    return _link(_message_before_frames(blocks))
+
+
+_MESSAGE_TO_FRAMES = 12  # lines between a message and the frames printed after it
+
+
+def _message_before_frames(blocks: list[Block]) -> list[Block]:
+    """An exception printed before its frames (ComfyUI's "Error occurred when executing X:",
+    then the message, then the frames without a header; a logger that prints str(e) and then
+    the stack): an exception without frames and, right after it, frames without an exception
+    are one traceback."""
+    out: list[Block] = []
+    i = 0
+    while i < len(blocks):
+        block = blocks[i]
+        after = blocks[i + 1] if i + 1 < len(blocks) else None
+        if (after is not None and block.exception is not None and not block.frames and after.exception is None
+                and after.frames and not after.relation and after.start - block.end <= _MESSAGE_TO_FRAMES):
+            out.append(Block(block.exception, after.frames, block.relation, block.rank, block.start, after.end,
+                             block.intro))
+            i += 2
+            continue
+        out.append(block)
+        i += 1
+    return out
+
+
+def _outermost_first(block: Block) -> Block:
+    """Frames pasted without a header and innermost first (VS Code's call stack, a copy of its
+    exception widget without the header line): the first frame raises, the last does not.
+    Returned in Python's order, outermost first."""
+    frames = block.frames
+    if (block.exception is None and len(frames) > 1 and (frames[0].code or "").startswith("raise ")
+            and not (frames[-1].code or "").startswith("raise ")):
+        return replace(block, frames=tuple(reversed(frames)))
+    return block
+
+
+def _ipython_frame_without_header(texts: list[str], i: int) -> bool:
+    """An IPython frame (`/path/x.py in loss(self, ...)`, `Cell In[6], line 3`) whose
+    `Type  Traceback (most recent call last)` header was not pasted: its `---->` line follows."""
+    text = texts[i]
+    if not text or text[0] == " " or " in " not in text and not text.startswith(("Cell In", "File ")):
+        return False
+    stripped = text.strip()
+    if not any(p.match(stripped) for p in (_IPY_CELL, _IPY_FILE, _IPY_INPUT, _IPY_OLD_FILE)):
+        return False
+    return any(_IPY_ARROW.match(t) and "-" in t[:t.find(">")] for t in texts[i + 1:i + 12])
 
 
 def _previous(texts: list[str], i: int) -> str:

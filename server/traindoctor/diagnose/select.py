@@ -224,9 +224,16 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
         if owner is not None:
             hit.chain, hit.block = owner, owner.final
     candidates = chain_candidates + log_hits
+    winner = max(candidates, key=lambda c: c.key) if candidates else Candidate(fallback(), {})
+    if winner.signature.kind == "other" and (winner.block is None or winner.block.exception is None
+                                             or winner.block.exception.type.rsplit(".", 1)[-1] in _CHILD_FAILED):
+        found = _message_only(lines, joined, offsets)
+        if found is not None:
+            found.chain = winner.chain  # the frames of a traceback cut before its exception, if any
+            candidates.append(found)
+            winner = found
     if not candidates:
-        return Selection(Candidate(fallback(), {}), None, {}, elastic, [])
-    winner = max(candidates, key=lambda c: c.key)
+        return Selection(winner, None, {}, elastic, [])
 
     ranks = {c.rank for c in candidates if c.rank is not None}
     root_rank: int | None = None
@@ -267,6 +274,37 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
             elif failure.exitcode is not None:
                 notes.setdefault(failure.rank, f"exited with code {failure.exitcode}")
     return Selection(winner, root_rank, notes, elastic, candidates)
+
+
+# A launcher's exception that only says the child process failed (accelerate launch,
+# mp.spawn): the child's own message, printed before it, is the failure.
+_CHILD_FAILED = ("CalledProcessError", "ProcessRaisedException", "ProcessExitedException")
+_MESSAGE_WINDOW = 200_000  # characters at the end of the log searched for a message-only failure
+
+
+def _message_only(lines: list[Line], joined: str, offsets: list[int]) -> Candidate | None:
+    """A known failure message with no `Type: message` line to carry it: a bare message
+    (`Trying to backward through the graph a second time ...`), a logger's line
+    (`ERROR: Error(s) in loading state_dict for ...`), a rank's indented continuation lines,
+    or a message printed before a traceback that was cut. The exception signatures are
+    searched in the log's tail (bounded, so a long log stays linear), highest priority first;
+    the log is their context. Training-progress lines (`epoch 4 loss: nan`) report values,
+    not errors: the loss-curve detectors read those."""
+    start = max(0, len(joined) - _MESSAGE_WINDOW)
+    window = joined[start:]
+    for signature in _exception_signatures():
+        if signature.context and not any(p.search(window) for p in signature.context):
+            continue
+        for pattern in signature.patterns:
+            for found in pattern.finditer(window):
+                index = bisect.bisect_right(offsets, start + found.start()) - 1
+                line = lines[index]
+                if PROGRESS.search(line.text):
+                    continue
+                facts = {k: v for k, v in found.groupdict().items() if v is not None}
+                return Candidate(signature, facts, line=index, rank=line.rank,
+                                 evidence=[line.text.strip(), "the message was found without its exception line"])
+    return None
 
 
 PROGRESS = re.compile(r"(?i)\b(epoch|step|iter(?:ation)?|batch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*(\d+))?")

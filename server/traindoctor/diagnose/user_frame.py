@@ -20,7 +20,7 @@ _NON_USER = re.compile(
     r"(?:^|[/\\])(?:site-packages|dist-packages|torch|conda-bld)(?:[/\\]|$)"
     r"|[/\\]lib[/\\]python\d[\d.]*[/\\]"
     r"|[/\\]Python\d*[/\\][Ll]ib[/\\]|^[A-Za-z]:[/\\].*[/\\][Ll]ib[/\\](?!site-packages)"
-    r"|[/\\](?:bin|Scripts)[/\\][^/\\.]+$"
+    r"|[/\\](?:bin|Scripts)[/\\][^/\\.]+$|[/\\](?:bin|Scripts)[/\\][^/\\]+\.exe[/\\]__main__\.py$"
     r"|^<(?:frozen|built-in|__array_function__|decorator-gen|makefun-gen|string>$)"
 )
 
