@@ -1,7 +1,7 @@
 """Calibrate diagnosis confidence on the labelled logs and report a reliability table.
 
-The labelled set: the real tracebacks of tests/diagnose/data/dev (labels.yaml) and the
-real-shaped logs of tests/diagnose/data/formats and kinds, and the real PyTorch stderr of
+The labelled set: the real tracebacks of tests/diagnose/data/dev and fresh (labels.yaml;
+fresh: 83 from issue threads, labelled before the tool ran on them) and the real-shaped logs of tests/diagnose/data/formats and kinds, and the real PyTorch stderr of
 tests/diagnose/data/real (expected.yaml).
 Every hypothesis of every diagnosis is one prediction: its raw confidence (the signature's
 number, adjusted by the engine) and whether its kind is the labelled one.
@@ -33,8 +33,9 @@ BINS = 10
 
 def labelled() -> list[tuple[str, Path, str]]:
     items = []
-    for entry in yaml.safe_load((DATA / "dev" / "labels.yaml").read_text()):
-        items.append((entry["id"], DATA / "dev" / entry["file"], entry["class"]))
+    for folder in ("dev", "fresh"):
+        for entry in yaml.safe_load((DATA / folder / "labels.yaml").read_text()):
+            items.append((f"{folder}/{entry['id']}", DATA / folder / entry["file"], entry["class"]))
     for folder in ("formats", "kinds", "real"):
         for entry in yaml.safe_load((DATA / folder / "expected.yaml").read_text()):
             items.append((f"{folder}/{entry['file']}", DATA / folder / entry["file"], entry["kind"]))
@@ -139,7 +140,7 @@ def main() -> int:
     raw_scored = [(raw, right) for _, raw, right, *_ in preds]
     top = [right for _, _, right, first, _ in preds if first]
     lines = ["# Diagnosis confidence calibration", "",
-             f"Labelled logs: {len(files)} (tests/diagnose/data/dev, formats, kinds, real); hypotheses scored: "
+             f"Labelled logs: {len(files)} (tests/diagnose/data/dev, fresh, formats, kinds, real); hypotheses scored: "
              f"{len(preds)} (top-1 accuracy {sum(top) / max(1, len(top)):.2f}).",
              "Produced by `bench/calibration.py`; the map is rules/calibration.yaml. A reported confidence is",
              "the map's value, made coherent within its diagnosis (the kinds' confidences sum to at most 1).",

@@ -282,6 +282,12 @@ _CHILD_FAILED = ("CalledProcessError", "ProcessRaisedException", "ProcessExitedE
 _MESSAGE_WINDOW = 200_000  # characters at the end of the log searched for a message-only failure
 
 
+# Lines that report, not fail: warnings (`UserWarning: Plan failed with a cudnnException ...`,
+# `[W reducer.cpp:1346] Warning: ...`, "(Triggered internally at ...)") and info logs (`NCCL INFO`).
+_NOT_AN_ERROR = re.compile(r"\b[A-Z]\w*Warning\b|^\s*\[W[ \d]|\bWarning:|\bWARN(?:ING)?\b|\bINFO\b|"
+                           r"\(Triggered internally at ")
+
+
 def _message_only(lines: list[Line], joined: str, offsets: list[int]) -> Candidate | None:
     """A known failure message with no `Type: message` line to carry it: a bare message
     (`Trying to backward through the graph a second time ...`), a logger's line
@@ -289,7 +295,7 @@ def _message_only(lines: list[Line], joined: str, offsets: list[int]) -> Candida
     or a message printed before a traceback that was cut. The exception signatures are
     searched in the log's tail (bounded, so a long log stays linear), highest priority first;
     the log is their context. Training-progress lines (`epoch 4 loss: nan`) report values,
-    not errors: the loss-curve detectors read those."""
+    not errors: the loss-curve detectors read those; warnings and info lines are no failures."""
     start = max(0, len(joined) - _MESSAGE_WINDOW)
     window = joined[start:]
     for signature in _exception_signatures():
@@ -299,7 +305,7 @@ def _message_only(lines: list[Line], joined: str, offsets: list[int]) -> Candida
             for found in pattern.finditer(window):
                 index = bisect.bisect_right(offsets, start + found.start()) - 1
                 line = lines[index]
-                if PROGRESS.search(line.text):
+                if PROGRESS.search(line.text) or _NOT_AN_ERROR.search(line.text):
                     continue
                 facts = {k: v for k, v in found.groupdict().items() if v is not None}
                 return Candidate(signature, facts, line=index, rank=line.rank,
