@@ -78,7 +78,8 @@ def test_an_aborted_nccl_communicator_is_a_consequence_not_a_setup_failure() -> 
     assert "pretrain.py:270" in diagnosis.details["ranks"]["0"]  # rank 0's own frame, not rank 1's interleaved one
     setup = diagnose_text("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, "
                           "internal error, NCCL version 2.14.3\n", correlate=False)
-    assert setup.details["signature"] == "distributed-setup"
+    assert setup.details["signature"] == "distributed-nccl-error"
+    assert setup.title == "NCCL failed in a collective: an internal check failed"
 
 
 def test_calibration_report_is_committed_and_within_target() -> None:
@@ -108,3 +109,25 @@ def test_a_log_with_only_loss_curves_is_diagnosed_with_a_kind_diagnose_names(tmp
     assert diagnosis["kind"] == "nan-onset" and diagnosis["kind"] in KINDS
     assert diagnosis["kind"] not in TRACEBACK_KINDS
     assert KINDS[-1] == "other" and set(TRACEBACK_KINDS) <= set(KINDS)
+
+
+@pytest.mark.parametrize("message, title, first_specific_fix", [
+    ("NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled system error "
+     "(run with NCCL_DEBUG=INFO for details), NCCL version 2.14.3\nncclSystemError: System call (e.g. socket, "
+     "malloc) or external library call failed or device error.\nLast error:\nError while creating shared memory "
+     "segment /dev/shm/nccl-vzIpS6 (size 9637888)",
+     "a system call failed", "Give the container shared memory, and pin the interface"),
+    ("NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, invalid usage, NCCL version 2.10.3\n"
+     "ncclInvalidUsage: This usually reflects invalid usage of NCCL library (such as too many async ops, too many "
+     "collectives at once, mixing streams in a group, etc).", "invalid usage", "One GPU per rank"),
+    ("NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:825, unhandled cuda error, NCCL version 2.7.8",
+     "a CUDA call inside NCCL failed", "Find the CUDA error on this rank first"),
+])
+def test_an_nccl_library_error_is_explained_by_its_error_class(message, title, first_specific_fix):
+    # the error class torch prints decides the explanation; "use a free port" fits none of them
+    diagnosis = diagnose_text(f"torch.distributed.DistBackendError: {message}\n", correlate=False)
+    assert diagnosis.kind == "distributed" and title in diagnosis.title
+    fixes = [f.title for f in diagnosis.fixes]
+    assert fixes[1] == first_specific_fix and "Use a free port" not in fixes
+    if "shared memory segment" in message:
+        assert "Error while creating shared memory segment" in diagnosis.root_cause
