@@ -255,6 +255,35 @@ def test_checkpoint_key_mapping_is_computed_and_loads(tmp_path: Path) -> None:
     exec(first.detail, scope)  # loads with strict=True, or raises
 
 
+def test_a_module_the_checkpoint_lacks_is_named_and_its_fix_loads_the_rest() -> None:
+    # The model grew a submodule after the checkpoint was saved: only its keys are missing.
+    from torch import nn
+
+    class Captioner(nn.Module):
+        def __init__(self, with_proposals: bool) -> None:
+            super().__init__()
+            self.encoder = nn.Linear(4, 8)
+            if with_proposals:
+                self.proposal_net = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+
+    state = Captioner(with_proposals=False).state_dict()
+    model = Captioner(with_proposals=True)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        log = f"2021-07-11T09:31:47 ERROR: {exc}\n"  # logged by the trainer, without its traceback
+    diagnosis = diagnose_text(log, correlate=False)
+    assert diagnosis.kind == "checkpoint-mismatch"
+    assert 'Every missing key is under "proposal_net."' in diagnosis.root_cause
+    titles = [f.title for f in diagnosis.fixes]
+    assert titles[0] == "Build the model the checkpoint was saved from"
+    assert not any(t.startswith("Load only what fits") for t in titles)
+    second = diagnosis.fixes[1]
+    scope = {"state": state, "model": model}
+    exec(second.detail, scope)  # loads the encoder; the assert holds: only proposal_net is missing
+    assert torch.equal(model.encoder.weight, state["encoder.weight"])
+
+
 # --- weights_only: the class from the message is allow-listed ----------------------------------------
 
 def test_add_safe_globals_names_the_class_and_the_load_then_works(tmp_path: Path) -> None:

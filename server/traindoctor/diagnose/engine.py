@@ -70,7 +70,7 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     frames = chain.frames if chain is not None else ()
     location = _location(chain, block)
     log_text = "\n".join(l.text for l in lines)
-    exc_text = exception_text(block) if block is not None else "\n".join(candidate.evidence)
+    exc_text = exception_text(block) if block is not None else (candidate.message or "\n".join(candidate.evidence))
 
     facts: dict[str, Any] = dict(candidate.facts)
     for key, value in signature.extract_facts(exc_text, log_text).items():

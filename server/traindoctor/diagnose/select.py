@@ -36,6 +36,7 @@ class Candidate:
     rank: int | None = None
     evidence: list[str] = field(default_factory=list)
     handled: bool = False  # training went on after this traceback: it did not end the run
+    message: str = ""  # a hit without an exception line: its message as printed, continuation lines too
 
     @property
     def key(self) -> tuple:
@@ -309,8 +310,25 @@ def _message_only(lines: list[Line], joined: str, offsets: list[int]) -> Candida
                     continue
                 facts = {k: v for k, v in found.groupdict().items() if v is not None}
                 return Candidate(signature, facts, line=index, rank=line.rank,
-                                 evidence=[line.text.strip(), "the message was found without its exception line"])
+                                 evidence=[line.text.strip(), "the message was found without its exception line"],
+                                 message=_with_continuation(lines, index))
     return None
+
+
+_NEW_RECORD = re.compile(r"^\s*(?:Traceback \(most recent call last\)|\d{4}-\d\d-\d\d|\[?(?:DEBUG|INFO|WARN|WARNING|"
+                         r"ERROR|CRITICAL)\b)")
+_CONTINUATION_LINES = 40
+
+
+def _with_continuation(lines: list[Line], index: int) -> str:
+    """The message on line `index` and the lines that continue it (`Missing key(s) in state_dict:
+    ...` under `Error(s) in loading state_dict for Net:`), up to a blank line or a new log record."""
+    text = [lines[index].text]
+    for line in lines[index + 1:index + 1 + _CONTINUATION_LINES]:
+        if not line.text.strip() or _NEW_RECORD.match(line.text) or line.rank != lines[index].rank:
+            break
+        text.append(line.text)
+    return "\n".join(text)
 
 
 PROGRESS = re.compile(r"(?i)\b(epoch|step|iter(?:ation)?|batch)\b\s*[:=#]?\s*\[?(\d+)(?:\s*/\s*(\d+))?")

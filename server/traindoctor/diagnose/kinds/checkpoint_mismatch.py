@@ -40,6 +40,11 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
         out.update(first_mismatch=name, ckpt_shape=ckpt.removeprefix("torch.Size(").removesuffix(")"),
                    model_shape=model.removeprefix("torch.Size(").removesuffix(")"))
     out.update(_key_mapping(missing, unexpected))
+    if not mismatches and bool(missing) != bool(unexpected):
+        # Keys on one side only, all under one submodule: a module one of the two lacks.
+        module = _common_module(missing or unexpected)
+        if module:
+            out["missing_module" if missing else "extra_module"] = module
     out["size_mismatch"] = bool(mismatches)
     if parts:
         out["summary"] = ", ".join(parts)
@@ -51,6 +56,16 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
     out["details_keys"] = {"missing": missing, "unexpected": unexpected,
                            "size_mismatch": [m[0] for m in mismatches]}
     return out
+
+
+def _common_module(keys: list[str]) -> str | None:
+    """The first dotted component every key shares (`graph_proposal_net`), unless that is a DDP or
+    torch.compile wrapper's prefix, which the prefix facts explain."""
+    heads = {key.split(".", 1)[0] for key in keys if "." in key}
+    if len(heads) != 1 or len(keys) < 2 or any("." not in key for key in keys):
+        return None
+    head = heads.pop()
+    return None if head in ("module", "_orig_mod") else head
 
 
 def _key_mapping(missing: list[str], unexpected: list[str]) -> dict[str, Any]:
