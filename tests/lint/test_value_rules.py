@@ -131,3 +131,23 @@ def test_a_scaler_added_in_another_block_clears_the_warm_cache_finding():
     assert [f.code for f in lint_source(train, "t.py", CONFIG, cache).findings] == ["TRN403"]
     edited = train.replace("    pass\n", "    return torch.amp.GradScaler('cuda')\n")
     assert lint_source(edited, "t.py", CONFIG, cache).findings == ()
+
+
+@pytest.mark.parametrize("call, found", [
+    ("F.cross_entropy(F.softmax(z, dim=-1), y)", True),                       # the function
+    ("nn.CrossEntropyLoss()(F.softmax(z, dim=-1), y)", True),                 # an inline object
+    ("self.criterion(F.softmax(z, dim=-1), y)", True),                        # built in __init__
+    ("self.head(F.softmax(z, dim=-1), y)", False),                            # not a loss
+    ("nn.CrossEntropyLoss(F.softmax(z, dim=-1), y)", False),                  # builds a loss, applies none
+])
+def test_every_value_rule_finds_the_loss_a_call_applies_the_same_way(call, found):
+    # one query (Values.loss_call) answers "which loss does this call apply" for TRN301/302/303/402
+    source = ("import torch.nn as nn\nimport torch.nn.functional as F\n\n"
+              "class Net(nn.Module):\n"
+              "    def __init__(self):\n"
+              "        super().__init__()\n"
+              "        self.criterion = nn.CrossEntropyLoss()\n"
+              "        self.head = nn.Linear(4, 4)\n\n"
+              "    def step(self, z, y):\n"
+              f"        return {call}\n")
+    assert findings_of(source, ("TRN302",)) == ([(11, "TRN302")] if found else [])

@@ -40,6 +40,16 @@ class Value:
         return self.kind in ("tensor", "unknown") and self.grad in ("known", "likely")
 
 
+@dataclass(frozen=True)
+class LossCall:
+    """The loss a call applies: `F.cross_entropy(z, y)`, `nn.CrossEntropyLoss()(z, y)`, or
+    `criterion(z, y)` where `criterion` holds a loss object (built in `__init__`, a dict, ...)."""
+
+    loss: str  # qualified name of the loss function, or of the loss object's class
+    ctor: cst.Call | None = field(default=None, compare=False)  # the object's constructor; None: a function
+    shared: bool = False  # the object is bound to a name: other calls may use it too
+
+
 UNKNOWN = Value()
 SCALAR = Value("scalar")
 _GRAD_RANK = {"": 0, "likely": 1, "known": 2}
@@ -117,6 +127,20 @@ class Values:
 
     def scope(self) -> Scope:
         return self.analysis.scope_of(self.walk.function)
+
+    def loss_call(self, call: cst.Call) -> LossCall | None:
+        """What loss `call` applies, or None when its callee is neither a loss function of torch
+        nor a loss object. A bare `nn.BCELoss(x, y)` builds an object: it applies nothing."""
+        func = call.func
+        if isinstance(func, cst.Call):
+            return LossCall(self.model.names.qualify(func.func) or "", func)
+        qualified = self.model.names.qualify(func) or ""
+        if qualified.startswith("torch.") and not qualified.rsplit(".", 1)[-1][:1].isupper():
+            return LossCall(qualified)
+        found = self(func)
+        if found.kind == "object" and found.obj == "loss" and isinstance(found.origin, cst.Call):
+            return LossCall(self.model.names.qualify(found.origin.func) or "", found.origin, shared=True)
+        return None
 
     def of(self, expr: cst.BaseExpression, at: int, function: cst.FunctionDef | None = None, klass: str = "",
            depth: int = 40) -> Value:

@@ -69,16 +69,10 @@ class PaddingInLoss(Rule):
         callee = self.names.qualify(node.func) or ""
         if callee.rsplit(".", 1)[-1] in ("masked_select", "masked_fill", "masked_fill_", "where", "masked_mean"):
             self._masked[-1] = True
-        if callee in v.token_losses and not callee[-4:] == "Loss":
-            ctor = None
-        elif isinstance(node.func, cst.Call) and (self.names.qualify(node.func.func) or "") in v.token_losses:
-            ctor = node.func
-        else:
-            found = self.values(node.func)
-            if found.kind != "object" or found.obj != "loss" or not isinstance(found.origin, cst.Call) or \
-                    (self.names.qualify(found.origin.func) or "") not in v.token_losses:
-                return
-            ctor = found.origin
+        loss = self.values.loss_call(node)
+        if loss is None or loss.loss not in v.token_losses:
+            return
+        ctor = loss.ctor
         owner = ctor if ctor is not None else node
         reduction = kwarg(owner, "reduction")
         none = reduction is not None and isinstance(reduction.value, cst.SimpleString) and \

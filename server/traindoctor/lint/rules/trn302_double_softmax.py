@@ -50,21 +50,11 @@ class DoubleSoftmax(Rule):
 
     def _loss_kind(self, node: cst.Call) -> str | None:
         """"softmax" for cross entropy, "sigmoid" for BCE with logits (functional or module), else None."""
+        loss = self.values.loss_call(node)
+        if loss is None:
+            return None
         v = vocab()
-        qualified = self.names.qualify(node.func) or ""
-        ctor = None
-        if isinstance(node.func, cst.Call):
-            ctor = node.func
-        elif not qualified.startswith("torch.nn.functional."):
-            found = self.values(node.func)
-            if found.kind != "object" or found.obj != "loss" or not isinstance(found.origin, cst.Call):
-                return None
-            ctor = found.origin
-        callee = (self.names.qualify(ctor.func) or "") if ctor is not None else qualified
-        for prob, key in _WANTS.items():
-            if callee in getattr(v, key):
-                return prob
-        return None
+        return next((prob for prob, key in _WANTS.items() if loss.loss in getattr(v, key)), None)
 
     def _logits_of(self, call: cst.Call, loss: str) -> cst.BaseExpression | None:
         """`F.softmax(z, dim=1)` -> z; `z.softmax(-1)` -> z; None when the call is anything else."""

@@ -21,19 +21,10 @@ class BceOnLogits(Rule):
     READS = ("names", "objects", "classes", "functions", "calls", "globals")
 
     def visit_Call(self, node: cst.Call) -> None:
-        v = vocab()
-        qualified = self.names.qualify(node.func) or ""
-        ctor, shared = None, False
-        if qualified in v.bce_on_probabilities and qualified.startswith("torch.nn.functional."):
-            pass
-        elif isinstance(node.func, cst.Call) and (self.names.qualify(node.func.func) or "") in v.bce_on_probabilities:
-            ctor = node.func
-        else:
-            found = self.values(node.func)
-            if found.kind != "object" or found.obj != "loss" or not isinstance(found.origin, cst.Call) or \
-                    (self.names.qualify(found.origin.func) or "") not in v.bce_on_probabilities:
-                return
-            ctor, shared = found.origin, True
+        loss = self.values.loss_call(node)
+        if loss is None or loss.loss not in vocab().bce_on_probabilities:
+            return
+        ctor, shared = loss.ctor, loss.shared
         first = arg(node, 0, "input")
         if first is None:
             return

@@ -34,7 +34,7 @@ class LogOfSoftmax(Rule):
         elif method == "log" and not node.args and not qualified.startswith(("math.", "numpy.", "torch.")):
             target = node.func.value
         else:
-            self._check_bce(node, qualified)
+            self._check_bce(node)
             return
         if target is None:
             return
@@ -108,20 +108,12 @@ class LogOfSoftmax(Rule):
             return None
         return FixSpec(f"Use {stable}", (Replace(node, new),))
 
-    def _check_bce(self, node: cst.Call, qualified: str) -> None:
+    def _check_bce(self, node: cst.Call) -> None:
         v = vocab()
-        if qualified in v.bce_on_probabilities:
-            ctor, inline = None, True
-        else:
-            callee = node.func
-            if isinstance(callee, cst.Call) and (self.names.qualify(callee.func) or "") in v.bce_on_probabilities:
-                ctor, inline = callee, True
-            else:
-                found = self.values(callee)
-                if found.kind != "object" or found.obj != "loss" or not isinstance(found.origin, cst.Call) or \
-                        (self.names.qualify(found.origin.func) or "") not in v.bce_on_probabilities:
-                    return
-                ctor, inline = found.origin, False
+        loss = self.values.loss_call(node)
+        if loss is None or loss.loss not in v.bce_on_probabilities:
+            return
+        ctor, inline = loss.ctor, not loss.shared
         first = arg(node, 0, "input")
         if first is None:
             return
