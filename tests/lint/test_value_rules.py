@@ -138,6 +138,9 @@ def test_a_scaler_added_in_another_block_clears_the_warm_cache_finding():
     ("nn.CrossEntropyLoss()(F.softmax(z, dim=-1), y)", True),                 # an inline object
     ("self.criterion(F.softmax(z, dim=-1), y)", True),                        # built in __init__
     ("self.head(F.softmax(z, dim=-1), y)", False),                            # not a loss
+    ("self.losses['ce'](F.softmax(z, dim=-1), y)", True),                     # a dict of losses
+    ("self.crit['ce'](F.softmax(z, dim=-1), y)", True),                       # an nn.ModuleDict of losses
+    ("self.losses['mse'](F.softmax(z, dim=-1), y)", False),                   # another entry
     ("nn.CrossEntropyLoss(F.softmax(z, dim=-1), y)", False),                  # builds a loss, applies none
 ])
 def test_every_value_rule_finds_the_loss_a_call_applies_the_same_way(call, found):
@@ -147,7 +150,9 @@ def test_every_value_rule_finds_the_loss_a_call_applies_the_same_way(call, found
               "    def __init__(self):\n"
               "        super().__init__()\n"
               "        self.criterion = nn.CrossEntropyLoss()\n"
-              "        self.head = nn.Linear(4, 4)\n\n"
+              "        self.head = nn.Linear(4, 4)\n"
+              "        self.losses = {'ce': nn.CrossEntropyLoss(), 'mse': nn.MSELoss()}\n"
+              "        self.crit = nn.ModuleDict({'ce': nn.CrossEntropyLoss()})\n\n"
               "    def step(self, z, y):\n"
               f"        return {call}\n")
-    assert findings_of(source, ("TRN302",)) == ([(11, "TRN302")] if found else [])
+    assert findings_of(source, ("TRN302",)) == ([(13, "TRN302")] if found else [])

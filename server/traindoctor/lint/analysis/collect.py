@@ -292,10 +292,14 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
                         self.lists["constants"].append((name, code(value)))
                 elif not (name.startswith("self.") and klass is not None and function is not None):
                     continue
+                entries = value
                 if isinstance(value, cst.Call):
                     self._record_object(name, value, stmt, at_module)
-                elif isinstance(value, cst.Dict) and at_module:
-                    for element in value.elements:
+                    # nn.ModuleDict({"ce": nn.CrossEntropyLoss()}): its entries, as a dict's
+                    if value.args and (self.names.qualify(value.func) or "") in vocab().module_dicts:
+                        entries = value.args[0].value
+                if isinstance(entries, cst.Dict):  # a dict of losses / models: each entry by its key
+                    for element in entries.elements:
                         if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
                                 and isinstance(element.value, cst.Call):
                             key = f"{name}[{element.key.value.strip(chr(39) + chr(34))}]"
