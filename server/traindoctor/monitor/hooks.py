@@ -44,6 +44,7 @@ _FLUSH_EVERY_S = 0.5
 # The update ratio of a layer is estimated on at most this many of its weights, spread evenly:
 # copying whole layers before every sampled step was the monitor's largest cost.
 _RATIO_SAMPLE = 4096
+_RATIO_CHUNK = 64  # consecutive values per sampled run (256 bytes in float32)
 
 
 class StopRun(BaseException):
@@ -66,13 +67,18 @@ def user_site(depth: int = 2) -> dict[str, Any] | None:
     return None
 
 
+# Process memory is a system call (/proc/<pid>/statm), which cost ~25 µs a step on a loaded
+# machine, close to a tenth of the monitor: read at every step at first (short runs keep a full
+# series for the memory-growth detector), then at most this often.
+_RSS_EVERY_STEP_UNTIL = 100
+_RSS_EVERY_S = 0.05
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _statm: list[tuple[int, int]] = []  # (pid, fd): /proc/<pid>/statm, opened once per process
 
 
 def _rss_bytes() -> int | None:
-    """Resident memory, read every step: from a descriptor kept open (re-opening the file
-    cost a tenth of the monitor's time per step)."""
+    """Resident memory, from a descriptor kept open (re-opening the file cost a tenth of the
+    monitor's time per step)."""
     try:
         pid = os.getpid()
         if not _statm or _statm[0][0] != pid:  # first call, or a forked child
@@ -92,7 +98,7 @@ class Monitor:
         self.max_steps = config.get("max_steps")
         self.repeat_batches = config.get("repeat_batches")
         self.ratio_layers = int(config.get("ratio_layers", 4))
-        self.ratio_every = max(1, int(config.get("ratio_every", 5)))
+        self.ratio_every = max(1, int(config.get("ratio_every", 10)))
         self.per_layer = bool(config.get("per_layer"))
         self.fingerprint_rng = bool(config.get("fingerprint_rng"))
         self.spike_factor = float(config.get("stop_spike_factor", 10.0))
@@ -119,6 +125,7 @@ class Monitor:
         self.losses_seen: list[float] = []
         self.lock = threading.Lock()
         self.last_flush = 0.0
+        self.last_rss = 0.0
         self.closed = False
         self._handles: list[Any] = []
 
@@ -233,8 +240,8 @@ class Monitor:
         self.names = [names.get(id(p), f"param[{i}]") for i, p in enumerate(self.params)]
         self.never_grad = set(range(len(self.params)))
         # Contiguous ones only: the ratio is read through a view of the parameter's storage.
-        candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous()]
-        candidates = candidates or [i for i, p in enumerate(self.params) if p.is_contiguous()]
+        candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous() and p.numel()]
+        candidates = candidates or [i for i, p in enumerate(self.params) if p.is_contiguous() and p.numel()]
         if candidates and self.ratio_layers > 0:
             count = min(self.ratio_layers, len(candidates))
             self.ratio_index = sorted({candidates[round(k * (len(candidates) - 1) / max(count - 1, 1))]
@@ -292,8 +299,10 @@ class Monitor:
             record["data_time"] = self.data_time
         self.data_time = 0.0
         self.last_pre = now
-        record["rss"] = _rss_bytes()
-        if torch.cuda.is_initialized():  # never true without CUDA; cheaper than is_available()
+        if self.step <= _RSS_EVERY_STEP_UNTIL or now - self.last_rss >= _RSS_EVERY_S:
+            record["rss"] = _rss_bytes()
+            self.last_rss = now
+        if not self.on_cpu and torch.cuda.is_initialized():  # cheaper than is_available()
             record["cuda_allocated"] = torch.cuda.memory_allocated()
             record["cuda_reserved"] = torch.cuda.memory_reserved()
         evals = [(name, type(m).__name__) for name, m in self.modules if not m.training]
@@ -313,7 +322,7 @@ class Monitor:
             self.ratio_names = [self.names[i] for i in sampled]
         else:
             self.update_ratios.before([])
-        if loss_value is not None:
+        if loss_value is not None and self.stop_on == "any":
             self.losses_seen.append(loss_value)
         reason = self._stop_reason(loss_value, grad_norm) if self.stop_on else None
         if reason:
@@ -330,22 +339,22 @@ class Monitor:
 
     def _read(self, loss: torch.Tensor | None, grads: list[torch.Tensor],
               ratio_values: torch.Tensor | None) -> tuple[float | None, list[float], list[float]]:
-        """The loss, the per-parameter gradient norms and the previous step's update ratios,
-        as numbers. On an accelerator in one host sync; on the CPU there is no sync to save, and
-        reading each value directly skips the stacking (a third of this method's cost)."""
+        """The loss, the per-parameter gradient norms and the previous step's update ratios, as
+        numbers: on an accelerator in one host sync; on the CPU there is no sync to save, and
+        reading each value directly costs less than stacking them."""
         norms = torch._foreach_norm(grads) if grads else []
         if self.on_cpu:
             return (loss.item() if loss is not None else None, [norm.item() for norm in norms],
-                    ratio_values.tolist() if ratio_values is not None else [])
+                    _ratios(*ratio_values.tolist()) if ratio_values is not None else [])
         pieces = [loss.reshape(1)] if loss is not None else []
         if ratio_values is not None:
-            pieces.append(ratio_values)
+            pieces.append(ratio_values.reshape(-1))
         if norms:
             pieces.append(torch.stack(norms))
         values = _host_values(pieces)  # the one host sync of the step
         loss_value = values.pop(0) if loss is not None else None
-        ratio_count = len(ratio_values) if ratio_values is not None else 0
-        return loss_value, values[ratio_count:], values[:ratio_count]
+        layers = ratio_values.shape[1] if ratio_values is not None else 0
+        return loss_value, values[2 * layers:], _ratios(values[:layers], values[layers:2 * layers])
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.closed or optimizer is not self.optimizer:
@@ -406,7 +415,7 @@ class Monitor:
         self.closed = True
         if self.pending is not None and self.ratio_values is not None:
             try:
-                ratios = self.ratio_values.tolist()
+                ratios = _ratios(*self.ratio_values.tolist())
                 self.pending["update_ratio"] = {name: _finite_or_text(v) for name, v in zip(self.ratio_names, ratios)}
             except Exception:
                 pass
@@ -510,13 +519,13 @@ def _host_values(pieces: list[torch.Tensor]) -> list[float]:
 
 class _UpdateRatios:
     """||weights after - weights before|| / ||weights before|| for a few layers, estimated on an
-    evenly spread sample of each layer's weights: one copy before the step and a handful of
-    tensor operations after it (copying whole layers was once the monitor's largest cost)."""
+    evenly spread sample of each layer's weights: one copy before the step and four tensor
+    operations after it (every operation costs several microseconds with cold caches, so the
+    samples all have one shape and the norms of all layers come from one reduction)."""
 
     def __init__(self) -> None:
         self.key: tuple[int, ...] = ()
         self.views: list[torch.Tensor] = []
-        self.sizes: list[int] = []
         self.copy: torch.Tensor | None = None
 
     def before(self, params: list[torch.Tensor]) -> None:
@@ -526,29 +535,32 @@ class _UpdateRatios:
         key = tuple(p.data_ptr() for p in params)  # parameters re-assigned (`p.data = ...`): new views
         if key != self.key:
             self.key = key
-            self.views = [_ratio_sample(p) for p in params]
-            self.sizes = [view.numel() for view in self.views]
+            # One shape for all: the smallest layer bounds the sample of every layer.
+            chunk = min(_RATIO_CHUNK, *(p.numel() for p in params))
+            rows = min(_RATIO_SAMPLE // chunk, *(p.numel() // chunk for p in params))
+            self.views = [_ratio_sample(p, rows, chunk) for p in params]
         try:
-            self.copy = torch.cat(self.views).to(torch.float32)
+            copy = torch.stack(self.views)
         except RuntimeError:  # layers on several devices: no ratios
-            self.copy = None
+            return
+        self.copy = copy if copy.dtype == torch.float32 else copy.float()
 
     def after(self) -> torch.Tensor | None:
-        """The ratios of the layers copied by `before`, as one tensor (not read yet: no sync)."""
+        """The norms of each layer's update, then of its weights, as one tensor (not read yet:
+        no sync); `_ratios` divides them."""
         if self.copy is None:
             return None
         before, self.copy = self.copy, None
-        change = torch.cat(self.views).to(torch.float32) - before
-        update = torch.stack(torch._foreach_norm(change.split(self.sizes)))
-        weight = torch.stack(torch._foreach_norm(before.split(self.sizes)))
-        return update / weight.clamp_min(1e-12)
+        change = torch.stack(self.views).to(before.dtype).sub_(before)
+        return torch.linalg.vector_norm(torch.stack((change, before)).flatten(2), dim=2)
 
 
-def _ratio_sample(param: torch.Tensor) -> torch.Tensor:
-    """An evenly spread view of at most `_RATIO_SAMPLE` of the parameter's values (no copy)."""
+def _ratio_sample(param: torch.Tensor, rows: int, chunk: int) -> torch.Tensor:
+    """A view (no copy) of `rows` runs of `chunk` consecutive values of the parameter, spread
+    evenly over it. Runs, not single values at a stride: a value at every 32nd place touched as
+    much memory as reading the whole layer."""
     flat = param.detach().reshape(-1)
-    stride = max(1, flat.numel() // _RATIO_SAMPLE)
-    return flat[::stride][:_RATIO_SAMPLE]
+    return flat.as_strided((rows, chunk), (flat.numel() // rows, 1))
 
 
 def _rng_fingerprints() -> dict[str, int]:
@@ -562,6 +574,11 @@ def _rng_fingerprints() -> dict[str, int]:
         state = numpy.random.get_state()
         out["numpy"] = zlib.crc32(state[1].tobytes() + str(state[2]).encode())
     return out
+
+
+def _ratios(updates: list[float], weights: list[float]) -> list[float]:
+    """Update ratios from the norms of `_UpdateRatios.after`."""
+    return [update / max(weight, 1e-12) for update, weight in zip(updates, weights)]
 
 
 def _learning_rates(optimizer: Any) -> list[float | None]:
