@@ -256,6 +256,9 @@ class Monitor:
         self._write_meta()
 
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        # Runs between every backward and optimizer step, with caches cold from the step itself:
+        # each line here costs several times what it costs in a tight loop. What can wait
+        # (non-finite values as text, names of per-layer values, JSON) is done in `_write_records`.
         if self.closed:
             return
         if self.optimizer is None:
@@ -281,19 +284,21 @@ class Monitor:
         pending = self.pending
         if pending is not None:
             if ratios:
-                pending["update_ratio"] = {name: _finite_or_text(v) for name, v in zip(self.ratio_names, ratios)}
+                pending["update_ratio"] = dict(zip(self.ratio_names, ratios))
             self.pending = None
             self.records.append(pending)
         self.step += 1
-        record: dict[str, Any] = {"step": self.step, "loss": _finite_or_text(loss_value),
-                                  "grad_norm": _finite_or_text(grad_norm), "lr": _learning_rates(optimizer)}
-        if grad_norm is not None and not math.isfinite(grad_norm):
+        record: dict[str, Any] = {"step": self.step, "loss": loss_value, "grad_norm": grad_norm,
+                                  "lr": _learning_rates(optimizer)}
+        nonfinite_grad = grad_norm is not None and not math.isfinite(grad_norm)
+        nonfinite = nonfinite_grad or (loss_value is not None and not math.isfinite(loss_value))
+        if nonfinite_grad:
             bad = next((grad_index[k] for k, v in enumerate(per_param) if not math.isfinite(v)), None)
             record["nonfinite_grad"] = self.names[bad] if bad is not None else None
         record["zero_grad_params"] = per_param.count(0.0)
         record["missing_grad_params"] = len(params) - len(grad_index)
         if self.per_layer:
-            record["param_grad_norm"] = {self.names[grad_index[k]]: _finite_or_text(v) for k, v in enumerate(per_param)}
+            record["param_grad_norm"] = (grad_index, per_param)  # named in `_write_records`
         if self.last_pre is not None:
             record["step_time"] = now - self.last_pre
             record["data_time"] = self.data_time
@@ -322,16 +327,16 @@ class Monitor:
             self.ratio_names = [self.names[i] for i in sampled]
         else:
             self.update_ratios.before([])
-        if loss_value is not None and self.stop_on == "any":
-            self.losses_seen.append(loss_value)
-        reason = self._stop_reason(loss_value, grad_norm) if self.stop_on else None
-        if reason:
-            self.meta["stopped"] = {"step": self.step, "reason": reason}
-            self._write_records(flush_pending=True)
-            self._write_meta()
-            raise NonFiniteTraining(reason)
-        # `_finite_or_text` wrote non-finite values as strings: such a record goes out at once.
-        if isinstance(record["loss"], str) or isinstance(record["grad_norm"], str):
+        if self.stop_on:
+            if loss_value is not None and self.stop_on == "any":
+                self.losses_seen.append(loss_value)
+            reason = self._stop_reason(loss_value, grad_norm)
+            if reason:
+                self.meta["stopped"] = {"step": self.step, "reason": reason}
+                self._write_records(flush_pending=True)
+                self._write_meta()
+                raise NonFiniteTraining(reason)
+        if nonfinite:  # the NaN onset reaches the disk at once, whatever happens next
             self._write_records(flush_pending=True)
         elif now - self.last_flush >= _FLUSH_EVERY_S:
             self._write_records()
@@ -394,6 +399,18 @@ class Monitor:
         if not records:
             return
         self.records = []
+        names = self.names
+        for record in records:
+            # JSON has no NaN: non-finite values are written as "nan", "inf", "-inf".
+            record["loss"] = _finite_or_text(record["loss"])
+            record["grad_norm"] = _finite_or_text(record["grad_norm"])
+            ratios = record.get("update_ratio")
+            if ratios:
+                record["update_ratio"] = {name: _finite_or_text(v) for name, v in ratios.items()}
+            per_layer = record.get("param_grad_norm")
+            if isinstance(per_layer, tuple):
+                index, norms = per_layer
+                record["param_grad_norm"] = {names[i]: _finite_or_text(v) for i, v in zip(index, norms)}
         text = "\n".join(map(json.dumps, records)) + "\n"
         with self.lock:
             if not self.steps_file.closed:
@@ -416,7 +433,7 @@ class Monitor:
         if self.pending is not None and self.ratio_values is not None:
             try:
                 ratios = _ratios(*self.ratio_values.tolist())
-                self.pending["update_ratio"] = {name: _finite_or_text(v) for name, v in zip(self.ratio_names, ratios)}
+                self.pending["update_ratio"] = dict(zip(self.ratio_names, ratios))
             except Exception:
                 pass
         self._write_records(flush_pending=True)
