@@ -536,13 +536,13 @@ def _host_values(pieces: list[torch.Tensor]) -> list[float]:
 
 class _UpdateRatios:
     """||weights after - weights before|| / ||weights before|| for a few layers, estimated on an
-    evenly spread sample of each layer's weights: one copy before the step and four tensor
-    operations after it (every operation costs several microseconds with cold caches, so the
-    samples all have one shape and the norms of all layers come from one reduction)."""
+    evenly spread sample of each layer's weights: one copy before the step and a handful of
+    tensor operations after it (copying whole layers was once the monitor's largest cost)."""
 
     def __init__(self) -> None:
         self.key: tuple[int, ...] = ()
         self.views: list[torch.Tensor] = []
+        self.rows: list[int] = []
         self.copy: torch.Tensor | None = None
 
     def before(self, params: list[torch.Tensor]) -> None:
@@ -552,31 +552,32 @@ class _UpdateRatios:
         key = tuple(p.data_ptr() for p in params)  # parameters re-assigned (`p.data = ...`): new views
         if key != self.key:
             self.key = key
-            # One shape for all: the smallest layer bounds the sample of every layer.
-            chunk = min(_RATIO_CHUNK, *(p.numel() for p in params))
-            rows = min(_RATIO_SAMPLE // chunk, *(p.numel() // chunk for p in params))
-            self.views = [_ratio_sample(p, rows, chunk) for p in params]
+            chunk = min(_RATIO_CHUNK, *(p.numel() for p in params))  # one width, to concatenate them
+            self.views = [_ratio_sample(p, chunk) for p in params]
+            self.rows = [view.shape[0] for view in self.views]
         try:
-            copy = torch.stack(self.views)
+            copy = torch.cat(self.views)
         except RuntimeError:  # layers on several devices: no ratios
             return
         self.copy = copy if copy.dtype == torch.float32 else copy.float()
 
     def after(self) -> torch.Tensor | None:
-        """The norms of each layer's update, then of its weights, as one tensor (not read yet:
-        no sync); `_ratios` divides them."""
+        """The norms of each layer's update, then of its weights, as one 2 x layers tensor (not
+        read yet: no sync); `_ratios` divides them."""
         if self.copy is None:
             return None
         before, self.copy = self.copy, None
-        change = torch.stack(self.views).to(before.dtype).sub_(before)
-        return torch.linalg.vector_norm(torch.stack((change, before)).flatten(2), dim=2)
+        change = torch.cat(self.views).to(before.dtype).sub_(before)
+        norms = torch._foreach_norm(change.split(self.rows) + before.split(self.rows))
+        return torch.stack(norms).view(2, -1)
 
 
-def _ratio_sample(param: torch.Tensor, rows: int, chunk: int) -> torch.Tensor:
-    """A view (no copy) of `rows` runs of `chunk` consecutive values of the parameter, spread
-    evenly over it. Runs, not single values at a stride: a value at every 32nd place touched as
-    much memory as reading the whole layer."""
+def _ratio_sample(param: torch.Tensor, chunk: int) -> torch.Tensor:
+    """A view (no copy) of at most `_RATIO_SAMPLE` of the parameter's values: rows of `chunk`
+    consecutive values, spread evenly over it. Runs, not single values at a stride: a value at
+    every 32nd place touched as much memory as reading the whole layer."""
     flat = param.detach().reshape(-1)
+    rows = max(1, min(_RATIO_SAMPLE // chunk, flat.numel() // chunk))
     return flat.as_strided((rows, chunk), (flat.numel() // rows, 1))
 
 
