@@ -9,11 +9,12 @@ and the standard library. What it installs:
 - timing around `_BaseDataLoaderIter.__next__`, and `DataLoader.__iter__` to read
   the loader's live settings (and, for `overfit`, to repeat its first K batches).
 
-Cost per step: one host sync (a single `.tolist()` of the loss, the per-parameter
-gradient norm from `torch._foreach_norm`, the update ratios of the previous
-step and, with per-layer statistics, the per-parameter norms). A step's record
-is completed at the next step's pre-hook (or at exit), so the update ratios it
-carries cost no extra sync.
+Cost per step: the per-parameter gradient norms (`torch._foreach_norm`, the
+largest part: a read of every gradient) and, on an accelerator, one host sync
+(a single `.tolist()` of the loss, those norms and the update ratios of the
+previous step). A step's record is completed at the next step's pre-hook (or at
+exit), so the update ratios it carries cost no extra sync. Records are
+serialised to JSON in batches, at each flush.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 _MAX_EVAL_NAMES = 5
 _MAX_WARNINGS = 50
-# Records reach the disk at most this late (the live chart polls the file); a record with a
-# non-finite loss or gradient, a stop and the end of the run are written at once.
+# Records are serialised and reach the disk at most this late (the live chart polls the file);
+# a record with a non-finite loss or gradient, a stop and the end of the run are written at once.
 _FLUSH_EVERY_S = 0.5
 # The update ratio of a layer is estimated on at most this many of its weights, spread evenly:
 # copying whole layers before every sampled step was the monitor's largest cost.
