@@ -9,11 +9,12 @@ and the standard library. What it installs:
 - timing around `_BaseDataLoaderIter.__next__`, and `DataLoader.__iter__` to read
   the loader's live settings (and, for `overfit`, to repeat its first K batches).
 
-Cost per step: one host sync (a single `.tolist()` of the loss, the per-parameter
-gradient norm from `torch._foreach_norm`, the update ratios of the previous
-step and, with per-layer statistics, the per-parameter norms). A step's record
-is completed at the next step's pre-hook (or at exit), so the update ratios it
-carries cost no extra sync.
+Cost per step: the per-parameter gradient norms (`torch._foreach_norm`, the
+largest part: a read of every gradient) and, on an accelerator, one host sync
+(a single `.tolist()` of the loss, those norms and the update ratios of the
+previous step). A step's record is completed at the next step's pre-hook (or at
+exit), so the update ratios it carries cost no extra sync. Records are
+serialised to JSON in batches, at each flush.
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 _MAX_EVAL_NAMES = 5
 _MAX_WARNINGS = 50
-# Records reach the disk at most this late (the live chart polls the file); a record with a
-# non-finite loss or gradient, a stop and the end of the run are written at once.
+# Records are serialised and reach the disk at most this late (the live chart polls the file);
+# a record with a non-finite loss or gradient, a stop and the end of the run are written at once.
 _FLUSH_EVERY_S = 0.5
 # The update ratio of a layer is estimated on at most this many of its weights, spread evenly:
 # copying whole layers before every sampled step was the monitor's largest cost.
 _RATIO_SAMPLE = 4096
+_RATIO_CHUNK = 64  # consecutive values per sampled run (256 bytes in float32)
 
 
 class StopRun(BaseException):
@@ -66,13 +68,18 @@ def user_site(depth: int = 2) -> dict[str, Any] | None:
     return None
 
 
+# Process memory is a system call (/proc/<pid>/statm), which cost ~25 µs a step on a loaded
+# machine, close to a tenth of the monitor: read at every step at first (short runs keep a full
+# series for the memory-growth detector), then at most this often.
+_RSS_EVERY_STEP_UNTIL = 100
+_RSS_EVERY_S = 0.05
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _statm: list[tuple[int, int]] = []  # (pid, fd): /proc/<pid>/statm, opened once per process
 
 
 def _rss_bytes() -> int | None:
-    """Resident memory, read every step: from a descriptor kept open (re-opening the file
-    cost a tenth of the monitor's time per step)."""
+    """Resident memory, from a descriptor kept open (re-opening the file cost a tenth of the
+    monitor's time per step)."""
     try:
         pid = os.getpid()
         if not _statm or _statm[0][0] != pid:  # first call, or a forked child
@@ -92,7 +99,7 @@ class Monitor:
         self.max_steps = config.get("max_steps")
         self.repeat_batches = config.get("repeat_batches")
         self.ratio_layers = int(config.get("ratio_layers", 4))
-        self.ratio_every = max(1, int(config.get("ratio_every", 5)))
+        self.ratio_every = max(1, int(config.get("ratio_every", 10)))
         self.per_layer = bool(config.get("per_layer"))
         self.fingerprint_rng = bool(config.get("fingerprint_rng"))
         self.spike_factor = float(config.get("stop_spike_factor", 10.0))
@@ -107,15 +114,19 @@ class Monitor:
         self.ratio_index: list[int] = []
         self.update_ratios = _UpdateRatios()
         self.ratio_values: torch.Tensor | None = None  # of the previous step, read at the next host sync
+        self.ratio_names: list[str] = []  # the layers of `ratio_values`
+        self.on_cpu = False  # the optimized parameters all live on the CPU
         self.modules: list[tuple[str, torch.nn.Module]] = []
         self.loss: torch.Tensor | None = None
         self.backwards = 0
         self.data_time = 0.0
         self.last_pre: float | None = None
-        self.pending: dict[str, Any] | None = None
+        self.pending: dict[str, Any] | None = None  # this step's record; the update ratio completes it
+        self.records: list[dict[str, Any]] = []  # complete records, serialised at the next flush
         self.losses_seen: list[float] = []
         self.lock = threading.Lock()
         self.last_flush = 0.0
+        self.last_rss = 0.0
         self.closed = False
         self._handles: list[Any] = []
 
@@ -209,6 +220,7 @@ class Monitor:
         """Once: the optimized parameters, their names and the model(s) that own them."""
         self.optimizer = optimizer
         self.params = [p for group in optimizer.param_groups for p in group["params"]]
+        self.on_cpu = all(p.device.type == "cpu" for p in self.params)
         wanted = {id(p) for p in self.params}
         owners = []
         for obj in gc.get_objects():
@@ -229,8 +241,8 @@ class Monitor:
         self.names = [names.get(id(p), f"param[{i}]") for i, p in enumerate(self.params)]
         self.never_grad = set(range(len(self.params)))
         # Contiguous ones only: the ratio is read through a view of the parameter's storage.
-        candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous()]
-        candidates = candidates or [i for i, p in enumerate(self.params) if p.is_contiguous()]
+        candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous() and p.numel()]
+        candidates = candidates or [i for i, p in enumerate(self.params) if p.is_contiguous() and p.numel()]
         if candidates and self.ratio_layers > 0:
             count = min(self.ratio_layers, len(candidates))
             self.ratio_index = sorted({candidates[round(k * (len(candidates) - 1) / max(count - 1, 1))]
@@ -245,6 +257,9 @@ class Monitor:
         self._write_meta()
 
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        # Runs between every backward and optimizer step, with caches cold from the step itself:
+        # each line here costs several times what it costs in a tight loop. What can wait
+        # (non-finite values as text, names of per-layer values, JSON) is done in `_write_records`.
         if self.closed:
             return
         if self.optimizer is None:
@@ -256,51 +271,44 @@ class Monitor:
         grads = []
         grad_index = []
         for i, p in enumerate(params):
-            if p.grad is not None:
-                grads.append(p.grad.coalesce().values() if p.grad.is_sparse else p.grad)
+            grad = p.grad
+            if grad is not None:
+                grads.append(grad.coalesce().values() if grad.is_sparse else grad)
                 grad_index.append(i)
-        self.never_grad.difference_update(grad_index)
+        if self.never_grad:
+            self.never_grad.difference_update(grad_index)
         loss = self.loss
         self.loss = None
         ratio_values, self.ratio_values = self.ratio_values, None
-        ratio_count = len(ratio_values) if ratio_values is not None else 0
-        pieces = [loss.reshape(1)] if loss is not None else []
-        if ratio_values is not None:
-            pieces.append(ratio_values)
-        if grads:
-            pieces.append(torch.stack(torch._foreach_norm(grads)))
-        values = _host_values(pieces)  # the one host sync of the step
-        loss_value = values.pop(0) if loss is not None else None
-        ratios = values[:ratio_count]
-        per_param = values[ratio_count:]
+        loss_value, per_param, ratios = self._read(loss, grads, ratio_values)
         grad_norm = math.hypot(*per_param) if grads else None
-        if self.pending is not None:
-            names = self.pending.pop("_ratio_names")
-            if names:
-                self.pending["update_ratio"] = {name: _finite_or_text(v) for name, v in zip(names, ratios)}
-            self._flush_pending()
+        pending = self.pending
+        if pending is not None:
+            if ratios:
+                pending["update_ratio"] = dict(zip(self.ratio_names, ratios))
+            self.pending = None
+            self.records.append(pending)
         self.step += 1
-        record: dict[str, Any] = {"step": self.step, "loss": _finite_or_text(loss_value),
-                                  "grad_norm": _finite_or_text(grad_norm),
-                                  "lr": [group.get("lr") for group in optimizer.param_groups]}
-        lrs = record["lr"]
-        record["lr"] = [float(lr) if isinstance(lr, (int, float)) else float(lr.item()) if hasattr(lr, "item") else None
-                        for lr in lrs]
-        if grad_norm is not None and not math.isfinite(grad_norm):
+        record: dict[str, Any] = {"step": self.step, "loss": loss_value, "grad_norm": grad_norm,
+                                  "lr": _learning_rates(optimizer)}
+        nonfinite_grad = grad_norm is not None and not math.isfinite(grad_norm)
+        nonfinite = nonfinite_grad or (loss_value is not None and not math.isfinite(loss_value))
+        if nonfinite_grad:
             bad = next((grad_index[k] for k, v in enumerate(per_param) if not math.isfinite(v)), None)
             record["nonfinite_grad"] = self.names[bad] if bad is not None else None
-        zero = [grad_index[k] for k, v in enumerate(per_param) if v == 0.0]
-        record["zero_grad_params"] = len(zero)
+        record["zero_grad_params"] = per_param.count(0.0)
         record["missing_grad_params"] = len(params) - len(grad_index)
         if self.per_layer:
-            record["param_grad_norm"] = {self.names[grad_index[k]]: _finite_or_text(v) for k, v in enumerate(per_param)}
+            record["param_grad_norm"] = (grad_index, per_param)  # named in `_write_records`
         if self.last_pre is not None:
             record["step_time"] = now - self.last_pre
             record["data_time"] = self.data_time
         self.data_time = 0.0
         self.last_pre = now
-        record["rss"] = _rss_bytes()
-        if torch.cuda.is_initialized():  # never true without CUDA; cheaper than is_available()
+        if self.step <= _RSS_EVERY_STEP_UNTIL or now - self.last_rss >= _RSS_EVERY_S:
+            record["rss"] = _rss_bytes()
+            self.last_rss = now
+        if not self.on_cpu and torch.cuda.is_initialized():  # cheaper than is_available()
             record["cuda_allocated"] = torch.cuda.memory_allocated()
             record["cuda_reserved"] = torch.cuda.memory_reserved()
         evals = [(name, type(m).__name__) for name, m in self.modules if not m.training]
@@ -314,19 +322,45 @@ class Monitor:
         self.pending = record
         # Parameters about to change: a copy of the sampled ones for the update ratio
         # (every step at first, then every `ratio_every` steps).
-        sampled = [i for i in self.ratio_index if params[i].grad is not None]
-        if self.step > 5 and self.step % self.ratio_every:
-            sampled = []
-        self.update_ratios.before([params[i] for i in sampled])
-        self.pending["_ratio_names"] = [self.names[i] for i in sampled]
-        if loss_value is not None:
-            self.losses_seen.append(loss_value)
-        reason = self._stop_reason(loss_value, grad_norm)
-        if reason:
-            self.meta["stopped"] = {"step": self.step, "reason": reason}
-            self._flush_pending(now=True)
-            self._write_meta()
-            raise NonFiniteTraining(reason)
+        if self.ratio_index and (self.step <= 5 or self.step % self.ratio_every == 0):
+            sampled = [i for i in self.ratio_index if params[i].grad is not None]
+            self.update_ratios.before([params[i] for i in sampled])
+            self.ratio_names = [self.names[i] for i in sampled]
+        else:
+            self.update_ratios.before([])
+        if self.stop_on:
+            if loss_value is not None and self.stop_on == "any":
+                self.losses_seen.append(loss_value)
+            reason = self._stop_reason(loss_value, grad_norm)
+            if reason:
+                self.meta["stopped"] = {"step": self.step, "reason": reason}
+                self._write_records(flush_pending=True)
+                self._write_meta()
+                raise NonFiniteTraining(reason)
+        if nonfinite:  # the NaN onset reaches the disk at once, whatever happens next
+            self._write_records(flush_pending=True)
+        elif now - self.last_flush >= _FLUSH_EVERY_S:
+            self._write_records()
+            self.last_flush = now
+
+    def _read(self, loss: torch.Tensor | None, grads: list[torch.Tensor],
+              ratio_values: torch.Tensor | None) -> tuple[float | None, list[float], list[float]]:
+        """The loss, the per-parameter gradient norms and the previous step's update ratios, as
+        numbers: on an accelerator in one host sync; on the CPU there is no sync to save, and
+        reading each value directly costs less than stacking them."""
+        norms = torch._foreach_norm(grads) if grads else []
+        if self.on_cpu:
+            return (loss.item() if loss is not None else None, [norm.item() for norm in norms],
+                    _ratios(*ratio_values.tolist()) if ratio_values is not None else [])
+        pieces = [loss.reshape(1)] if loss is not None else []
+        if ratio_values is not None:
+            pieces.append(ratio_values.reshape(-1))
+        if norms:
+            pieces.append(torch.stack(norms))
+        values = _host_values(pieces)  # the one host sync of the step
+        loss_value = values.pop(0) if loss is not None else None
+        layers = ratio_values.shape[1] if ratio_values is not None else 0
+        return loss_value, values[2 * layers:], _ratios(values[:layers], values[layers:2 * layers])
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.closed or optimizer is not self.optimizer:
@@ -355,22 +389,34 @@ class Monitor:
 
     # --- output ------------------------------------------------------------------------------
 
-    def _flush_pending(self, now: bool = False) -> None:
-        record = self.pending
-        if record is None:
+    def _write_records(self, flush_pending: bool = False) -> None:
+        """Serialise and write the complete records (and, for a non-finite step, a stop or the end
+        of the run, the pending one, without its update ratio). Serialising a batch at each flush
+        instead of a record every step costs less: the code and the encoder stay warm."""
+        records = self.records
+        if flush_pending and self.pending is not None:
+            records.append(self.pending)
+            self.pending = None
+        if not records:
             return
-        self.pending = None
-        record.pop("_ratio_names", None)
-        line = json.dumps(record)
-        clock = time.perf_counter()
-        # `_finite_or_text` wrote non-finite values as strings: such a record goes out at once.
-        nonfinite = isinstance(record["loss"], str) or isinstance(record["grad_norm"], str)
+        self.records = []
+        names = self.names
+        for record in records:
+            # JSON has no NaN: non-finite values are written as "nan", "inf", "-inf".
+            record["loss"] = _finite_or_text(record["loss"])
+            record["grad_norm"] = _finite_or_text(record["grad_norm"])
+            ratios = record.get("update_ratio")
+            if ratios:
+                record["update_ratio"] = {name: _finite_or_text(v) for name, v in ratios.items()}
+            per_layer = record.get("param_grad_norm")
+            if isinstance(per_layer, tuple):
+                index, norms = per_layer
+                record["param_grad_norm"] = {names[i]: _finite_or_text(v) for i, v in zip(index, norms)}
+        text = "\n".join(map(json.dumps, records)) + "\n"
         with self.lock:
             if not self.steps_file.closed:
-                self.steps_file.write(line + "\n")
-                if now or nonfinite or clock - self.last_flush >= _FLUSH_EVERY_S:
-                    self.steps_file.flush()
-                    self.last_flush = clock
+                self.steps_file.write(text)
+                self.steps_file.flush()
 
     def _write_meta(self) -> None:
         path = os.path.join(self.run_dir, "run.json")
@@ -385,15 +431,13 @@ class Monitor:
                 self._remove_hooks()
             return
         self.closed = True
-        if self.pending is not None:
-            if self.ratio_values is not None:
-                try:
-                    ratios = self.ratio_values.tolist()
-                    self.pending["update_ratio"] = {name: _finite_or_text(v)
-                                                    for name, v in zip(self.pending.get("_ratio_names", []), ratios)}
-                except Exception:
-                    pass
-            self._flush_pending()
+        if self.pending is not None and self.ratio_values is not None:
+            try:
+                ratios = _ratios(*self.ratio_values.tolist())
+                self.pending["update_ratio"] = dict(zip(self.ratio_names, ratios))
+            except Exception:
+                pass
+        self._write_records(flush_pending=True)
         self.meta["steps"] = self.step
         self.meta["never_grad"] = [self.names[i] for i in sorted(self.never_grad)] if self.step else []
         self.meta["exit_code"] = exit_code
@@ -499,7 +543,7 @@ class _UpdateRatios:
     def __init__(self) -> None:
         self.key: tuple[int, ...] = ()
         self.views: list[torch.Tensor] = []
-        self.sizes: list[int] = []
+        self.rows: list[int] = []
         self.copy: torch.Tensor | None = None
 
     def before(self, params: list[torch.Tensor]) -> None:
@@ -509,29 +553,33 @@ class _UpdateRatios:
         key = tuple(p.data_ptr() for p in params)  # parameters re-assigned (`p.data = ...`): new views
         if key != self.key:
             self.key = key
-            self.views = [_ratio_sample(p) for p in params]
-            self.sizes = [view.numel() for view in self.views]
+            chunk = min(_RATIO_CHUNK, *(p.numel() for p in params))  # one width, to concatenate them
+            self.views = [_ratio_sample(p, chunk) for p in params]
+            self.rows = [view.shape[0] for view in self.views]
         try:
-            self.copy = torch.cat(self.views).to(torch.float32)
+            copy = torch.cat(self.views)
         except RuntimeError:  # layers on several devices: no ratios
-            self.copy = None
+            return
+        self.copy = copy if copy.dtype == torch.float32 else copy.float()
 
     def after(self) -> torch.Tensor | None:
-        """The ratios of the layers copied by `before`, as one tensor (not read yet: no sync)."""
+        """The norms of each layer's update, then of its weights, as one 2 x layers tensor (not
+        read yet: no sync); `_ratios` divides them."""
         if self.copy is None:
             return None
         before, self.copy = self.copy, None
-        change = torch.cat(self.views).to(torch.float32) - before
-        update = torch.stack(torch._foreach_norm(change.split(self.sizes)))
-        weight = torch.stack(torch._foreach_norm(before.split(self.sizes)))
-        return update / weight.clamp_min(1e-12)
+        change = torch.cat(self.views).to(before.dtype).sub_(before)
+        norms = torch._foreach_norm(change.split(self.rows) + before.split(self.rows))
+        return torch.stack(norms).view(2, -1)
 
 
-def _ratio_sample(param: torch.Tensor) -> torch.Tensor:
-    """An evenly spread view of at most `_RATIO_SAMPLE` of the parameter's values (no copy)."""
+def _ratio_sample(param: torch.Tensor, chunk: int) -> torch.Tensor:
+    """A view (no copy) of at most `_RATIO_SAMPLE` of the parameter's values: rows of `chunk`
+    consecutive values, spread evenly over it. Runs, not single values at a stride: a value at
+    every 32nd place touched as much memory as reading the whole layer."""
     flat = param.detach().reshape(-1)
-    stride = max(1, flat.numel() // _RATIO_SAMPLE)
-    return flat[::stride][:_RATIO_SAMPLE]
+    rows = max(1, min(_RATIO_SAMPLE // chunk, flat.numel() // chunk))
+    return flat.as_strided((rows, chunk), (flat.numel() // rows, 1))
 
 
 def _rng_fingerprints() -> dict[str, int]:
@@ -545,6 +593,18 @@ def _rng_fingerprints() -> dict[str, int]:
         state = numpy.random.get_state()
         out["numpy"] = zlib.crc32(state[1].tobytes() + str(state[2]).encode())
     return out
+
+
+def _ratios(updates: list[float], weights: list[float]) -> list[float]:
+    """Update ratios from the norms of `_UpdateRatios.after`."""
+    return [update / max(weight, 1e-12) for update, weight in zip(updates, weights)]
+
+
+def _learning_rates(optimizer: Any) -> list[float | None]:
+    """Each parameter group's learning rate as a number (a float, an int or a tensor)."""
+    return [lr if type(lr) is float else float(lr) if isinstance(lr, int) else
+            float(lr.item()) if hasattr(lr, "item") else None
+            for lr in [group.get("lr") for group in optimizer.param_groups]]
 
 
 def _finite_or_text(value: float | None) -> Any:
