@@ -165,8 +165,11 @@ def _diagnosis_json(report: Any) -> dict[str, Any]:
 
 
 # After an interrupt or termination request: how long the debuggee may take to
-# stop before the next, harder signal (SIGINT -> SIGTERM -> SIGKILL).
+# stop before the next, harder signal (SIGINT -> SIGTERM -> SIGKILL). Ctrl-C gets longer:
+# Python unwinds through the user's handlers (a checkpoint saved on KeyboardInterrupt) and
+# the debugger's stop on the KeyboardInterrupt, and a second Ctrl-C stops at once.
 _STOP_GRACE = 5.0
+_INTERRUPT_GRACE = 20.0
 # After the debuggee exits: how long we keep serving subprocesses it left running.
 _CHILDREN_GRACE = 10.0
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -348,7 +351,10 @@ class _Stopper:
         self.child.signal(signum)
 
     def escalate(self) -> None:
-        if self.requested is None or time.monotonic() - self._since < _STOP_GRACE:
+        if self.requested is None:
+            return
+        grace = _INTERRUPT_GRACE if self.requested == signal.SIGINT and not self._sent_term else _STOP_GRACE
+        if time.monotonic() - self._since < grace:
             return
         if not self._sent_term and self.requested != signal.SIGTERM:
             self._sent_term, self._since = True, time.monotonic()
