@@ -108,6 +108,14 @@ def free_port(host: str) -> int:
         return sock.getsockname()[1]
 
 
+def _start_child(parent: int) -> None:
+    """In the child before exec: die with us, and take SIGINT as plain python does. A SIGINT
+    ignored where traindoctor started (a background job of a script) stays ignored across
+    exec, and the Ctrl-C that traindoctor catches and forwards would then do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _die_with(parent)
+
+
 def spawn(command: DebuggeeCommand, host: str, port: int, env: dict[str, str] | None = None) -> "Debuggee":
     """Start `command` under debugpy, with `env` (default: ours) as its environment."""
     env = dict(os.environ if env is None else env)
@@ -121,7 +129,7 @@ def spawn(command: DebuggeeCommand, host: str, port: int, env: dict[str, str] | 
         # Its own process group, so that signals reach it and its children (and only
         # them); killed by the kernel if we die, however we die.
         popen = subprocess.Popen(command.argv(host, port), env=env, process_group=0,
-                                 preexec_fn=lambda: _die_with(parent))
+                                 preexec_fn=lambda: _start_child(parent))
     except OSError as exc:
         raise LaunchError(f"cannot start `{command.python}`: {exc.strerror or exc}") from None
     return Debuggee(popen)
