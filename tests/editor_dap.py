@@ -4,6 +4,12 @@ the top frame. Used by the live and the language-server tests."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
 from traindoctor.live.dap import DapConnection
 from traindoctor.live.probes import probe_expressions
 
@@ -37,3 +43,27 @@ def stop_and_probe(connection: DapConnection) -> dict:
         except Exception as exc:  # an evaluation error travels as an error dict
             probes[probe["name"]] = {"error": str(exc)}
     return {"exceptionInfo": exception_info, "stackTrace": stack_trace, "probes": probes}
+
+
+def stop_under_debugpy(script: Path, launch_env: dict[str, str] | None = None) -> tuple[dict, int]:
+    """Run `script` under a real debugpy (with `launch_env` merged into the environment), stop on
+    its uncaught exception and collect what an editor's debug tracker sends: exceptionInfo,
+    stackTrace and the probe results; with the debuggee's pid."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    environment = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1", **(launch_env or {}))
+    debuggee = subprocess.Popen(
+        [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", str(script)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=script.parent,
+    )
+    try:
+        connection = DapConnection.connect("127.0.0.1", port, timeout=30, retry_while=lambda: debuggee.poll() is None)
+        payload = stop_and_probe(connection)
+        connection.request("disconnect", {"terminateDebuggee": True})
+        connection.close()
+        return payload, debuggee.pid
+    finally:
+        if debuggee.poll() is None:
+            debuggee.kill()
+        debuggee.wait()

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
+from editor_dap import stop_under_debugpy
 import pytest
 from lsp_helpers import CONFIG, start_session
 from lsprotocol import types as lsp
@@ -58,39 +56,13 @@ async def _command(client, command: str, *arguments):
                                                                                  arguments=list(arguments)))
 
 
-def _stop_under_debugpy(script: Path, launch_env: dict[str, str]) -> dict:
-    """Launch `script` under a real debugpy with the launch's env merged in, stop on its uncaught
-    exception and collect what the extension's debug tracker sends, with the debuggee's pid."""
-    from editor_dap import stop_and_probe
-
-    from traindoctor.live.dap import DapConnection
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    environment = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1", **launch_env)
-    debuggee = subprocess.Popen(
-        [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", str(script)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=script.parent,
-    )
-    try:
-        connection = DapConnection.connect("127.0.0.1", port, timeout=30, retry_while=lambda: debuggee.poll() is None)
-        payload = stop_and_probe(connection)
-        connection.request("disconnect", {"terminateDebuggee": True})
-        connection.close()
-        return {**payload, "pid": debuggee.pid}
-    finally:
-        if debuggee.poll() is None:
-            debuggee.kill()
-        debuggee.wait()
-
-
 @pytest.mark.slow
 async def test_a_relaunch_with_the_anomaly_environment_names_the_forward_line(server, workspace: Path):
     script = workspace / "train_inplace.py"
     script.write_text(SCRIPT, encoding="utf-8")
 
-    stop = await asyncio.to_thread(_stop_under_debugpy, script, {})
+    payload, pid = await asyncio.to_thread(stop_under_debugpy, script)
+    stop = {**payload, "pid": pid}
     first = await _command(server, "traindoctor.diagnoseLive", stop)
     assert first["kind"] == "inplace-modification"
     assert "forward_site" not in first["details"]["facts"]
@@ -105,7 +77,8 @@ async def test_a_relaunch_with_the_anomaly_environment_names_the_forward_line(se
     assert launch["env"]["PYTHONPATH"].split(os.pathsep)[:2] == [directory, str(workspace)]
     assert launch["env"]["TRAINDOCTOR_ANOMALY_CHECK_NAN"] == "0"
 
-    stop = await asyncio.to_thread(_stop_under_debugpy, script, launch["env"])
+    payload, pid = await asyncio.to_thread(stop_under_debugpy, script, launch["env"])
+    stop = {**payload, "pid": pid}
     second = await _command(server, "traindoctor.diagnoseLive", {**stop, "anomalyDir": directory})
     facts = second["details"]["facts"]
     assert second["kind"] == "inplace-modification"

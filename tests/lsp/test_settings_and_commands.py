@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from editor_dap import stop_under_debugpy
 import pytest
 from lsp_helpers import CONFIG, FIXTURES, start_session
 from lsprotocol import types as lsp
@@ -282,42 +283,12 @@ async def test_pull_client_is_asked_to_refresh_after_server_side_changes_only(wo
         await _stop(client)
 
 
-def _stop_under_debugpy(script: Path) -> dict:
-    """Run `script` under a real debugpy, stop on its uncaught exception and collect what
-    an editor's debug tracker sends: exceptionInfo, stackTrace and the probe results."""
-    import os
-    import socket
-
-    from editor_dap import stop_and_probe
-
-    from traindoctor.live.dap import DapConnection
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    environment = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
-    debuggee = subprocess.Popen(
-        [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", str(script)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment, cwd=script.parent,
-    )
-    try:
-        connection = DapConnection.connect("127.0.0.1", port, timeout=30, retry_while=lambda: debuggee.poll() is None)
-        payload = stop_and_probe(connection)
-        connection.request("disconnect", {"terminateDebuggee": True})
-        connection.close()
-        return payload
-    finally:
-        if debuggee.poll() is None:
-            debuggee.kill()
-        debuggee.wait()
-
-
 @pytest.mark.slow
 async def test_diagnose_live_with_a_real_debugpy_stop(client, workspace: Path):
     pytest.importorskip("traindoctor.live.from_dap")
     script = workspace / "crash.py"
     script.write_text(CRASH, encoding="utf-8")
-    payload = await asyncio.to_thread(_stop_under_debugpy, script)
+    payload, _pid = await asyncio.to_thread(stop_under_debugpy, script)
     result = await client.workspace_execute_command_async(
         lsp.ExecuteCommandParams(command="traindoctor.diagnoseLive", arguments=[payload])
     )
