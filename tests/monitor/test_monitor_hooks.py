@@ -52,3 +52,53 @@ def test_an_unchanged_layer_has_update_ratio_zero_and_reassigned_weights_get_new
     with torch.no_grad():
         layer.weight.mul_(1.5)
     assert hooks._ratios(*ratios.after().tolist()) == pytest.approx([0.5])
+
+
+def _train(model: torch.nn.Module, steps: int) -> None:
+    optimizer = getattr(model, "optimizer", None) or torch.optim.SGD(model.parameters(), lr=0.01)
+    model.optimizer = optimizer  # one optimizer: the monitor follows the first it sees
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(torch.randn(4, 8)).sum().backward()
+        optimizer.step()
+
+
+def _records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "steps.jsonl").read_text().splitlines()]
+
+
+def test_the_model_in_eval_mode_is_seen_at_once_and_a_submodule_at_the_next_scan(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+    monitor = hooks.Monitor({"run_dir": str(tmp_path)})
+    monitor.install()
+    try:
+        _train(model, 12)
+        model[1].eval()  # a submodule only: the roots stay in train mode
+        _train(model, 10)
+        model.train()
+        _train(model, 3)
+        model.eval()  # the whole model: seen at the very next step
+        _train(model, 2)
+    finally:
+        monitor.close(0)
+    in_eval = [r["step"] for r in _records(tmp_path) if r.get("eval_examples")]
+    every = hooks._EVAL_SCAN_EVERY
+    # steps 13-22 ran with the Dropout in eval; the first scan after that is step 20
+    assert in_eval[:3] == [20, 21, 22] and 20 % every == 0  # then read every step while one is in eval
+    assert in_eval[3:] == [26, 27]  # model.train() at 23 is seen at once
+    assert dict(_records(tmp_path)[25]["eval_examples"])["Sequential"] == "Sequential"
+    assert dict(_records(tmp_path)[19]["eval_examples"]) == {"Sequential.1": "Dropout"}
+
+
+def test_closing_the_monitor_gives_torch_its_own_functions_back(tmp_path):
+    from torch.utils.data import dataloader
+
+    originals = (torch.Tensor.backward, dataloader._BaseDataLoaderIter.__next__, dataloader.DataLoader.__iter__)
+    monitor = hooks.Monitor({"run_dir": str(tmp_path)})
+    monitor.install()
+    assert torch.Tensor.backward is not originals[0]
+    _train(torch.nn.Linear(8, 1), 3)
+    monitor.close(0)
+    assert (torch.Tensor.backward, dataloader._BaseDataLoaderIter.__next__,
+            dataloader.DataLoader.__iter__) == originals
+    assert [r["step"] for r in _records(tmp_path)] == [1, 2, 3]

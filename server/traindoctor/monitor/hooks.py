@@ -38,6 +38,11 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 _MAX_EVAL_NAMES = 5
+# Every module's train/eval flag is read at the first steps, then every this many steps (a large
+# model has hundreds of modules), and at every step while some module is in eval mode. The root
+# modules are read at every step, so the usual mistake, `model.eval()` not followed by
+# `model.train()`, is seen at its first step; a submodule alone put in eval, at the next scan.
+_EVAL_SCAN_EVERY = 10
 _MAX_WARNINGS = 50
 # Records are serialised and reach the disk at most this late (the live chart polls the file);
 # a record with a non-finite loss or gradient, a stop and the end of the run are written at once.
@@ -99,7 +104,7 @@ class Monitor:
         self.max_steps = config.get("max_steps")
         self.repeat_batches = config.get("repeat_batches")
         self.ratio_layers = int(config.get("ratio_layers", 4))
-        self.ratio_every = max(1, int(config.get("ratio_every", 10)))
+        self.ratio_every = max(1, int(config.get("ratio_every", 25)))
         self.per_layer = bool(config.get("per_layer"))
         self.fingerprint_rng = bool(config.get("fingerprint_rng"))
         self.spike_factor = float(config.get("stop_spike_factor", 10.0))
@@ -117,6 +122,8 @@ class Monitor:
         self.ratio_names: list[str] = []  # the layers of `ratio_values`
         self.on_cpu = False  # the optimized parameters all live on the CPU
         self.modules: list[tuple[str, torch.nn.Module]] = []
+        self.roots: list[torch.nn.Module] = []
+        self.evals: list[tuple[str, str]] = []  # (name, class) of the modules in eval mode at the last scan
         self.loss: torch.Tensor | None = None
         self.backwards = 0
         self.data_time = 0.0
@@ -129,6 +136,7 @@ class Monitor:
         self.last_rss = 0.0
         self.closed = False
         self._handles: list[Any] = []
+        self._patched: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, wrapper)
 
     # --- installation ------------------------------------------------------------------
 
@@ -147,7 +155,7 @@ class Monitor:
             return original_backward(tensor, *args, **kwargs)
 
         backward.__wrapped__ = original_backward  # type: ignore[attr-defined]
-        torch.Tensor.backward = backward  # type: ignore[method-assign]
+        self._patch(torch.Tensor, "backward", backward)
 
         original_next = _dl._BaseDataLoaderIter.__next__
 
@@ -158,7 +166,7 @@ class Monitor:
             finally:
                 monitor.data_time += time.perf_counter() - start
 
-        _dl._BaseDataLoaderIter.__next__ = timed_next  # type: ignore[method-assign]
+        self._patch(_dl._BaseDataLoaderIter, "__next__", timed_next)
 
         original_iter = _dl.DataLoader.__iter__
 
@@ -168,7 +176,7 @@ class Monitor:
                 return _RepeatBatches(loader, original_iter, int(monitor.repeat_batches), monitor)
             return original_iter(loader)
 
-        _dl.DataLoader.__iter__ = loader_iter  # type: ignore[method-assign]
+        self._patch(_dl.DataLoader, "__iter__", loader_iter)
 
         if self.config.get("deterministic"):
             torch.use_deterministic_algorithms(True, warn_only=True)
@@ -180,7 +188,11 @@ class Monitor:
                     monitor.meta["warnings"].append({"step": monitor.step + 1, "message": text.splitlines()[0][:400]})
                 original_showwarning(message, category, filename, lineno, *args, **kw)
 
-            warnings.showwarning = showwarning
+            self._patch(warnings, "showwarning", showwarning)
+
+    def _patch(self, owner: Any, name: str, wrapper: Any) -> None:
+        self._patched.append((owner, name, getattr(owner, name), wrapper))
+        setattr(owner, name, wrapper)
 
     def _guarded(self, hook: Any) -> Any:
         """A bug in the monitor must never break the user's training: it stops monitoring instead."""
@@ -230,7 +242,7 @@ class Monitor:
                         owners.append(obj)
                 except Exception:
                     continue
-        roots = _root_modules(owners)
+        roots = self.roots = _root_modules(owners)
         names: dict[int, str] = {}
         for root in roots:
             prefix = type(root).__name__
@@ -311,10 +323,12 @@ class Monitor:
         if not self.on_cpu and torch.cuda.is_initialized():  # cheaper than is_available()
             record["cuda_allocated"] = torch.cuda.memory_allocated()
             record["cuda_reserved"] = torch.cuda.memory_reserved()
-        evals = [(name, type(m).__name__) for name, m in self.modules if not m.training]
-        if evals:
-            record["eval_modules"] = len(evals)
-            record["eval_examples"] = evals[:_MAX_EVAL_NAMES]
+        if (self.step <= 5 or self.step % _EVAL_SCAN_EVERY == 0 or self.evals
+                or not all(root.training for root in self.roots)):
+            self.evals = [(name, type(m).__name__) for name, m in self.modules if not m.training]
+        if self.evals:
+            record["eval_modules"] = len(self.evals)
+            record["eval_examples"] = self.evals[:_MAX_EVAL_NAMES]
         record["backwards"] = self.backwards
         self.backwards = 0
         if self.fingerprint_rng:
@@ -460,6 +474,11 @@ class Monitor:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        # The wrappers go too, unless something wrapped them in turn (then unwrapping would drop it).
+        for owner, name, original, wrapper in reversed(self._patched):
+            if getattr(owner, name) is wrapper:
+                setattr(owner, name, original)
+        self._patched = []
 
 
 class _RepeatBatches:
