@@ -36,9 +36,9 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-TRAIN = textwrap.dedent(
+# The training set-up both measurements run: model, optimizer and loader.
+SETUP = textwrap.dedent(
     """
-    import sys, time
     import torch
     from torch.utils.data import DataLoader, TensorDataset
     torch.manual_seed(0)
@@ -48,6 +48,11 @@ TRAIN = textwrap.dedent(
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = TensorDataset(torch.randn(4096, 256), torch.randint(0, 10, (4096,)))
     loader = DataLoader(data, batch_size=64, shuffle=True, drop_last=True)
+    """
+)
+
+TRAIN = "import sys, time\n" + SETUP + textwrap.dedent(
+    """
     steps, warmup = int(sys.argv[1]), 30
     done = 0
     start = None
@@ -67,20 +72,10 @@ TRAIN = textwrap.dedent(
     """
 )
 
-PAIRED = textwrap.dedent(
+PAIRED = "import json, os, random, statistics, sys, tempfile, time\n" + SETUP + textwrap.dedent(
     """
-    import json, os, random, statistics, sys, tempfile, time
-    import torch
-    from torch.utils.data import DataLoader, TensorDataset
     from traindoctor.monitor import bootstrap
     hooks = bootstrap._load_hooks()
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
-                                torch.nn.ReLU(), torch.nn.Linear(512, 10))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    data = TensorDataset(torch.randn(4096, 256), torch.randint(0, 10, (4096,)))
-    loader = DataLoader(data, batch_size=64, shuffle=True, drop_last=True)
     pairs, per_layer = int(sys.argv[1]), sys.argv[2] == "per-layer"
 
     def batches():
