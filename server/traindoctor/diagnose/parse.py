@@ -39,11 +39,13 @@ _IPY_ARROW = re.compile(r"^\s*-*>\s*(?P<line>\d+)\s?(?P<code>.*)$")
 _IPY_CONTEXT = re.compile(r"^\s+\d+\s")
 
 _MAX_MESSAGE_LINES = 200
-# A line that starts a new log record ends a multi-line exception message:
-# a logging level, training progress, a tqdm bar.
-_LOG_RECORD = re.compile(
-    r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|^\S.*?\b(?:[Ee]poch|[Ss]tep|[Ii]ter)\b\s*[:=#]?\s*\d|\d+%\|"
+# A line that starts a new log record ends a multi-line exception message: a logging level
+# (`ERROR ...`, `[INFO] ...`), a date, training progress, a tqdm bar.
+LOG_RECORD = re.compile(
+    r"^\s*\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|^\s*\d{4}-\d\d-\d\d"
+    r"|^\S.*?\b(?:[Ee]poch|[Ss]tep|[Ii]ter)\b\s*[:=#]?\s*\d|\d+%\|"
 )
+
 @dataclass(frozen=True)
 class Block:
     """One printed traceback: frames, then the exception that ended it."""
@@ -298,7 +300,7 @@ def _message(lines: list[Line], indices: list[int], texts: list[str], i: int,
         text = texts[j]
         stripped = text.strip()
         if (not stripped or HEADER in text or _FRAME.match(text) or _CAUSE in text or _CONTEXT in text
-                or (lines[indices[j]].prefixed and not prefixed) or _LOG_RECORD.search(text)):
+                or (lines[indices[j]].prefixed and not prefixed) or LOG_RECORD.search(text)):
             break
         parts.append(text[base_indent:] if _indent(text) >= base_indent else stripped)
         j += 1

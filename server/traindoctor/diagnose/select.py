@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .normalize import Line
-from .parse import Block, Chain
+from .parse import HEADER, LOG_RECORD, Block, Chain
 from .user_frame import deepest_user_frame
 from .signatures import Signature, exception_signatures, fallback, log_signatures, match_exception
 
@@ -315,17 +315,17 @@ def _message_only(lines: list[Line], joined: str, offsets: list[int]) -> Candida
     return None
 
 
-_NEW_RECORD = re.compile(r"^\s*(?:Traceback \(most recent call last\)|\d{4}-\d\d-\d\d|\[?(?:DEBUG|INFO|WARN|WARNING|"
-                         r"ERROR|CRITICAL)\b)")
 _CONTINUATION_LINES = 40
 
 
 def _with_continuation(lines: list[Line], index: int) -> str:
     """The message on line `index` and the lines that continue it (`Missing key(s) in state_dict:
-    ...` under `Error(s) in loading state_dict for Net:`), up to a blank line or a new log record."""
+    ...` under `Error(s) in loading state_dict for Net:`), up to a blank line, a traceback or a new
+    log record."""
     text = [lines[index].text]
     for line in lines[index + 1:index + 1 + _CONTINUATION_LINES]:
-        if not line.text.strip() or _NEW_RECORD.match(line.text) or line.rank != lines[index].rank:
+        if (not line.text.strip() or HEADER in line.text or LOG_RECORD.search(line.text)
+                or line.rank != lines[index].rank):
             break
         text.append(line.text)
     return "\n".join(text)
