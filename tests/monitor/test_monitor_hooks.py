@@ -102,3 +102,64 @@ def test_closing_the_monitor_gives_torch_its_own_functions_back(tmp_path):
     assert (torch.Tensor.backward, dataloader._BaseDataLoaderIter.__next__,
             dataloader.DataLoader.__iter__) == originals
     assert [r["step"] for r in _records(tmp_path)] == [1, 2, 3]
+
+
+def _closure_run(tmp_path: Path, stop_on: str | None, nan_at: int, as_keyword: bool):
+    """SGD stepped with a closure (LBFGS-style; Lightning's `optimizer.step(closure=...)`): the loss
+    and the gradients come into being inside `step`, after the pre-hook."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, losses = torch.randn(16, 4), []
+    y = x.sum(1, keepdim=True)
+    monitor = hooks.Monitor({"run_dir": str(tmp_path), "stop_on": stop_on})
+    monitor.install()
+    try:
+        for step in range(1, 6):
+            def closure():
+                optimizer.zero_grad()
+                loss = torch.nn.functional.mse_loss(model(x), y) * (float("nan") if step == nan_at else 1.0)
+                loss.backward()
+                losses.append(loss.item())
+                return loss
+            optimizer.step(closure=closure) if as_keyword else optimizer.step(closure)
+    finally:
+        monitor.close(0)
+    return losses, _records(tmp_path)
+
+
+@pytest.mark.parametrize("as_keyword", [True, False])
+def test_a_step_with_a_closure_is_read_after_the_closure_computed_its_loss(tmp_path, as_keyword):
+    losses, records = _closure_run(tmp_path, None, nan_at=4, as_keyword=as_keyword)
+    assert [r["step"] for r in records] == [1, 2, 3, 4, 5]
+    assert [r["loss"] for r in records[:3]] == pytest.approx(losses[:3])  # not the step before's
+    assert records[3]["loss"] == "nan" and records[3]["nonfinite_grad"] == "Linear.weight"
+    assert records[0]["missing_grad_params"] == 0
+
+
+def test_stop_on_nan_with_a_closure_stops_at_the_nan_step(tmp_path):
+    with pytest.raises(hooks.NonFiniteTraining):
+        _closure_run(tmp_path, "nan", nan_at=3, as_keyword=True)
+    records = _records(tmp_path)
+    assert [r["step"] for r in records] == [1, 2, 3] and records[-1]["loss"] == "nan"
+
+
+def test_stop_on_nan_with_a_closure_leaves_the_weights_finite(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    monitor = hooks.Monitor({"run_dir": str(tmp_path), "stop_on": "nan"})
+    monitor.install()
+
+    def closure():
+        optimizer.zero_grad()
+        loss = model(torch.randn(8, 4)).sum() * float("nan")
+        loss.backward()
+        return loss
+
+    try:
+        with pytest.raises(hooks.NonFiniteTraining):
+            optimizer.step(closure=closure)
+    finally:
+        monitor.close(0)
+    assert torch.isfinite(model.weight).all()

@@ -135,6 +135,7 @@ class Monitor:
         self.last_flush = 0.0
         self.last_rss = 0.0
         self.closed = False
+        self.step_taken = False  # the current optimizer step has been read (`_take_step`)
         self._handles: list[Any] = []
         self._patched: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, wrapper)
 
@@ -197,14 +198,15 @@ class Monitor:
     def _guarded(self, hook: Any) -> Any:
         """A bug in the monitor must never break the user's training: it stops monitoring instead."""
 
-        def run(optimizer: Any, args: Any, kwargs: Any) -> None:
+        def run(*args: Any) -> Any:
             try:
-                hook(optimizer, args, kwargs)
+                return hook(*args)
             except (StopRun, NonFiniteTraining):
                 raise
             except Exception as exc:
                 self.meta["monitor_error"] = f"{type(exc).__name__}: {exc}"[:500]
                 self.close(remove_hooks=False)  # torch is iterating over its hooks right now
+                return None
 
         return run
 
@@ -268,16 +270,42 @@ class Monitor:
         })
         self._write_meta()
 
-    def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        # Runs between every backward and optimizer step, with caches cold from the step itself:
-        # each line here costs several times what it costs in a tight loop. What can wait
-        # (non-finite values as text, names of per-layer values, JSON) is done in `_write_records`.
+    def _pre_step(self, optimizer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.closed:
-            return
+            return None
         if self.optimizer is None:
             self._discover(optimizer)
         elif optimizer is not self.optimizer:
-            return  # a second optimizer (GAN, EMA): only the first is followed
+            return None  # a second optimizer (GAN, EMA): only the first is followed
+        self.step_taken = False
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)  # args[0] is the optimizer
+        if callable(closure):
+            return self._read_after(closure, optimizer, args, kwargs)
+        self._take_step(optimizer)
+        return None
+
+    def _read_after(self, closure: Any, optimizer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A step with a closure (LBFGS; Lightning's `optimizer.step(closure=...)`) computes its loss
+        and gradients inside `step`, after the pre-hook: the step is read when the closure first
+        returns, before the optimizer uses them (so `--stop-on` still stops before the update)."""
+        take = self._guarded(self._take_step)
+
+        def closure_then_read(*closure_args: Any, **closure_kwargs: Any) -> Any:
+            result = closure(*closure_args, **closure_kwargs)
+            if not self.step_taken and not self.closed:
+                take(optimizer)
+            return result
+
+        if "closure" in kwargs:
+            return args, {**kwargs, "closure": closure_then_read}
+        return (args[0], closure_then_read, *args[2:]), kwargs
+
+    def _take_step(self, optimizer: Any) -> None:
+        """Read this optimizer step into its record. Runs between the backward and the update, with
+        caches cold from the step itself: each line here costs several times what it costs in a tight
+        loop. What can wait (non-finite values as text, names of per-layer values, JSON) is done in
+        `_write_records`."""
+        self.step_taken = True
         now = time.perf_counter()
         params = self.params
         grads = []
@@ -379,6 +407,8 @@ class Monitor:
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.closed or optimizer is not self.optimizer:
             return
+        if not self.step_taken:  # a closure the optimizer never called
+            self._take_step(optimizer)
         self.ratio_values = self.update_ratios.after()
         if self.max_steps and self.step >= self.max_steps:
             self.meta["stopped"] = {"step": self.step, "reason": "max-steps"}
