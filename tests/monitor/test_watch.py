@@ -145,3 +145,29 @@ def test_a_corrupt_batch_is_a_gradient_explosion_at_its_step(workdir):
     # The jump throws the weights so far that the loss overflows a few steps later: the explosion
     # is named at the corrupt batch, before the NaN onset it causes.
     assert run.finding("nan-onset")["step"] > explosion["step"]
+
+
+def test_a_gan_generator_going_nan_is_named_at_its_own_step(workdir):
+    # The discriminator's optimizer steps first each iteration and is the one followed; the
+    # generator's loss is inf at iteration 12 while the discriminator's is still finite there.
+    outcome = monitored("watch", "gan_nan.py", cwd=workdir)
+    nan = outcome.finding("nan-onset")
+    assert nan["step"] == 12
+    facts = nan["details"]["facts"]
+    assert facts["series"] == "loss (Adam of Generator)" and facts["value"] == "inf"
+    assert facts["parameter"].startswith("Generator.")
+    assert (Path(nan["location"]["path"]).name, nan["location"]["code"]) == ("gan_nan.py", "opt_g.step()")
+    assert "at_start" not in facts or facts["at_start"] is False
+    assert [f["kind"] for f in outcome.payload["findings"]].count("nan-onset") == 1
+    # Strict JSON (the live chart parses it in the editor): non-finite values are written as text.
+    lines = (Path(outcome.payload["run_dir"]) / "steps.jsonl").read_text().splitlines()
+    records = [json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} in steps.jsonl")) for line in lines]
+    assert records[11]["others"]["Adam of Generator"]["loss"] == "inf"
+
+
+def test_stop_on_nan_stops_at_the_generator_step_before_its_update(workdir):
+    outcome = monitored("watch", "gan_nan.py", "--stop-on", "nan", cwd=workdir)
+    assert outcome.payload["steps"] == 12
+    nan = outcome.finding("nan-onset")
+    assert nan["step"] == 12 and (Path(nan["location"]["path"]).name, nan["location"]["line"]) == ("gan_nan.py", 46)
+    assert "iteration 12" not in outcome.stdout  # stopped in opt_g.step(), before the print

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..model import Finding, Frame
-from .series import RunData, Series, to_float
+from .series import RunData, Series, other_optimizer_series, to_float
 
 Lint = Callable[[], list[Finding]]
 Detector = Callable[[RunData, Mapping[str, Any], Lint], list["Hit"]]
@@ -103,9 +103,10 @@ def _record_at(run: RunData, step: int) -> dict[str, Any]:
 
 def _onsets(run: RunData) -> list[tuple[int, Series, float]]:
     roles = ("loss", "grad_norm") if run.source != "curves" else ("loss", "val_loss")
+    others = other_optimizer_series(run.records) if run.source != "curves" else []
     out = []
     for role in roles:
-        for series in run.of_role(role):
+        for series in run.of_role(role) + [s for s in others if s.role == role]:
             index = series.first_nonfinite()
             if index is not None:
                 out.append((series.steps[index], series, series.values[index]))
@@ -122,11 +123,15 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     count = int(params.get("history", 5))
     hits = []
     for step, series, value in onsets:
-        origin = series.origin if run.source == "curves" else None
-        loss = series if series.role in ("loss", "val_loss") else run.first("loss")
+        if run.source != "curves" and series.origin:  # another optimizer's: its own loss and norms
+            own = {s.role: s for s in other_optimizer_series(run.records) if s.origin == series.origin}
+            loss, grads = own.get("loss"), own.get("grad_norm")
+        else:
+            loss = series if series.role in ("loss", "val_loss") else run.first("loss")
+            grads = run.first("grad_norm", series.origin if run.source == "curves" else None)
         facts: dict[str, Any] = {"series": series.name.replace("_", " "), "step": step, "value": num(value),
                                  "loss_history": history(loss, step, count),
-                                 "grad_history": history(run.first("grad_norm", origin), step, count)}
+                                 "grad_history": history(grads, step, count)}
         before = [v for s, v in (loss.finite() if loss else []) if s < step]
         facts["at_start"] = not before
         if len(before) >= 3 and before[-1] > 2 * min(before) and before[-1] > before[0]:
@@ -141,9 +146,13 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
                 facts["parameter"] = bad["nonfinite_grad"]
                 details["parameter_step"] = bad["step"]
             record = _record_at(run, step)
+            if run.source != "curves" and series.origin:
+                record = (record.get("others") or {}).get(series.origin) or {}
             if record.get("lr"):
                 facts["lr"] = ", ".join(num(to_float(v)) for v in record["lr"])
             location = site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site"))
+            if series.origin:  # another optimizer's (a GAN's generator): the line that steps it
+                location = site_frame((run.meta.get("other_step_sites") or {}).get(series.origin)) or location
         if series.lines:
             details["log_line"] = series.lines[series.steps.index(step)]
         hits.append(Hit(step, facts, location, details=details))

@@ -44,6 +44,7 @@ _MAX_EVAL_NAMES = 5
 # `model.train()`, is seen at its first step; a submodule alone put in eval, at the next scan.
 _EVAL_SCAN_EVERY = 10
 _MAX_WARNINGS = 50
+_MAX_OTHER_OPTIMIZERS = 4  # optimizers checked besides the followed one (a GAN has two)
 # Records are serialised and reach the disk at most this late (the live chart polls the file);
 # a record with a non-finite loss or gradient, a stop and the end of the run are written at once.
 _FLUSH_EVERY_S = 0.5
@@ -136,6 +137,7 @@ class Monitor:
         self.last_rss = 0.0
         self.closed = False
         self.step_taken = False  # the current optimizer step has been read (`_take_step`)
+        self.others: dict[int, tuple[str, list[torch.Tensor], list[str]]] = {}  # id -> (label, params, names)
         self._handles: list[Any] = []
         self._patched: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, wrapper)
 
@@ -235,24 +237,12 @@ class Monitor:
         self.optimizer = optimizer
         self.params = [p for group in optimizer.param_groups for p in group["params"]]
         self.on_cpu = all(p.device.type == "cpu" for p in self.params)
-        wanted = {id(p) for p in self.params}
-        owners = []
-        for obj in gc.get_objects():
-            if issubclass(type(obj), torch.nn.Module):  # type(): lazy proxies warn on __class__
-                try:
-                    if any(id(p) in wanted for p in obj.parameters(recurse=False)):
-                        owners.append(obj)
-                except Exception:
-                    continue
-        roots = self.roots = _root_modules(owners)
-        names: dict[int, str] = {}
+        roots = self.roots = _models_of(self.params)
         for root in roots:
             prefix = type(root).__name__
             for name, module in root.named_modules():
                 self.modules.append((f"{prefix}.{name}" if name else prefix, module))
-            for name, p in root.named_parameters():
-                names.setdefault(id(p), f"{prefix}.{name}")
-        self.names = [names.get(id(p), f"param[{i}]") for i, p in enumerate(self.params)]
+        self.names = _parameter_names(self.params, roots)
         self.never_grad = set(range(len(self.params)))
         # Contiguous ones only: the ratio is read through a view of the parameter's storage.
         candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous() and p.numel()]
@@ -275,30 +265,85 @@ class Monitor:
             return None
         if self.optimizer is None:
             self._discover(optimizer)
-        elif optimizer is not self.optimizer:
-            return None  # a second optimizer (GAN, EMA): only the first is followed
-        self.step_taken = False
+        if optimizer is self.optimizer:
+            self.step_taken = False
+            take = self._take_step
+        else:  # a second optimizer (a GAN's, an EMA's): its steps are only checked for non-finite values
+            take = self._check_other
         closure = kwargs.get("closure", args[1] if len(args) > 1 else None)  # args[0] is the optimizer
         if callable(closure):
-            return self._read_after(closure, optimizer, args, kwargs)
-        self._take_step(optimizer)
+            return self._read_after(closure, take, optimizer, args, kwargs)
+        take(optimizer)
         return None
 
-    def _read_after(self, closure: Any, optimizer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _read_after(self, closure: Any, take: Any, optimizer: Any, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> Any:
         """A step with a closure (LBFGS; Lightning's `optimizer.step(closure=...)`) computes its loss
         and gradients inside `step`, after the pre-hook: the step is read when the closure first
         returns, before the optimizer uses them (so `--stop-on` still stops before the update)."""
-        take = self._guarded(self._take_step)
+        guarded = self._guarded(take)
+        read = [False]
 
         def closure_then_read(*closure_args: Any, **closure_kwargs: Any) -> Any:
             result = closure(*closure_args, **closure_kwargs)
-            if not self.step_taken and not self.closed:
-                take(optimizer)
+            if not read[0] and not self.closed:
+                read[0] = True
+                guarded(optimizer)
             return result
 
         if "closure" in kwargs:
             return args, {**kwargs, "closure": closure_then_read}
         return (args[0], closure_then_read, *args[2:]), kwargs
+
+    def _check_other(self, optimizer: Any) -> None:
+        """Another optimizer's step: its loss (the last backward's) and gradient norm go into the
+        followed optimizer's record of this step, under `others`; a non-finite one is a NaN onset
+        like the followed optimizer's (written at once, named, a stop with `--stop-on`)."""
+        other = self.others.get(id(optimizer))
+        if other is None:
+            if len(self.others) >= _MAX_OTHER_OPTIMIZERS:
+                return
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            models = _models_of(params)
+            label = f"{type(optimizer).__name__} of {', '.join(type(m).__name__ for m in models) or 'parameters'}"
+            if any(label == known[0] for known in self.others.values()):
+                label += f" #{len(self.others) + 2}"
+            other = self.others[id(optimizer)] = (label, params, _parameter_names(params, models))
+            self.meta.setdefault("other_step_sites", {})[label] = user_site()
+            self._write_meta()
+        label, params, names = other
+        grads, grad_index = [], []
+        for i, p in enumerate(params):
+            grad = p.grad
+            if grad is not None:
+                grads.append(grad.coalesce().values() if grad.is_sparse else grad)
+                grad_index.append(i)
+        loss = self.loss
+        on_cpu = all(g.device.type == "cpu" for g in grads) and (loss is None or loss.device.type == "cpu")
+        loss_value, per_param, _ = _read(loss, grads, None, on_cpu)
+        grad_norm = math.hypot(*per_param) if per_param else None
+        record = self.pending if self.pending is not None else {"step": self.step}
+        record.setdefault("others", {})[label] = {"loss": loss_value, "grad_norm": grad_norm,
+                                                  "lr": _learning_rates(optimizer)}
+        nonfinite_grad = grad_norm is not None and not math.isfinite(grad_norm)
+        if not (nonfinite_grad or (loss_value is not None and not math.isfinite(loss_value))):
+            return
+        if nonfinite_grad and not record.get("nonfinite_grad"):
+            bad = next((grad_index[k] for k, v in enumerate(per_param) if not math.isfinite(v)), None)
+            record["nonfinite_grad"] = names[bad] if bad is not None else None
+        if record is not self.pending:
+            self.records.append(record)
+        if self.stop_on:
+            value, what = (loss_value, "loss") if loss_value is not None and not math.isfinite(loss_value) \
+                else (grad_norm, "gradient")
+            reason = (f"traindoctor: {what} of {label} is {value} at optimizer step {self.step}"
+                      + (f", first in {record['nonfinite_grad']}" if record.get("nonfinite_grad") else "")
+                      + " (stopped before the step)")
+            self.meta["stopped"] = {"step": self.step, "reason": reason}
+            self._write_records(flush_pending=True)
+            self._write_meta()
+            raise NonFiniteTraining(reason)
+        self._write_records(flush_pending=True)
 
     def _take_step(self, optimizer: Any) -> None:
         """Read this optimizer step into its record. Runs between the backward and the update, with
@@ -320,7 +365,7 @@ class Monitor:
         loss = self.loss
         self.loss = None
         ratio_values, self.ratio_values = self.ratio_values, None
-        loss_value, per_param, ratios = self._read(loss, grads, ratio_values)
+        loss_value, per_param, ratios = _read(loss, grads, ratio_values, self.on_cpu)
         grad_norm = math.hypot(*per_param) if grads else None
         pending = self.pending
         if pending is not None:
@@ -385,25 +430,6 @@ class Monitor:
             self._write_records()
             self.last_flush = now
 
-    def _read(self, loss: torch.Tensor | None, grads: list[torch.Tensor],
-              ratio_values: torch.Tensor | None) -> tuple[float | None, list[float], list[float]]:
-        """The loss, the per-parameter gradient norms and the previous step's update ratios, as
-        numbers: on an accelerator in one host sync; on the CPU there is no sync to save, and
-        reading each value directly costs less than stacking them."""
-        norms = torch._foreach_norm(grads) if grads else []
-        if self.on_cpu:
-            return (loss.item() if loss is not None else None, [norm.item() for norm in norms],
-                    _ratios(*ratio_values.tolist()) if ratio_values is not None else [])
-        pieces = [loss.reshape(1)] if loss is not None else []
-        if ratio_values is not None:
-            pieces.append(ratio_values.reshape(-1))
-        if norms:
-            pieces.append(torch.stack(norms))
-        values = _host_values(pieces)  # the one host sync of the step
-        loss_value = values.pop(0) if loss is not None else None
-        layers = ratio_values.shape[1] if ratio_values is not None else 0
-        return loss_value, values[2 * layers:], _ratios(values[:layers], values[layers:2 * layers])
-
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.closed or optimizer is not self.optimizer:
             return
@@ -452,6 +478,9 @@ class Monitor:
             ratios = record.get("update_ratio")
             if ratios:
                 record["update_ratio"] = {name: _finite_or_text(v) for name, v in ratios.items()}
+            for values in (record.get("others") or {}).values():
+                values["loss"] = _finite_or_text(values["loss"])
+                values["grad_norm"] = _finite_or_text(values["grad_norm"])
             per_layer = record.get("param_grad_norm")
             if isinstance(per_layer, tuple):
                 index, norms = per_layer
@@ -554,6 +583,30 @@ class _RepeatBatches:
         return self.remaining or 0
 
 
+def _models_of(params: list[torch.Tensor]) -> list[torch.nn.Module]:
+    """The outermost live modules that own these parameters."""
+    wanted = {id(p) for p in params}
+    owners = []
+    for obj in gc.get_objects():
+        if issubclass(type(obj), torch.nn.Module):  # type(): lazy proxies warn on __class__
+            try:
+                if any(id(p) in wanted for p in obj.parameters(recurse=False)):
+                    owners.append(obj)
+            except Exception:
+                continue
+    return _root_modules(owners)
+
+
+def _parameter_names(params: list[torch.Tensor], models: list[torch.nn.Module]) -> list[str]:
+    """`Model.layer.weight` for each parameter (`param[i]` for one no module owns)."""
+    names: dict[int, str] = {}
+    for model in models:
+        prefix = type(model).__name__
+        for name, p in model.named_parameters():
+            names.setdefault(id(p), f"{prefix}.{name}")
+    return [names.get(id(p), f"param[{i}]") for i, p in enumerate(params)]
+
+
 def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
     """The outermost modules among those that own optimized parameters (the model)."""
     containers = []
@@ -571,6 +624,26 @@ def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
             inner.add(id(child))
     roots = [m for m in containers if id(m) not in inner]
     return roots or modules
+
+
+def _read(loss: torch.Tensor | None, grads: list[torch.Tensor], ratio_values: torch.Tensor | None,
+          on_cpu: bool) -> tuple[float | None, list[float], list[float]]:
+    """The loss, the per-parameter gradient norms and the previous step's update ratios, as
+    numbers: on an accelerator in one host sync; on the CPU there is no sync to save, and
+    reading each value directly costs less than stacking them."""
+    norms = torch._foreach_norm(grads) if grads else []
+    if on_cpu:
+        return (loss.item() if loss is not None else None, [norm.item() for norm in norms],
+                _ratios(*ratio_values.tolist()) if ratio_values is not None else [])
+    pieces = [loss.reshape(1)] if loss is not None else []
+    if ratio_values is not None:
+        pieces.append(ratio_values.reshape(-1))
+    if norms:
+        pieces.append(torch.stack(norms))
+    values = _host_values(pieces)  # the one host sync of the step
+    loss_value = values.pop(0) if loss is not None else None
+    layers = ratio_values.shape[1] if ratio_values is not None else 0
+    return loss_value, values[2 * layers:], _ratios(values[:layers], values[layers:2 * layers])
 
 
 def _host_values(pieces: list[torch.Tensor]) -> list[float]:

@@ -49,7 +49,7 @@ class Series:
     values: tuple[float, ...]
     # Where each point came from in its file (1-based line), when it came from a text log.
     lines: tuple[int, ...] = ()
-    origin: str = ""  # the file it was read from (curves)
+    origin: str = ""  # the file it was read from (curves); the optimizer's label (watch, `others`)
 
     @property
     def role(self) -> str:
@@ -119,6 +119,21 @@ def series_from_records(records: list[dict[str, Any]]) -> dict[str, Series]:
                 columns.setdefault("lr", []).append((step, value))
     return {name: Series(name, tuple(s for s, _ in points), tuple(v for _, v in points))
             for name, points in columns.items()}
+
+
+def other_optimizer_series(records: list[dict[str, Any]]) -> list[Series]:
+    """`loss (Adam of Generator)` and `grad_norm (...)`: what `watch` recorded of the optimizers
+    it does not follow (a GAN's second one), under `others` in each record. Only the NaN-onset
+    detector reads them: a GAN's losses swing by design, so spikes and plateaus would mislead."""
+    columns: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for record in records:
+        for label, values in (record.get("others") or {}).items():
+            for name in ("loss", "grad_norm"):
+                value = to_float(values.get(name)) if isinstance(values, dict) else None
+                if value is not None:
+                    columns.setdefault((name, label), []).append((record["step"], value))
+    return [Series(f"{name} ({label})", tuple(s for s, _ in points), tuple(v for _, v in points), origin=label)
+            for (name, label), points in columns.items()]
 
 
 def run_from_dir(run_dir: str | Path) -> RunData:
