@@ -312,12 +312,7 @@ class Monitor:
             self.meta.setdefault("other_step_sites", {})[label] = user_site()
             self._write_meta()
         label, params, names = other
-        grads, grad_index = [], []
-        for i, p in enumerate(params):
-            grad = p.grad
-            if grad is not None:
-                grads.append(grad.coalesce().values() if grad.is_sparse else grad)
-                grad_index.append(i)
+        grads, grad_index = _gradients(params)
         loss = self.loss
         on_cpu = all(g.device.type == "cpu" for g in grads) and (loss is None or loss.device.type == "cpu")
         loss_value, per_param, _ = _read(loss, grads, None, on_cpu)
@@ -329,8 +324,7 @@ class Monitor:
         if not (nonfinite_grad or (loss_value is not None and not math.isfinite(loss_value))):
             return
         if nonfinite_grad and not record.get("nonfinite_grad"):
-            bad = next((grad_index[k] for k, v in enumerate(per_param) if not math.isfinite(v)), None)
-            record["nonfinite_grad"] = names[bad] if bad is not None else None
+            record["nonfinite_grad"] = _first_nonfinite(per_param, grad_index, names)
         if record is not self.pending:
             self.records.append(record)
         if self.stop_on:
@@ -353,13 +347,7 @@ class Monitor:
         self.step_taken = True
         now = time.perf_counter()
         params = self.params
-        grads = []
-        grad_index = []
-        for i, p in enumerate(params):
-            grad = p.grad
-            if grad is not None:
-                grads.append(grad.coalesce().values() if grad.is_sparse else grad)
-                grad_index.append(i)
+        grads, grad_index = _gradients(params)
         if self.never_grad:
             self.never_grad.difference_update(grad_index)
         loss = self.loss
@@ -379,8 +367,7 @@ class Monitor:
         nonfinite_grad = grad_norm is not None and not math.isfinite(grad_norm)
         nonfinite = nonfinite_grad or (loss_value is not None and not math.isfinite(loss_value))
         if nonfinite_grad:
-            bad = next((grad_index[k] for k, v in enumerate(per_param) if not math.isfinite(v)), None)
-            record["nonfinite_grad"] = self.names[bad] if bad is not None else None
+            record["nonfinite_grad"] = _first_nonfinite(per_param, grad_index, self.names)
         record["zero_grad_params"] = per_param.count(0.0)
         record["missing_grad_params"] = len(params) - len(grad_index)
         if self.per_layer:
@@ -624,6 +611,24 @@ def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
             inner.add(id(child))
     roots = [m for m in containers if id(m) not in inner]
     return roots or modules
+
+
+def _gradients(params: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[int]]:
+    """The gradients the parameters have (a sparse one as its stored values), and their indices."""
+    grads = []
+    grad_index = []
+    for i, p in enumerate(params):
+        grad = p.grad
+        if grad is not None:
+            grads.append(grad.coalesce().values() if grad.is_sparse else grad)
+            grad_index.append(i)
+    return grads, grad_index
+
+
+def _first_nonfinite(norms: list[float], grad_index: list[int], names: list[str]) -> str | None:
+    """The name of the first parameter whose gradient norm is not finite."""
+    bad = next((grad_index[k] for k, v in enumerate(norms) if not math.isfinite(v)), None)
+    return names[bad] if bad is not None else None
 
 
 def _read(loss: torch.Tensor | None, grads: list[torch.Tensor], ratio_values: torch.Tensor | None,
