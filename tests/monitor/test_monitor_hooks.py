@@ -93,14 +93,15 @@ def test_the_model_in_eval_mode_is_seen_at_once_and_a_submodule_at_the_next_scan
 def test_closing_the_monitor_gives_torch_its_own_functions_back(tmp_path):
     from torch.utils.data import dataloader
 
-    originals = (torch.Tensor.backward, dataloader._BaseDataLoaderIter.__next__, dataloader.DataLoader.__iter__)
+    originals = (torch.Tensor.backward, dataloader._BaseDataLoaderIter.__next__, dataloader.DataLoader.__iter__,
+                 torch.amp.GradScaler.scale)
     monitor = hooks.Monitor({"run_dir": str(tmp_path)})
     monitor.install()
     assert torch.Tensor.backward is not originals[0]
     _train(torch.nn.Linear(8, 1), 3)
     monitor.close(0)
     assert (torch.Tensor.backward, dataloader._BaseDataLoaderIter.__next__,
-            dataloader.DataLoader.__iter__) == originals
+            dataloader.DataLoader.__iter__, torch.amp.GradScaler.scale) == originals
     assert [r["step"] for r in _records(tmp_path)] == [1, 2, 3]
 
 
@@ -163,3 +164,28 @@ def test_stop_on_nan_with_a_closure_leaves_the_weights_finite(tmp_path):
     finally:
         monitor.close(0)
     assert torch.isfinite(model.weight).all()
+
+
+def test_with_a_grad_scaler_the_loss_recorded_is_the_unscaled_one(tmp_path):
+    # `scaler.scale(loss).backward()`: what is backpropagated is the loss times 1024 here (65536 by
+    # default, halved and doubled as the scaler adapts); the run's loss is the one before scaling.
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    x = torch.randn(16, 4)
+    y = x.sum(1, keepdim=True)
+    losses = []
+    monitor = hooks.Monitor({"run_dir": str(tmp_path)})
+    monitor.install()
+    try:
+        for _ in range(4):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)  # unscales the gradients before optimizer.step()
+            scaler.update()
+            losses.append(loss.item())
+    finally:
+        monitor.close(0)
+    assert [r["loss"] for r in _records(tmp_path)] == pytest.approx(losses)

@@ -5,7 +5,8 @@ traindoctor (the user's interpreter may not have it installed) and only torch
 and the standard library. What it installs:
 
 - the global optimizer step pre/post hooks (`torch.optim.optimizer.register_optimizer_step_*_hook`);
-- a wrapper on `torch.Tensor.backward` that keeps the (detached) loss;
+- a wrapper on `torch.Tensor.backward` that keeps the (detached) loss, and one on
+  `GradScaler.scale` so that a scaled loss is recorded unscaled;
 - timing around `_BaseDataLoaderIter.__next__`, and `DataLoader.__iter__` to read
   the loader's live settings (and, for `overfit`, to repeat its first K batches).
 
@@ -27,6 +28,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 import zlib
 from typing import Any
 
@@ -126,6 +128,7 @@ class Monitor:
         self.roots: list[torch.nn.Module] = []
         self.evals: list[tuple[str, str]] = []  # (name, class) of the modules in eval mode at the last scan
         self.loss: torch.Tensor | None = None
+        self.scaled: tuple[Any, torch.Tensor] | None = None  # (weak ref to scaler.scale(loss), loss)
         self.backwards = 0
         self.data_time = 0.0
         self.last_pre: float | None = None
@@ -151,7 +154,11 @@ class Monitor:
 
         def backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
             if tensor.numel() == 1:
-                monitor.loss = tensor.detach()
+                scaled = monitor.scaled
+                if scaled is not None and scaled[0]() is tensor:  # `scaler.scale(loss).backward()`
+                    monitor.loss, monitor.scaled = scaled[1], None
+                else:
+                    monitor.loss = tensor.detach()
                 monitor.backwards += 1
                 if "backward_site" not in monitor.meta:
                     monitor.meta["backward_site"] = user_site()
@@ -159,6 +166,19 @@ class Monitor:
 
         backward.__wrapped__ = original_backward  # type: ignore[attr-defined]
         self._patch(torch.Tensor, "backward", backward)
+
+        # Mixed precision backpropagates the loss times GradScaler's scale (65536 at first, then
+        # doubled and halved as the scaler adapts): the loss the run reports is the one before it.
+        scaler_type = getattr(getattr(torch, "amp", None), "GradScaler", None) or torch.cuda.amp.GradScaler
+        original_scale = scaler_type.scale
+
+        def scale(scaler: Any, outputs: Any) -> Any:
+            scaled = original_scale(scaler, outputs)
+            if isinstance(outputs, torch.Tensor) and scaled is not outputs and outputs.numel() == 1:
+                monitor.scaled = (weakref.ref(scaled), outputs.detach())
+            return scaled
+
+        self._patch(scaler_type, "scale", scale)
 
         original_next = _dl._BaseDataLoaderIter.__next__
 
