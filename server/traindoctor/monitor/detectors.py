@@ -101,9 +101,10 @@ def _record_at(run: RunData, step: int) -> dict[str, Any]:
 # --- NaN, spikes, divergence ---------------------------------------------------------------
 
 
-def _onsets(run: RunData) -> list[tuple[int, Series, float]]:
+def _onsets(run: RunData, others: list[Series]) -> list[tuple[int, Series, float]]:
+    """The first non-finite point of each loss and gradient-norm series (`others`: those of the
+    optimizers `watch` does not follow)."""
     roles = ("loss", "grad_norm") if run.source != "curves" else ("loss", "val_loss")
-    others = other_optimizer_series(run.records) if run.source != "curves" else []
     out = []
     for role in roles:
         for series in run.of_role(role) + [s for s in others if s.role == role]:
@@ -115,7 +116,8 @@ def _onsets(run: RunData) -> list[tuple[int, Series, float]]:
 
 @detector("nan-onset")
 def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
-    onsets = _onsets(run)
+    others = other_optimizer_series(run.records) if run.source != "curves" else []
+    onsets = _onsets(run, others)
     if not onsets:
         return []
     if run.source != "curves":
@@ -123,8 +125,9 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     count = int(params.get("history", 5))
     hits = []
     for step, series, value in onsets:
-        if run.source != "curves" and series.origin:  # another optimizer's: its own loss and norms
-            own = {s.role: s for s in other_optimizer_series(run.records) if s.origin == series.origin}
+        optimizer = series.origin if run.source != "curves" else ""  # another optimizer's series
+        if optimizer:  # its own loss and norms
+            own = {s.role: s for s in others if s.origin == optimizer}
             loss, grads = own.get("loss"), own.get("grad_norm")
         else:
             loss = series if series.role in ("loss", "val_loss") else run.first("loss")
@@ -146,13 +149,13 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
                 facts["parameter"] = bad["nonfinite_grad"]
                 details["parameter_step"] = bad["step"]
             record = _record_at(run, step)
-            if run.source != "curves" and series.origin:
-                record = (record.get("others") or {}).get(series.origin) or {}
+            if optimizer:
+                record = (record.get("others") or {}).get(optimizer) or {}
             if record.get("lr"):
                 facts["lr"] = ", ".join(num(to_float(v)) for v in record["lr"])
             location = site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site"))
-            if series.origin:  # another optimizer's (a GAN's generator): the line that steps it
-                location = site_frame((run.meta.get("other_step_sites") or {}).get(series.origin)) or location
+            if optimizer:  # a GAN's generator, say: the line that steps it
+                location = site_frame((run.meta.get("other_step_sites") or {}).get(optimizer)) or location
         if series.lines:
             details["log_line"] = series.lines[series.steps.index(step)]
         hits.append(Hit(step, facts, location, details=details))

@@ -350,13 +350,9 @@ class Monitor:
         if self.stop_on:
             value, what = (loss_value, "loss") if loss_value is not None and not math.isfinite(loss_value) \
                 else (grad_norm, "gradient")
-            reason = (f"traindoctor: {what} of {label} is {value} at optimizer step {self.step}"
-                      + (f", first in {record['nonfinite_grad']}" if record.get("nonfinite_grad") else "")
-                      + " (stopped before the step)")
-            self.meta["stopped"] = {"step": self.step, "reason": reason}
-            self._write_records(flush_pending=True)
-            self._write_meta()
-            raise NonFiniteTraining(reason)
+            self._stop(f"traindoctor: {what} of {label} is {value} at optimizer step {self.step}"
+                       + (f", first in {record['nonfinite_grad']}" if record.get("nonfinite_grad") else "")
+                       + " (stopped before the step)")
         self._write_records(flush_pending=True)
 
     def _take_step(self, optimizer: Any) -> None:
@@ -427,10 +423,7 @@ class Monitor:
                 self.losses_seen.append(loss_value)
             reason = self._stop_reason(loss_value, grad_norm)
             if reason:
-                self.meta["stopped"] = {"step": self.step, "reason": reason}
-                self._write_records(flush_pending=True)
-                self._write_meta()
-                raise NonFiniteTraining(reason)
+                self._stop(reason)
         if nonfinite:  # the NaN onset reaches the disk at once, whatever happens next
             self._write_records(flush_pending=True)
         elif now - self.last_flush >= _FLUSH_EVERY_S:
@@ -446,6 +439,13 @@ class Monitor:
         if self.max_steps and self.step >= self.max_steps:
             self.meta["stopped"] = {"step": self.step, "reason": "max-steps"}
             raise StopRun()
+
+    def _stop(self, reason: str) -> None:
+        """`--stop-on`: this step's record and the reason reach the disk, then the step raises."""
+        self.meta["stopped"] = {"step": self.step, "reason": reason}
+        self._write_records(flush_pending=True)
+        self._write_meta()
+        raise NonFiniteTraining(reason)
 
     def _stop_reason(self, loss: float | None, grad_norm: float | None) -> str | None:
         if not self.stop_on:
