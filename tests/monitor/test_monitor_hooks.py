@@ -54,9 +54,7 @@ def test_an_unchanged_layer_has_update_ratio_zero_and_reassigned_weights_get_new
     assert hooks._ratios(*ratios.after().tolist()) == pytest.approx([0.5])
 
 
-def _train(model: torch.nn.Module, steps: int) -> None:
-    optimizer = getattr(model, "optimizer", None) or torch.optim.SGD(model.parameters(), lr=0.01)
-    model.optimizer = optimizer  # one optimizer: the monitor follows the first it sees
+def _train(model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> None:
     for _ in range(steps):
         optimizer.zero_grad()
         model(torch.randn(4, 8)).sum().backward()
@@ -69,16 +67,17 @@ def _records(run_dir: Path) -> list[dict]:
 
 def test_the_model_in_eval_mode_is_seen_at_once_and_a_submodule_at_the_next_scan(tmp_path):
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     monitor = hooks.Monitor({"run_dir": str(tmp_path)})
     monitor.install()
     try:
-        _train(model, 12)
+        _train(model, optimizer, 12)
         model[1].eval()  # a submodule only: the roots stay in train mode
-        _train(model, 10)
+        _train(model, optimizer, 10)
         model.train()
-        _train(model, 3)
+        _train(model, optimizer, 3)
         model.eval()  # the whole model: seen at the very next step
-        _train(model, 2)
+        _train(model, optimizer, 2)
     finally:
         monitor.close(0)
     in_eval = [r["step"] for r in _records(tmp_path) if r.get("eval_examples")]
@@ -98,7 +97,8 @@ def test_closing_the_monitor_gives_torch_its_own_functions_back(tmp_path):
     monitor = hooks.Monitor({"run_dir": str(tmp_path)})
     monitor.install()
     assert torch.Tensor.backward is not originals[0]
-    _train(torch.nn.Linear(8, 1), 3)
+    model = torch.nn.Linear(8, 1)
+    _train(model, torch.optim.SGD(model.parameters(), lr=0.01), 3)
     monitor.close(0)
     assert (torch.Tensor.backward, dataloader._BaseDataLoaderIter.__next__,
             dataloader.DataLoader.__iter__, torch.amp.GradScaler.scale) == originals
