@@ -2,13 +2,14 @@
 
 Two measurements of the same CPU training loop (an MLP fed by a DataLoader, 4-5 ms a step).
 
-Paired, in one process (the headline figure): steps alternate between running with the monitor
-`watch` installs (the same hooks module, loaded the way the bootstrap loads it, with `watch`'s
-default settings) and without it (its hooks and wrappers removed). Each pair compares two
-neighbouring steps of one process, so the machine's drift cancels out: on this 2-core virtual
-machine the speed of whole runs wanders by ±15 % and even epoch pairs spread from -3 to +9 %,
-while the mean over 3,000 step pairs has a standard error of ~0.2 % of a step. Reported in wall
-time and in process CPU time (every thread), as the mean slowdown and the extra µs per step.
+Paired, in one process (the headline figure; goals: at most 5 % with the default monitors, at
+most 15 % with per-layer statistics): pairs of neighbouring steps, one with the monitor `watch`
+installs (the same hooks module, loaded the way the bootstrap loads it, with `watch`'s default
+settings) and one without it (its hooks and wrappers removed), in random order; pairs with an
+epoch's first step are left out. The machine's drift cancels out within a pair: on this 2-core
+virtual machine the speed of whole runs wanders by ±15 % and even epoch pairs spread from -3 to
++9 %, while the mean over 3,000 step pairs has a standard error of ~0.15 % of a step. Reported in
+wall time and in process CPU time (every thread), as the mean slowdown and the extra µs per step.
 
 Separate runs (end to end, start-up excluded): the same loop runs as plain `python`,
 under `traindoctor watch` (default monitors) and under `traindoctor watch
@@ -16,9 +17,7 @@ under `traindoctor watch` (default monitors) and under `traindoctor watch
 per second after a warm-up, so start-up costs are not counted. Every mode runs with the same
 fixed glibc allocator thresholds (see `measure`). Reports the
 median slowdown of each mode against plain python, in steps per CPU second
-(what the monitor adds; robust on a shared machine) and per wall-clock second
-(goals: at most 5 % with the default monitors, at most 15 % with per-layer
-statistics), the same for each mode's fastest run (the least disturbed by other
+and per wall-clock second, the same for each mode's fastest run (the least disturbed by other
 processes), and every repeat's slowdown to show the spread.
 
     .venv/bin/python bench/bench_watch_overhead.py [--pairs 3000] [--repeats 5] [--steps 400]
@@ -72,7 +71,7 @@ TRAIN = "import sys, time\n" + SETUP + textwrap.dedent(
     """
 )
 
-PAIRED = "import json, os, random, statistics, sys, tempfile, time\n" + SETUP + textwrap.dedent(
+PAIRED = "import json, random, statistics, sys, tempfile, time\n" + SETUP + textwrap.dedent(
     """
     from traindoctor.monitor import bootstrap
     hooks = bootstrap._load_hooks()
