@@ -88,11 +88,7 @@ def module_reference(model: FileModel, module: str) -> tuple[str, str | None]:
 
 def last_import(model: FileModel):
     """The last top-level import statement: inserted imports go after it."""
-    anchor = None
-    for top in model.facts["layout"]:
-        if top.is_import:
-            anchor = top.node
-    return anchor
+    return model.last_import
 
 
 def insert_after_imports(model: FileModel, lines: list[str]) -> InsertAfter | InsertBefore | None:

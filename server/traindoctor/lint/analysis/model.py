@@ -12,7 +12,7 @@ from typing import Sequence
 import libcst as cst
 
 from .collect import BlockAnalysis
-from .facts import CATEGORIES, CallSite, ClassInfo, FuncInfo, Marker, Obj, Seed
+from .facts import CATEGORIES, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Seed
 from .names import Names
 from .vocab import vocab
 
@@ -50,7 +50,7 @@ class FileModel:
         self.constants = dict(self.facts["constants"])
         self.module_names = {name for top in self.facts["layout"] for name in top.names}
         self._summaries: dict[str, object] = {}
-        self.memo: dict[str, object] = {}  # file-wide conclusions rules draw once per lint
+        self.memo: dict[object, object] = {}  # file-wide conclusions rules draw once per lint
         self._values: dict[int, object] = {}
         self.global_defs: dict[str, list[BlockAnalysis]] = {}
         for index, analysis in enumerate(analyses):
@@ -122,11 +122,16 @@ class FileModel:
 
     def object(self, name: str, klass: str = "") -> Obj | None:
         """The object a module-level name or `self.attr` (of `klass`) holds, last binding wins."""
-        candidates = self.objects.get(name, ())
         if name.startswith("self."):
-            own = [o for o in candidates if o.owner == klass]
-            candidates = own or (candidates if not klass else [])
+            own = self._last_of_owner.get((name, klass))
+            if own is not None or klass:
+                return own
+        candidates = self.objects.get(name, ())
         return candidates[-1] if candidates else None
+
+    @functools.cached_property
+    def _last_of_owner(self) -> dict[tuple[str, str], Obj]:
+        return {(obj.name, obj.owner): obj for obj in self.facts["objects"]}
 
     def object_kind(self, name: str, klass: str = "") -> str | None:
         obj = self.object(name, klass)
@@ -137,15 +142,38 @@ class FileModel:
     def bound_before(self, name: str, constructor: cst.Call) -> bool:
         """Is module-level `name` bound when the object built by `constructor` is? Objects
         built inside functions or classes are built later, when every module name is."""
-        obj = next((o for o in self.facts["objects"] if o.node is constructor), None)
+        obj = self._objects_by_node.get(id(constructor))
         if obj is None or obj.where != "module":
             return True
-        for top in self.facts["layout"]:
-            if top.node is obj.stmt:
-                return False
-            if name in top.names:
-                return True
-        return False
+        built = self._layout_index.get(id(obj.stmt))
+        first = self._first_binding.get(name)
+        if built is None:
+            return first is not None
+        return first is not None and first < built
+
+    @functools.cached_property
+    def _objects_by_node(self) -> dict[int, Obj]:
+        found: dict[int, Obj] = {}
+        for obj in self.facts["objects"]:
+            found.setdefault(id(obj.node), obj)
+        return found
+
+    @functools.cached_property
+    def _layout_index(self) -> dict[int, int]:
+        """id(top-level statement) -> its position among the top-level statements (the first)."""
+        found: dict[int, int] = {}
+        for index, top in enumerate(self.facts["layout"]):
+            found.setdefault(id(top.node), index)
+        return found
+
+    @functools.cached_property
+    def _first_binding(self) -> dict[str, int]:
+        """Module-level name -> position of the first top-level statement that binds it."""
+        found: dict[str, int] = {}
+        for index, top in enumerate(self.facts["layout"]):
+            for bound in top.names:
+                found.setdefault(bound, index)
+        return found
 
     def function(self, name: str, klass: str = "") -> FuncInfo | None:
         """An in-file function by how it is called: `f` or `self.f` (in `klass`)."""
@@ -223,7 +251,49 @@ class FileModel:
         return bool(function) and (function in self.worker_fns or "worker" in function.lower())
 
     def has_marker(self, category: str, kind: str) -> bool:
-        return any(isinstance(m, Marker) and m.kind == kind for m in self.facts[category])
+        return (category, kind) in self._markers
+
+    @functools.cached_property
+    def _markers(self) -> frozenset[tuple[str, str]]:
+        return frozenset((category, fact.kind) for category in CATEGORIES
+                         for fact in self.facts[category] if isinstance(fact, Marker))
+
+    def of_classes(self, index: str, classes: Sequence[str]) -> list:
+        """The facts of `classes` in one of the per-class indexes below, in file order."""
+        key = ("of_classes", index, tuple(classes))
+        found = self.memo.get(key)
+        if found is None:
+            table = getattr(self, index)
+            found = self.memo[key] = [fact for _, fact in sorted(
+                (entry for klass in dict.fromkeys(classes) for entry in table.get(klass, ())), key=lambda e: e[0])]
+        return found  # type: ignore[return-value]
+
+    # Per-class indexes of facts, for of_classes: (position in its category, fact).
+
+    @functools.cached_property
+    def method_uses(self) -> dict[str, list[tuple[int, MethodUse]]]:
+        return _by_class(self.facts["seeding"], MethodUse, "klass")
+
+    @functools.cached_property
+    def draws_of_class(self) -> dict[str, list[tuple[int, Draw]]]:
+        return _by_class(self.facts["seeding"], Draw, "klass")
+
+    @functools.cached_property
+    def objects_of_owner(self) -> dict[str, list[tuple[int, Obj]]]:
+        return _by_class(self.facts["objects"], Obj, "owner")
+
+    @functools.cached_property
+    def last_import(self) -> cst.CSTNode | None:
+        """The last top-level import statement."""
+        return next((top.node for top in reversed(self.facts["layout"]) if top.is_import), None)
+
+
+def _by_class(facts, kind: type, attr: str) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for index, fact in enumerate(facts):
+        if isinstance(fact, kind):
+            found.setdefault(getattr(fact, attr), []).append((index, fact))
+    return found
 
 
 def _returns(function: cst.FunctionDef) -> list[cst.Return]:
@@ -267,17 +337,19 @@ def dataset_classes_of(model: FileModel, values_scope, expr: cst.BaseExpression 
 def reachable_methods(model: FileModel, klass: str,
                       roots: tuple[str, ...] = ("__getitem__", "__getitems__", "__iter__")) -> set[str]:
     """Methods of `klass` (and its in-file bases) reachable from `roots` (a dataset's
-    __getitem__/__iter__, a model's forward) via `self.` calls."""
-    from .facts import MethodUse
+    __getitem__/__iter__, a model's forward) via `self.` calls. Memoized per lint: do not
+    change the set returned."""
+    key = ("reachable_methods", klass, roots)
+    found = model.memo.get(key)
+    if found is None:
+        found = model.memo[key] = _reachable_methods(model, klass, roots)
+    return found  # type: ignore[return-value]
 
-    lineage, todo = [], [klass]
-    while todo and len(lineage) < 8:
-        current = todo.pop(0)
-        if current in lineage or current not in model.classes:
-            continue
-        lineage.append(current)
-        todo.extend(b.rsplit(".", 1)[-1] for b in model.classes[current].bases)
-    uses = [u for u in model.facts["seeding"] if isinstance(u, MethodUse) and u.klass in lineage]
+
+def _reachable_methods(model: FileModel, klass: str, roots: tuple[str, ...]) -> set[str]:
+    lineage = lineage_of(model, klass)
+    # in file order: the order they are found in is the order of the set
+    uses = model.of_classes("method_uses", lineage)
     reachable = set(roots)
     changed = True
     while changed:
@@ -291,6 +363,27 @@ def reachable_methods(model: FileModel, klass: str,
 
 
 def lineage_of(model: FileModel, klass: str) -> list[str]:
+    """`klass` and its in-file bases (at most 8), nearest first. Memoized per lint: do not
+    change the list returned."""
+    key = ("lineage_of", klass)
+    found = model.memo.get(key)
+    if found is None:
+        found = model.memo[key] = _lineage_of(model, klass)
+    return found  # type: ignore[return-value]
+
+
+def lineage_members(model: FileModel, klass: str) -> list[str]:
+    """The in-file classes whose lineage includes `klass` (itself included), in file order."""
+    members = model.memo.get("lineage_members")
+    if members is None:
+        members = model.memo["lineage_members"] = {}
+        for other in model.classes:
+            for base in lineage_of(model, other):
+                members.setdefault(base, []).append(other)
+    return members.get(klass, [])  # type: ignore[union-attr]
+
+
+def _lineage_of(model: FileModel, klass: str) -> list[str]:
     lineage, todo = [], [klass]
     while todo and len(lineage) < 8:
         current = todo.pop(0)

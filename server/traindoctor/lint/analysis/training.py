@@ -472,12 +472,25 @@ class Training:
         return frozenset(r.qualname for r in self.all if r.qualname and any(
             e.kind in BACKWARD or e.kind in STEP for _, e in self.expanded(r)))
 
+    @functools.cached_property
+    def event_kinds(self) -> frozenset[str]:
+        """The kinds of every event in the file."""
+        return frozenset(e.kind for r in self.all for e in r.events)
+
+    @functools.cached_property
+    def _call_sites(self) -> dict[str, list[tuple[Routine, Event]]]:
+        """Last part of a called name -> the `call` events that call it, with their routine."""
+        found: dict[str, list[tuple[Routine, Event]]] = {}
+        for routine in self.all:
+            for event in routine.events:
+                if event.kind == "call":
+                    found.setdefault(event.receiver.rsplit(".", 1)[-1], []).append((routine, event))
+        return found
+
     def only_reached_from_eval(self, qualname: str) -> bool:
         """Every in-file call of the function is under no_grad or in a routine that
         puts a model in eval mode and never trains; False when it has no caller here."""
-        short = qualname.rsplit(".", 1)[-1]
-        sites = [(r, e) for r in self.all for e in r.events if e.kind == "call" and
-                 e.receiver.rsplit(".", 1)[-1] == short]
+        sites = self._call_sites.get(qualname.rsplit(".", 1)[-1], ())
         return bool(sites) and all(e.no_grad or (r.has("eval") and not self.trains(r)) for r, e in sites)
 
 

@@ -16,7 +16,6 @@ import libcst as cst
 
 from ..analysis.collect import code
 from ..analysis.environment import describe, torch_version, workers_reseed_numpy
-from ..analysis.facts import Draw, MethodUse
 from ..analysis.model import dataset_classes_of, lineage_of, reachable_methods
 from ..analysis.randomness import arg, is_false
 from ..analysis.vocab import vocab
@@ -51,16 +50,14 @@ class UnseededDataLoaderWorkers(Rule):
     def _owned_rng(self, node: cst.Call, klass: str, workers: str, version) -> bool:
         lineage = lineage_of(self.model, klass)
         reachable = reachable_methods(self.model, klass)
-        for obj in self.model.facts["objects"]:
-            if obj.owner not in lineage or obj.where != "__init__" or \
-                    self.model.kind_of_callee(obj.callee) != "rng":
+        uses = self.model.of_classes("method_uses", lineage)
+        for obj in self.model.of_classes("objects_of_owner", lineage):
+            if obj.where != "__init__" or self.model.kind_of_callee(obj.callee) != "rng":
                 continue
             attr = obj.name.removeprefix("self.")
-            if any(o.name == obj.name and o.owner in lineage and o.where != "__init__"
-                   for o in self.model.facts["objects"]):
+            if any(o.owner in lineage and o.where != "__init__" for o in self.model.objects.get(obj.name, ())):
                 continue  # re-created outside __init__ (lazily, per worker)
-            use = next((u for u in self.model.facts["seeding"] if isinstance(u, MethodUse) and u.attr == attr
-                        and u.klass in lineage and u.method in reachable), None)
+            use = next((u for u in uses if u.attr == attr and u.method in reachable), None)
             if use is None:
                 continue
             label = vocab().rng_objects[obj.callee]
@@ -76,8 +73,8 @@ class UnseededDataLoaderWorkers(Rule):
 
     def _numpy_global(self, node: cst.Call, klass: str, workers: str, version) -> bool:
         lineage, reachable = lineage_of(self.model, klass), reachable_methods(self.model, klass)
-        draw = next((d for d in self.model.facts["seeding"] if isinstance(d, Draw) and d.library == "numpy"
-                     and d.klass in lineage and d.method in reachable), None)
+        draw = next((d for d in self.model.of_classes("draws_of_class", lineage)
+                     if d.library == "numpy" and d.method in reachable), None)
         if draw is None:
             return False
         message = (f"`DataLoader` with `num_workers={workers}` over `{klass}`, which draws from NumPy's global "

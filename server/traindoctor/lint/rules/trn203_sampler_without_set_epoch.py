@@ -19,7 +19,7 @@ class SamplerWithoutSetEpoch(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.model.training
-        if any(e.kind == "set_epoch" for r in training.all for e in r.events):
+        if "set_epoch" in training.event_kinds:
             return
         events = list(routine.events)
         if routine.node is None:  # module-level code: the samplers and loaders of earlier blocks too

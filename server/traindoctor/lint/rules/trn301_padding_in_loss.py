@@ -31,9 +31,11 @@ class PaddingInLoss(Rule):
         memo = self.model.memo
         if self.CODE not in memo:
             pads = [p for p in self.model.facts["padding"] if type(p).__name__ == "Pad"]
-            memo[self.CODE] = (pads, any(p.targets for p in pads),
+            # the two pads a report points at: target pads first
+            memo[self.CODE] = (bool(pads), sorted(pads, key=lambda p: not p.targets)[:2],
+                               any(p.targets for p in pads),
                                any(vocab().pattern("target_name_pattern").search(p.value) for p in pads))
-        self._pads, self._targets_padded, self._target_pad_name = memo[self.CODE]  # type: ignore[misc]
+        self._padded, self._first_pads, self._targets_padded, self._target_pad_name = memo[self.CODE]  # type: ignore[misc]
         self._sites: list[list[tuple]] = [[]]
         self._masked: list[bool] = [False]
 
@@ -58,12 +60,12 @@ class PaddingInLoss(Rule):
         return name is not None and bool(vocab().pattern("mask_name_pattern").search(name.rsplit(".", 1)[-1]))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if self._pads and isinstance(node.operator, cst.Multiply) and (self._masky(node.left) or
+        if self._padded and isinstance(node.operator, cst.Multiply) and (self._masky(node.left) or
                                                                         self._masky(node.right)):
             self._masked[-1] = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not self._pads:
+        if not self._padded:
             return
         v = vocab()
         callee = self.names.qualify(node.func) or ""
@@ -177,7 +179,7 @@ class PaddingInLoss(Rule):
         changes = (Replace(owner, with_kwargs(owner, [("ignore_index", pad)])),) if ignore is None else \
             (Replace(ignore.value, pad),)
         related = [Related(p.node, "targets padded here" if p.targets else f"padding with `{p.value}`")
-                   for p in sorted(self._pads, key=lambda p: not p.targets)[:2] if p.value in candidates]
+                   for p in self._first_pads if p.value in candidates]
         self.report(ctor if ctor is not None else call, message,
                     fix=FixSpec(f"Pass ignore_index={pad}", changes, safe=safe), related=related)
 

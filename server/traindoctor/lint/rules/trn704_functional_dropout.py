@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.collect import code
-from ..analysis.model import lineage_of, reachable_methods
+from ..analysis.model import lineage_members, reachable_methods
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
 from ..rule import FixSpec, Rule
@@ -62,7 +62,7 @@ class FunctionalDropoutAlwaysOn(Rule):
         name = method.name.value
         if name == "forward":
             return method
-        klasses = [k for k in self.model.classes if klass.name.value in lineage_of(self.model, k)]
+        klasses = lineage_members(self.model, klass.name.value)
         if any(name in reachable_methods(self.model, k, ("forward",)) for k in klasses):
             return method
         return None
