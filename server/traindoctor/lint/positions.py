@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from libcst._position import CodePosition
 
@@ -24,7 +25,13 @@ _SPLIT_ABOVE_LINES = 150
 
 
 def _resolve(module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
-    return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+    """What `MetadataWrapper(module).resolve(PositionProvider)` gives, without the wrapper's
+    visit of the whole tree with no visitors in it (libcst runs one for the batchable
+    providers even when there are none), which cost as much as the rendering itself."""
+    provider = PositionProvider()
+    module._codegen(PositionProvidingCodegenState(  # the provider's own _gen_impl, on our tree
+        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider))
+    return provider._computed  # type: ignore[return-value]
 
 
 class BlockPositions:
