@@ -121,44 +121,66 @@ class _ParsedBlock:
             self._reports.clear()
         return self._analysis[1]
 
-    def reports(self, model: FileModel, rules: Sequence[type[Rule]], keys: Sequence[Hashable],
-                owners: dict[int, int], runs: list[str] | None) -> list[_Report]:
-        """Every rule's results for this block (`keys[i]`: the version key of the fact
-        categories rules[i] reads); a rule runs again only when those categories
-        changed or a node its results point at is gone. A rule with nothing to visit
-        in the block (Rule.applies_to) gets no results without a traversal."""
-        stale = []
+    def reports(self, model: FileModel, plan: "_RulePlan") -> list[_Report]:
+        """Every rule's results for this block; a rule runs again only when the fact
+        categories it reads changed or a node its results point at is gone. A rule with
+        nothing to visit in the block (Rule.applies_to) gets no results without a traversal."""
         cache = self._reports
-        for rule, key in zip(rules, keys):
-            cached = cache.get(rule.CODE)
-            if cached is None or cached[0] != key or (cached[2] and not all(i in owners for i in cached[2])):
-                stale.append((rule, key))
+        rules, keys, owners = plan.rules, plan.keys, plan.owners
+        if cache:
+            stale = []
+            for index, (rule, key) in enumerate(zip(rules, keys)):
+                cached = cache.get(rule.CODE)
+                if cached is None or cached[0] != key or (cached[2] and not all(i in owners for i in cached[2])):
+                    stale.append(index)
+        else:
+            stale = range(len(rules))
         if stale:
             analysis = self.analysis(model.names)
+            applicable = plan.applicable(analysis)
             visiting = []
-            for rule, key in stale:
-                if rule.applies_to(analysis):
-                    visiting.append((rule, key))
+            for index in stale:
+                if applicable[index]:
+                    visiting.append(index)
                 else:
-                    cache[rule.CODE] = (key, [], _NONE)
+                    cache[rules[index].CODE] = (keys[index], [], _NONE)
             if visiting:
                 sinks = [ReportSink() for _ in visiting]
                 walk = WalkState(model.names)
                 context = RuleContext(walk, model, analysis, Values(model, analysis, walk))
-                visitors = [rule(context, sink) for (rule, _), sink in zip(visiting, sinks)]
+                visitors = [rules[index](context, sink) for index, sink in zip(visiting, sinks)]
                 walk_tree(self.module, visitors, walk.enter, walk.leave)
-                for (rule, key), sink in zip(visiting, sinks):
+                for index, sink in zip(visiting, sinks):
                     reports = sink.reports
                     foreign = frozenset(id(n) for r in reports for n in _report_nodes(r) if id(n) in owners) \
                         if reports else _NONE
-                    cache[rule.CODE] = (key, reports, foreign)
-            if runs is not None:
-                runs.extend(rule.CODE for rule, _ in stale)
+                    cache[rules[index].CODE] = (keys[index], reports, foreign)
+            if plan.runs is not None:
+                plan.runs.extend(rules[index].CODE for index in stale)
         found: list[_Report] = []
         for rule in rules:
             reports = cache[rule.CODE][1]
             if reports:
                 found.extend(reports)
+        return found
+
+
+class _RulePlan:
+    """The rules of one lint: the version key of the fact categories each reads, which
+    blocks own which fact nodes, and which rules can report on a block of a given shape."""
+
+    def __init__(self, rules: Sequence[type[Rule]], model: FileModel, owners: dict[int, int],
+                 runs: list[str] | None) -> None:
+        self.rules = rules
+        self.keys = [model.version_key(rule.READS) for rule in rules]
+        self.owners = owners
+        self.runs = runs  # tests: receives each rule whose results a block recomputed
+        self._applicable: dict[Hashable, tuple[bool, ...]] = {}
+
+    def applicable(self, analysis: BlockAnalysis) -> tuple[bool, ...]:
+        found = self._applicable.get(analysis.shape)
+        if found is None:
+            found = self._applicable[analysis.shape] = tuple(rule.applies_to(analysis) for rule in self.rules)
         return found
 
 
@@ -394,8 +416,8 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
     for index, analysis in enumerate(analyses):
         for node in _fact_nodes(analysis.facts):
             owners[id(node)] = index
-    keys = [model.version_key(rule.READS) for rule in rules]
-    per_block = [p.reports(model, rules, keys, owners, cache.runs) for p in parsed]
+    plan = _RulePlan(rules, model, owners, cache.runs)
+    per_block = [p.reports(model, plan) for p in parsed]
     findings = _findings_for(path, blocks, parsed, per_block, config, owners)
     if findings and ("#" in source):
         lines = [line for p in parsed for line in p.lines()]

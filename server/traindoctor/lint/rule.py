@@ -106,8 +106,9 @@ class Rule(cst.BatchableCSTVisitor):
     def applies_to(cls, analysis: "BlockAnalysis") -> bool:
         """Can the rule report anything on this block? Not when it has no handler for
         any node type in it (every block is a Module: a Module hook always counts,
-        unless MODULE_HOOK_JUDGES_VISITS). The engine then skips the rule's traversal."""
-        return not _trigger_types(cls).isdisjoint(analysis.node_types)
+        unless MODULE_HOOK_JUDGES_VISITS). The engine then skips the rule's traversal.
+        Decide by `analysis.shape` only: the engine asks once per shape in a lint."""
+        return not _trigger_types(cls).isdisjoint(analysis.shape[0])
 
     @classmethod
     def info(cls) -> RuleInfo:

@@ -99,6 +99,9 @@ class BlockAnalysis:
         collector.finish(module)
         collector.lists["training"] = list(training_facts(module, names, text))
         self.facts = collector.result()
+        # What decides which rules can report on the block (Rule.applies_to): its node types,
+        # and whether it has module-level training code.
+        self.shape = (self.node_types, any(not r.qualname and r.node is None for r in self.facts.training))
 
     def scope_of(self, function: cst.FunctionDef | None) -> Scope:
         return self.module_scope if function is None else self.scopes.get(id(function), self.module_scope)

@@ -18,8 +18,8 @@ class RoutineRule(Rule):
     def applies_to(cls, analysis) -> bool:
         """Its leave_Module judges the block's module-level routine, which only exists
         when that code has training events or loops."""
-        return not types_besides_module(cls).isdisjoint(analysis.node_types) or \
-            (bool(analysis.facts.training) and Training.block_routine(analysis) is not None)
+        node_types, module_routine = analysis.shape
+        return module_routine or not types_besides_module(cls).isdisjoint(node_types)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         routine = self.model.training.routine_at(node)
