@@ -147,6 +147,10 @@ def _targets(target: cst.BaseExpression) -> list[tuple[cst.BaseExpression, int |
 
 
 def _names_in(expr: cst.CSTNode) -> set[str]:
+    if type(expr) is cst.Name:
+        return {expr.value}  # type: ignore[attr-defined]
+    if type(expr) in _NAMELESS:
+        return set()
     found: set[str] = set()
     for node in iter_nodes(expr):
         if type(node) is cst.Name:
@@ -158,6 +162,7 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
     return found
 
 
+_NAMELESS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)
 _BUILTINS = frozenset(dir(builtins))  # print(...), len(...): never in-file functions
 
 
@@ -471,5 +476,7 @@ def _bound_names(stmt: cst.CSTNode) -> set[str]:
 
 def _target_names(target: cst.CSTNode) -> set[str]:
     """Plain names bound by an assignment target (not attributes: `self.x = ...` binds no name)."""
+    if type(target) is cst.Name:
+        return {target.value}  # type: ignore[attr-defined]
     return {n.value for n in iter_nodes(target) if isinstance(n, cst.Name)
             and not any(isinstance(a, cst.Attribute) and a.attr is n for a in iter_nodes(target))}

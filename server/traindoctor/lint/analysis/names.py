@@ -88,10 +88,18 @@ class Names:
                     imports.setdefault(local[1:], resolved)
         self.imports = imports
         self._bound = {local for local, _ in aliases if not local.startswith("=")}
+        # id(node) -> (node, its qualified name): the analysis and a dozen rules ask about the
+        # same callee; the node is kept so that its id cannot be reused by another one.
+        self._qualified: dict[int, tuple[cst.CSTNode, str | None]] = {}
 
     def qualify(self, node: cst.CSTNode) -> str | None:
+        entry = self._qualified.get(id(node))
+        if entry is not None and entry[0] is node:
+            return entry[1]
         name = dotted_name(node)
-        return None if name is None else _qualify_dotted(name, self.imports)
+        found = None if name is None else _qualify_dotted(name, self.imports)
+        self._qualified[id(node)] = (node, found)
+        return found
 
     def imported(self, local: str) -> str | None:
         return self.imports.get(local)
