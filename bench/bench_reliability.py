@@ -2,9 +2,11 @@
 
 Goals: a 50 MB log dense with traceback fragments diagnoses in < 10 s; 1 GB
 piped into `traindoctor diagnose -` keeps peak RSS < 500 MB; a 2 MB Python file lints
-in < 10 s. Two kinds of 2 MB file: real PyTorch code (torch's own sources, concatenated),
-and the worst case for the engine, 50,000 one-line top-level statements (each one a block
-of its own); 25,000 and 10,000 of those too, to show the time is linear.
+in < 10 s. Four kinds of 2 MB file: real PyTorch code (torch's own sources, concatenated);
+dense training code with findings (this repository's example training scripts, repeated;
+at 1 MB too, to show the time is linear); and the worst cases for the engine, top-level
+one-line statements (each one a block of its own): 50,000 torch expressions (25,000 and
+10,000 too, to show the time is linear) and 122,000 `x_00001 = 1` lines.
 Each case runs the real CLI in a subprocess; peak RSS is the child's
 ru_maxrss. Run:  .venv/bin/python bench/bench_reliability.py [--only NAME]
 """
@@ -48,6 +50,24 @@ def python_file(statements: int) -> str:
     head = "import torch\nimport torch.nn as nn\n"
     body = [f"value_{i:05d} = torch.zeros({i % 7 + 1}) * {i:05d}.0" for i in range(statements)]
     return head + "\n".join(body) + "\n"
+
+
+def int_statements(size: int) -> str:
+    """`x_00001 = 1` lines up to `size` bytes, after an `import torch`."""
+    lines, total, n = ["import torch\n"], 13, 0
+    while total + 16 <= size:
+        lines.append(f"x_{n:05d} = {n}\n")
+        total, n = total + len(lines[-1]), n + 1
+    return "".join(lines)
+
+
+def repeated_examples(size: int) -> str:
+    """examples/*.py back to back, repeated up to `size` bytes: dense training code with
+    findings, in which every function, class and module-level object recurs."""
+    root = Path(__file__).resolve().parents[1] / "examples"
+    one = "".join(text if text.endswith("\n") else text + "\n"
+                  for text in (p.read_text() for p in sorted(root.glob("*.py"))))
+    return one * (size // len(one.encode()))
 
 
 def real_torch_code(size: int) -> str:
@@ -127,10 +147,13 @@ def main() -> None:
                                          timeout=args.timeout)
             rows.append(("diagnose: 50 MB of random bytes on stdin", seconds, cpu, rss, code, "< 500 MB RSS"))
         if "lint" in only:
-            cases = [("real torch code", real_torch_code(1_990_000), "< 10 s")]
+            cases = [("real torch code", real_torch_code(1_990_000), "< 10 s"),
+                     ("the example training scripts, repeated", repeated_examples(2_000_000), "< 10 s"),
+                     ("the example training scripts, repeated", repeated_examples(1_000_000), "")]
             # the three sizes of one-liners show whether the time is linear in the file
             cases += [(f"{n:,} one-line statements", python_file(n), "< 10 s" if n == 50_000 else "")
                       for n in (50_000, 25_000, 10_000)]
+            cases.append(("`x_00001 = 1` lines", int_statements(2_000_000), "< 10 s"))
             for index, (label, source, goal) in enumerate(cases):
                 path = folder / f"big_{index}.py"
                 path.write_text(source)
