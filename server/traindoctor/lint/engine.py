@@ -102,7 +102,7 @@ class _ParsedBlock:
         self._positions: BlockPositions | None = None
         self._analysis: tuple[Hashable, BlockAnalysis] | None = None
         # rule code -> (key, reports, ids of nodes of other blocks they point at)
-        self._reports: dict[str, tuple[Hashable, list[_Report], frozenset[int]]] = {}
+        self._reports: dict[str, tuple[Hashable, Sequence[_Report], frozenset[int]]] = {}
         self._lines: list[str] | None = None
 
     def position_of(self, node: cst.CSTNode) -> CodeRange | None:
@@ -143,7 +143,7 @@ class _ParsedBlock:
                 if applicable[index]:
                     visiting.append(index)
                 else:
-                    cache[rules[index].CODE] = (keys[index], [], _NONE)
+                    cache[rules[index].CODE] = plan.nothing[index]
             if visiting:
                 sinks = [ReportSink() for _ in visiting]
                 walk = WalkState(model.names)
@@ -152,8 +152,10 @@ class _ParsedBlock:
                 walk_tree(self.module, visitors, walk.enter, walk.leave)
                 for index, sink in zip(visiting, sinks):
                     reports = sink.reports
-                    foreign = frozenset(id(n) for r in reports for n in _report_nodes(r) if id(n) in owners) \
-                        if reports else _NONE
+                    if not reports:
+                        cache[rules[index].CODE] = plan.nothing[index]
+                        continue
+                    foreign = frozenset(id(n) for r in reports for n in _report_nodes(r) if id(n) in owners)
                     cache[rules[index].CODE] = (keys[index], reports, foreign)
             if plan.runs is not None:
                 plan.runs.extend(rules[index].CODE for index in stale)
@@ -173,6 +175,9 @@ class _RulePlan:
                  runs: list[str] | None) -> None:
         self.rules = rules
         self.keys = [model.version_key(rule.READS) for rule in rules]
+        # A rule's cached result "no reports" under the current key, shared by every block
+        # (one per block and rule was two fifths of the memory of a file of one-liners).
+        self.nothing: list[tuple[Hashable, tuple[()], frozenset[int]]] = [(key, (), _NONE) for key in self.keys]
         self.owners = owners
         self.runs = runs  # tests: receives each rule whose results a block recomputed
         self._applicable: dict[Hashable, tuple[bool, ...]] = {}

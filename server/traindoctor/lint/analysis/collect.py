@@ -95,16 +95,31 @@ class BlockAnalysis:
         collector = (_Collector if _may_pad(text) else _CollectorWithoutPadding)(self, names)
         seen: set[str] = set()
         walk(module, [collector], collector.walk.enter, collector.walk.leave, seen)
-        self.node_types = frozenset(seen)  # class names of the block's nodes: rules without a handler for any are skipped
+        # class names of the block's nodes: rules without a handler for any are skipped
+        self.node_types = _shared(frozenset(seen))
         collector.finish(module)
         collector.lists["training"] = list(training_facts(module, names, text))
         self.facts = collector.result()
         # What decides which rules can report on the block (Rule.applies_to): its node types,
         # and whether it has module-level training code.
-        self.shape = (self.node_types, any(not r.qualname and r.node is None for r in self.facts.training))
+        self.shape = _shared((self.node_types, any(not r.qualname and r.node is None for r in self.facts.training)))
 
     def scope_of(self, function: cst.FunctionDef | None) -> Scope:
         return self.module_scope if function is None else self.scopes.get(id(function), self.module_scope)
+
+
+_SHARED: dict = {}
+
+
+def _shared(value):
+    """One object for equal node-type sets and shapes: most blocks share a few (each block's
+    own set was a tenth of the memory of a file of one-line statements)."""
+    found = _SHARED.get(value)
+    if found is None:
+        if len(_SHARED) > 10_000:
+            _SHARED.clear()
+        found = _SHARED[value] = value
+    return found
 
 
 def _without_leading_lines(text: str) -> str:

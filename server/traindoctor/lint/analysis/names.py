@@ -51,28 +51,30 @@ def top_level_aliases(module: cst.Module) -> tuple[tuple[str, str], ...]:
     """Aliases from module-level imports (also inside top-level `if`/`try`), and
     plain re-bindings such as `CE = nn.CrossEntropyLoss` (recorded as `=CE`)."""
     found: list[tuple[str, str]] = []
-
-    def scan(body: Iterable[cst.CSTNode]) -> None:
-        for stmt in body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, (cst.Import, cst.ImportFrom)):
-                        found.extend(import_aliases(small))
-                    elif (isinstance(small, cst.Assign) and len(small.targets) == 1
-                          and isinstance(small.targets[0].target, cst.Name)
-                          and dotted_name(small.value) is not None):
-                        found.append(("=" + small.targets[0].target.value, dotted_name(small.value) or ""))
-            elif isinstance(stmt, cst.If):
-                scan(stmt.body.body)
-                if isinstance(stmt.orelse, cst.Else):
-                    scan(stmt.orelse.body.body)
-            elif isinstance(stmt, cst.Try):
-                scan(stmt.body.body)
-                for handler in stmt.handlers:
-                    scan(handler.body.body)
-
-    scan(module.body)
+    _scan_aliases(module.body, found)
     return tuple(found)
+
+
+def _scan_aliases(body: Iterable[cst.CSTNode], found: list[tuple[str, str]]) -> None:
+    # A module-level function, not a closure: a closure that calls itself is a reference
+    # cycle, kept (with its list) until the cycle collector runs, which a lint pauses.
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)):
+                    found.extend(import_aliases(small))
+                elif (isinstance(small, cst.Assign) and len(small.targets) == 1
+                      and isinstance(small.targets[0].target, cst.Name)
+                      and dotted_name(small.value) is not None):
+                    found.append(("=" + small.targets[0].target.value, dotted_name(small.value) or ""))
+        elif isinstance(stmt, cst.If):
+            _scan_aliases(stmt.body.body, found)
+            if isinstance(stmt.orelse, cst.Else):
+                _scan_aliases(stmt.orelse.body.body, found)
+        elif isinstance(stmt, cst.Try):
+            _scan_aliases(stmt.body.body, found)
+            for handler in stmt.handlers:
+                _scan_aliases(handler.body.body, found)
 
 
 class Names:
