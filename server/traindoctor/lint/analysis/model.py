@@ -7,7 +7,7 @@ are reused while the categories its rules read are unchanged."""
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from typing import Callable, Hashable, Sequence
 
 import libcst as cst
 
@@ -50,7 +50,7 @@ class FileModel:
         self.constants = dict(self.facts["constants"])
         self.module_names = {name for top in self.facts["layout"] for name in top.names}
         self._summaries: dict[str, object] = {}
-        self.memo: dict[object, object] = {}  # file-wide conclusions rules draw once per lint
+        self.memo: dict[Hashable, object] = {}  # file-wide conclusions rules draw once per lint (remembered)
         self._values: dict[int, object] = {}
         self.global_defs: dict[str, list[BlockAnalysis]] = {}
         for index, analysis in enumerate(analyses):
@@ -62,6 +62,14 @@ class FileModel:
 
     def version_key(self, categories: Sequence[str]) -> tuple[int, ...]:
         return tuple(self.versions[c] for c in categories)
+
+    def remembered(self, key: Hashable, compute: Callable[[], object]):
+        """`compute()`, once per lint under `key` (a file-wide conclusion; None is kept too)."""
+        try:
+            return self.memo[key]
+        except KeyError:
+            found = self.memo[key] = compute()
+            return found
 
     # -- classes -----------------------------------------------------------------------
 
@@ -260,13 +268,9 @@ class FileModel:
 
     def of_classes(self, index: str, classes: Sequence[str]) -> list:
         """The facts of `classes` in one of the per-class indexes below, in file order."""
-        key = ("of_classes", index, tuple(classes))
-        found = self.memo.get(key)
-        if found is None:
-            table = getattr(self, index)
-            found = self.memo[key] = [fact for _, fact in sorted(
-                (entry for klass in dict.fromkeys(classes) for entry in table.get(klass, ())), key=lambda e: e[0])]
-        return found  # type: ignore[return-value]
+        table = getattr(self, index)
+        return self.remembered(("of_classes", index, tuple(classes)), lambda: [fact for _, fact in sorted(
+            (entry for klass in dict.fromkeys(classes) for entry in table.get(klass, ())), key=lambda e: e[0])])
 
     # Per-class indexes of facts, for of_classes: (position in its category, fact).
 
@@ -339,11 +343,7 @@ def reachable_methods(model: FileModel, klass: str,
     """Methods of `klass` (and its in-file bases) reachable from `roots` (a dataset's
     __getitem__/__iter__, a model's forward) via `self.` calls. Memoized per lint: do not
     change the set returned."""
-    key = ("reachable_methods", klass, roots)
-    found = model.memo.get(key)
-    if found is None:
-        found = model.memo[key] = _reachable_methods(model, klass, roots)
-    return found  # type: ignore[return-value]
+    return model.remembered(("reachable_methods", klass, roots), lambda: _reachable_methods(model, klass, roots))
 
 
 def _reachable_methods(model: FileModel, klass: str, roots: tuple[str, ...]) -> set[str]:
@@ -365,22 +365,20 @@ def _reachable_methods(model: FileModel, klass: str, roots: tuple[str, ...]) -> 
 def lineage_of(model: FileModel, klass: str) -> list[str]:
     """`klass` and its in-file bases (at most 8), nearest first. Memoized per lint: do not
     change the list returned."""
-    key = ("lineage_of", klass)
-    found = model.memo.get(key)
-    if found is None:
-        found = model.memo[key] = _lineage_of(model, klass)
-    return found  # type: ignore[return-value]
+    return model.remembered(("lineage_of", klass), lambda: _lineage_of(model, klass))
 
 
 def lineage_members(model: FileModel, klass: str) -> list[str]:
     """The in-file classes whose lineage includes `klass` (itself included), in file order."""
-    members = model.memo.get("lineage_members")
-    if members is None:
-        members = model.memo["lineage_members"] = {}
-        for other in model.classes:
-            for base in lineage_of(model, other):
-                members.setdefault(base, []).append(other)
-    return members.get(klass, [])  # type: ignore[union-attr]
+    return model.remembered("lineage_members", lambda: _lineage_members(model)).get(klass, [])
+
+
+def _lineage_members(model: FileModel) -> dict[str, list[str]]:
+    members: dict[str, list[str]] = {}
+    for other in model.classes:
+        for base in lineage_of(model, other):
+            members.setdefault(base, []).append(other)
+    return members
 
 
 def _lineage_of(model: FileModel, klass: str) -> list[str]:

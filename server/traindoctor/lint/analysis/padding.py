@@ -165,12 +165,9 @@ def padded_targets(model) -> tuple[str, ...]:
     """The values targets are padded with in this file (TRN301, TRN305): pads of targets themselves
     (pad_sequence/F.pad of labels, padding_value=) and target pad ids (`TRG_PAD_IDX`); () when none.
     Computed once per lint."""
-    key = "padding.targets"
-    if key not in model.memo:
-        pattern = vocab().pattern("target_name_pattern")
-        model.memo[key] = tuple(dict.fromkeys(
-            p.value for p in model.facts["padding"] if isinstance(p, Pad) and (p.targets or pattern.search(p.value))))
-    return model.memo[key]
+    pattern = vocab().pattern("target_name_pattern")
+    return model.remembered("padding.targets", lambda: tuple(dict.fromkeys(
+        p.value for p in model.facts["padding"] if isinstance(p, Pad) and (p.targets or pattern.search(p.value)))))
 
 
 def expansions(model, scope, expr: cst.BaseExpression, at: int, depth: int = 3):
@@ -197,10 +194,8 @@ def expansions(model, scope, expr: cst.BaseExpression, at: int, depth: int = 3):
 def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth: int = 6) -> bool:
     """`expr` is computed (through this scope's definitions, and what an in-file collate function
     returns) from a padding call: `tokenizer(..., padding=True)`, `pad_sequence(...)`."""
-    pad_calls = model.memo.get("padding.calls")
-    if pad_calls is None:
-        pad_calls = model.memo["padding.calls"] = frozenset(
-            id(p.node) for p in model.facts["padding"] if isinstance(p, Pad) and isinstance(p.node, cst.Call))
+    pad_calls = model.remembered("padding.calls", lambda: frozenset(
+        id(p.node) for p in model.facts["padding"] if isinstance(p, Pad) and isinstance(p.node, cst.Call)))
     return bool(pad_calls) and any(id(node) in pad_calls for node in expansions(model, scope, expr, at, depth))
 
 
@@ -227,18 +222,18 @@ def int_value(model, node: cst.BaseExpression, scopes: tuple = (), at: int = 10*
             break
     if name in model.constants:
         return model.constants[name]
-    if "padding.defs" not in model.memo:
-        model.memo["padding.defs"] = {m.text.split("=", 1)[0]: m.node for m in model.facts["padding"]
-                                      if getattr(m, "kind", "") == "pad-def"}
-    bound = model.memo["padding.defs"].get(name)
+    bound = model.remembered("padding.defs", lambda: {m.text.split("=", 1)[0]: m.node for m in model.facts["padding"]
+                                                     if getattr(m, "kind", "") == "pad-def"}).get(name)
     return int_value(model, bound, (), at, depth - 1) if bound is not None else None
 
 
 def pad_values(model) -> tuple[str, ...]:
     """Distinct pad values of the file, targets' first; values that already mean "ignored"
     (-100, IGNORE_INDEX) are left out; with a target pad id, source pad ids are too."""
-    if "padding.values" in model.memo:
-        return model.memo["padding.values"]
+    return model.remembered("padding.values", lambda: _pad_values(model))
+
+
+def _pad_values(model) -> tuple[str, ...]:
     v = vocab()
     pads = sorted((p for p in model.facts["padding"] if isinstance(p, Pad)), key=lambda p: not p.targets)
     ordered: list[str] = []
@@ -250,5 +245,4 @@ def pad_values(model) -> tuple[str, ...]:
         ordered.append(text)
     if any(v.pattern("target_name_pattern").search(t) for t in ordered):  # SRC_PAD_IDX vs TRG_PAD_IDX
         ordered = [t for t in ordered if not any(w in t.lower() for w in ("src", "source", "input", "enc_"))]
-    model.memo["padding.values"] = tuple(ordered)
-    return model.memo["padding.values"]
+    return tuple(ordered)

@@ -49,10 +49,7 @@ class IncompleteSeeding(Rule):
 
     def _plan(self):
         """The seed call to flag and what it leaves unseeded (once per block)."""
-        memo = self.model.memo
-        if self.CODE not in memo:
-            memo[self.CODE] = self._compute()
-        return memo[self.CODE]
+        return self.model.remembered(self.CODE, self._compute)
 
     def _compute(self):
         model = self.model

@@ -28,16 +28,17 @@ class PaddingInLoss(Rule):
 
     def __init__(self, *args) -> None:
         super().__init__(*args)
-        memo = self.model.memo
-        if self.CODE not in memo:
-            pads = [p for p in self.model.facts["padding"] if type(p).__name__ == "Pad"]
-            # the two pads a report points at: target pads first
-            memo[self.CODE] = (bool(pads), sorted(pads, key=lambda p: not p.targets)[:2],
-                               any(p.targets for p in pads),
-                               any(vocab().pattern("target_name_pattern").search(p.value) for p in pads))
-        self._padded, self._first_pads, self._targets_padded, self._target_pad_name = memo[self.CODE]  # type: ignore[misc]
+        self._padded, self._first_pads, self._targets_padded, self._target_pad_name = \
+            self.model.remembered(self.CODE, self._file_pads)
         self._sites: list[list[tuple]] = [[]]
         self._masked: list[bool] = [False]
+
+    def _file_pads(self) -> tuple:
+        """Once per lint: any pads, the two a report points at (target pads first), any pad of
+        targets, any pad named like a target's."""
+        pads = [p for p in self.model.facts["padding"] if type(p).__name__ == "Pad"]
+        return (bool(pads), sorted(pads, key=lambda p: not p.targets)[:2], any(p.targets for p in pads),
+                any(vocab().pattern("target_name_pattern").search(p.value) for p in pads))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._sites.append([])
