@@ -86,13 +86,8 @@ def module_reference(model: FileModel, module: str) -> tuple[str, str | None]:
     return name, f"import {module} as {name}"
 
 
-def last_import(model: FileModel):
-    """The last top-level import statement: inserted imports go after it."""
-    return model.last_import
-
-
 def insert_after_imports(model: FileModel, lines: list[str]) -> InsertAfter | InsertBefore | None:
-    anchor = last_import(model)
+    anchor = model.last_import  # inserted imports go after the last top-level import
     if anchor is not None:
         return InsertAfter(anchor, "\n".join(lines))
     tops = model.facts["layout"]
