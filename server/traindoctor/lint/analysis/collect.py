@@ -15,7 +15,7 @@ from .names import Names, dotted_name
 from .padding import PaddingFacts
 from .program import ProgramFacts
 from .randomness import SeedingFacts
-from .training import training_facts
+from .training import Training, training_facts
 from .vocab import vocab
 
 
@@ -102,7 +102,7 @@ class BlockAnalysis:
         self.facts = collector.result()
         # What decides which rules can report on the block (Rule.applies_to): its node types,
         # and whether it has module-level training code.
-        self.shape = _shared((self.node_types, any(not r.qualname and r.node is None for r in self.facts.training)))
+        self.shape = _shared((self.node_types, Training.block_routine(self) is not None))
 
     def scope_of(self, function: cst.FunctionDef | None) -> Scope:
         return self.module_scope if function is None else self.scopes.get(id(function), self.module_scope)
