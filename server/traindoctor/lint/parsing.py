@@ -103,16 +103,17 @@ def _parse_or_none(text: str) -> cst.Module | None:
 
 
 def _parse_run(texts: Sequence[str], run: list[int], modules: list[cst.Module | None]) -> None:
-    if len(run) < 2:
+    if len(run) < 2 or not _parse_together(texts, run, modules):
         for index in run:
             modules[index] = _parse_or_none(texts[index])
-        return
+
+
+def _parse_together(texts: Sequence[str], run: list[int], modules: list[cst.Module | None]) -> bool:
+    """Parse the run in one call; False when the batch does not split into its blocks."""
     batch = _parse_or_none("".join(texts[i] for i in run))
     body = batch.body if batch is not None else ()
     if len(body) != len(run) or batch.footer or not all(isinstance(s, cst.SimpleStatementLine) for s in body):
-        for index in run:
-            modules[index] = _parse_or_none(texts[index])
-        return
+        return False
     with _unvalidated():
         for position, (index, statement) in enumerate(zip(run, body)):
             # Parsed alone, a block's leading comments and blank lines are the module's header.
@@ -121,3 +122,4 @@ def _parse_run(texts: Sequence[str], run: list[int], modules: list[cst.Module | 
                 body=[statement.with_changes(leading_lines=()) if statement.leading_lines else statement],
                 header=header, footer=(), encoding=batch.encoding, default_indent=batch.default_indent,
                 default_newline="\n", has_trailing_newline=True)
+    return True
