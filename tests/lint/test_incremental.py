@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from traindoctor.config import Config
 from traindoctor.lint import LintCache, lint_source
-from traindoctor.lint.blocks import BlockSplitter, SourceSyntaxError, split_blocks
+from traindoctor.lint.blocks import RUN_LENGTH, BlockSplitter, SourceSyntaxError, split_blocks
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = [REPO / "examples" / "train_classifier.py", REPO / "examples" / "train_tagger.py",
@@ -131,9 +131,22 @@ def test_edit_inside_a_top_level_loop_reruns_only_that_block():
 def test_a_new_seed_call_reruns_only_the_rules_that_read_seeding_facts():
     cache = LintCache()
     _runs(cache, SCRIPT)
-    seeded = SCRIPT.replace("model = nn.Linear(4, 2)\n", "torch.manual_seed(0)\nmodel = nn.Linear(4, 2)\n")
+    seeded = SCRIPT.replace("    correct = 0\n", "    torch.manual_seed(0)\n    correct = 0\n")
     reran = _runs(cache, seeded)
     blocks = len(split_blocks(seeded))
     assert reran.count("TRN201") == blocks and reran.count("TRN202") == blocks
-    # the new block, and the next one, whose text lost the blank line before it
-    assert reran.count("TRN101") == 2 and reran.count("TRN401") == 2
+    assert reran.count("TRN101") == 1 and reran.count("TRN401") == 1  # the edited function only
+
+
+def test_an_edit_in_a_run_of_simple_statements_reparses_that_run_only():
+    """Top-level simple statements share a block (a run); an edit re-splits and re-parses
+    the runs it touches and leaves the others' trees as they were."""
+    source = "import torch\n" + "".join(f"x_{n} = torch.zeros({n})\n" for n in range(400))
+    cache = LintCache()
+    lint_source(source, "script.py", Config(), cache)
+    before = {id(p.module) for p in cache.blocks_for(cache.splitter.split(source))}
+    edited = source.replace("x_200 = torch.zeros(200)\n", "x_200 = torch.ones(200)\n")
+    after = cache.blocks_for(cache.splitter.split(edited))
+    assert 400 // RUN_LENGTH // 2 < len(after) < 400 // RUN_LENGTH * 2
+    assert sum(id(p.module) not in before for p in after) == 1
+    assert cache.splitter.split(edited) == split_blocks(edited)

@@ -37,7 +37,7 @@ from .analysis.model import FileModel
 from .analysis.names import Names, top_level_aliases
 from .analysis.values import Values
 from .context import WalkState
-from .parsing import parse_module, parse_modules
+from .parsing import parse_module
 from .positions import BlockPositions
 from .rule import FixSpec, InsertBefore, Related, Replace, Rule, RuleContext
 from .walk import walk as walk_tree
@@ -88,16 +88,14 @@ class _ParsedBlock:
 
     __slots__ = ("text", "module", "aliases", "_positions", "_analysis", "_reports", "_lines")
 
-    def __init__(self, text: str, module: cst.Module | None = None) -> None:
+    def __init__(self, text: str) -> None:
         self.text = text
-        if module is None:
-            try:
-                module = parse_module(text)
-            except cst.ParserSyntaxError as exc:
-                raise LintError(f"syntax error: {exc.message}") from None
-            except RecursionError:
-                raise LintError("syntax error: nesting too deep to parse") from None
-        self.module = module
+        try:
+            self.module = parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            raise LintError(f"syntax error: {exc.message}") from None
+        except RecursionError:
+            raise LintError("syntax error: nesting too deep to parse") from None
         self.aliases = top_level_aliases(self.module)
         self._positions: BlockPositions | None = None
         self._analysis: tuple[Hashable, BlockAnalysis] | None = None
@@ -208,11 +206,7 @@ class LintCache:
         for block in blocks:
             reusable = available.get(block.text)
             found.append(reusable.pop(0) if reusable else None)
-        new = [index for index, item in enumerate(found) if item is None]
-        modules = parse_modules([blocks[index].text for index in new])
-        for index, module in zip(new, modules):
-            found[index] = _ParsedBlock(blocks[index].text, module)  # None: parsed alone, for its error
-        parsed: list[_ParsedBlock] = found  # type: ignore[assignment]
+        parsed = [item if item is not None else _ParsedBlock(block.text) for item, block in zip(found, blocks)]
         # Keep only what the current text uses: memory stays flat over edits.
         kept: dict[str, list[_ParsedBlock]] = {}
         for item in parsed:
