@@ -30,6 +30,16 @@ def test_ranges_are_the_call_and_the_division():
     assert spans == ["a.sum() / mask.sum()", "torch.log(torch.relu(a))"]
 
 
+def test_a_mask_written_out_as_data_is_not_taken_for_a_batch_mask():
+    """d2l's word2vec chapter: the variable is named `mask`, but its rows are data in the
+    source (none of them empty), not a mask read from a batch."""
+    literal = ("import torch\ndef f(loss, pred, label):\n    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])\n"
+               "    return loss(pred, label, mask) * mask.shape[1] / mask.sum(axis=1)\n")
+    assert findings_of(literal, CODES) == []
+    from_batch = literal.replace("torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0]])", "batch['attention_mask']")
+    assert findings_of(from_batch, CODES) == [(4, "TRN406")]
+
+
 def _run(source: str, **inputs: torch.Tensor) -> list[torch.Tensor]:
     """Execute `source` (which defines `loss(**inputs)`) and return the input gradients."""
     namespace: dict = {}

@@ -229,7 +229,8 @@ class Values:
             if backward is not None and found.grad != "known" and found.kind != "container" and \
                     not _reads_no_grad_binding(scope, definition):
                 return Value("tensor", "known", "loss", origin=backward, unit=found.unit)
-            if not found.zero and not found.prob and found.kind != "object":  # `mask = batch["attention_mask"]`
+            if not found.zero and not found.prob and found.kind != "object" and \
+                    not _from_literal_data(definition.value):  # `mask = batch["attention_mask"]`
                 by_name = self._by_name(name)
                 return by_name if by_name.zero == "mask" else found
             return found
@@ -614,3 +615,24 @@ def _reads_no_grad_binding(scope, definition) -> bool:
 
     return any(isinstance(node, cst.Name) and scope.bound_without_grad(node.value, definition.order - 1)
                for node in iter_nodes(definition.value))
+
+
+def _from_literal_data(value: cst.BaseExpression | None) -> bool:
+    """`tensor([[1, 1, 0], [1, 0, 0]])`: data written out in the source, whose values the
+    reader sees; what such a variable is named says nothing about where it comes from."""
+    if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None:
+        return False
+    data = value.args[0].value
+    if not isinstance(data, (cst.List, cst.Tuple)):
+        return False
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.List, cst.Tuple)):
+            stack.extend(element.value for element in node.elements)
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+        elif not isinstance(node, (cst.Integer, cst.Float, cst.Name)) or \
+                (isinstance(node, cst.Name) and node.value not in ("True", "False")):
+            return False
+    return True
