@@ -1,6 +1,6 @@
-"""Per-statement positions of large class blocks equal libcst's whole-block
-positions, node for node, on real code (torch's own big classes) and on a
-training script wrapped in one class."""
+"""Block positions equal libcst's PositionProvider, node for node: whole blocks of real
+code and of edge cases, and the per-statement positions of large class blocks (torch's own
+big classes, a training script wrapped in one class)."""
 
 from __future__ import annotations
 
@@ -60,3 +60,25 @@ def test_per_statement_positions_equal_whole_block_positions(name: str, text: st
     assert positions._whole is None, "the whole block was positioned: nothing was saved"
     for node in outer:
         assert positions.get(node) == expected[node]
+
+
+EDGE_CASES = (
+    "import torch\n\n# a comment before\nx = 1\n   \ny = 2; z = 3  # trailing\n"
+    "if x: y = (4 +\n\t5)\nclass A: pass\n@decorate\ndef f(a, *, b=1) -> int:\n\treturn a  # tab\n"
+    'v = """\n# not a comment\n"""\nw = f"{x!r:>{y}}" \\\n    + "z"\nlast = [1,\n2]'
+)
+
+
+@pytest.mark.parametrize("source", [
+    (TORCH / "nn" / "functional.py").read_text(), (REPO / "examples" / "train_tagger.py").read_text(),
+    EDGE_CASES, EDGE_CASES.replace("\n", "\r\n")], ids=["functional", "example", "edge", "edge-crlf"])
+def test_whole_block_positions_equal_libcst(source: str):
+    checked = 0
+    for block in split_blocks(source):
+        module = cst.parse_module(block.text)
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        positions = BlockPositions(module, block.text)
+        for node in iter_nodes(module):
+            assert positions.get(node) == expected[node], (type(node).__name__, block.text[:60])
+            checked += 1
+    assert checked > 20

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 import libcst as cst
-from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata import CodeRange
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from libcst._position import CodePosition
@@ -24,24 +24,90 @@ from .walk import iter_nodes
 _SPLIT_ABOVE_LINES = 150
 
 
-def _resolve(module: cst.Module) -> dict[cst.CSTNode, CodeRange]:
-    """What `MetadataWrapper(module).resolve(PositionProvider)` gives, without the wrapper's
-    visit of the whole tree with no visitors in it (libcst runs one for the batchable
-    providers even when there are none), which cost as much as the rendering itself."""
-    provider = PositionProvider()
-    module._codegen(PositionProvidingCodegenState(  # the provider's own _gen_impl, on our tree
-        default_indent=module.default_indent, default_newline=module.default_newline, provider=provider))
-    return provider._computed  # type: ignore[return-value]
+# node id -> (node, (start line, column), (end line, column)): the node is kept to tell a
+# live node from a dead one whose id was reused (a copy made for positioning one statement).
+Spans = dict[int, tuple[cst.CSTNode, tuple[int, int], tuple[int, int]]]
+
+
+class _Syntactic:
+    """`with state.record_syntactic_position(node, ...)`: a node's span without the
+    whitespace it owns (libcst's version is a generator-based context manager)."""
+
+    __slots__ = ("state", "node", "start_node", "end_node", "start")
+
+    def __init__(self, state: "_SpanState", node: cst.CSTNode, start_node: cst.CSTNode | None,
+                 end_node: cst.CSTNode | None) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = (self.state.line, self.state.column)
+
+    def __exit__(self, *exc: object) -> None:
+        spans = self.state.provider
+        start = spans[id(self.start_node)][1] if self.start_node is not None else self.start
+        end = spans[id(self.end_node)][2] if self.end_node is not None else (self.state.line, self.state.column)
+        spans[id(self.node)] = (self.node, start, end)
+
+
+class _SpanState(PositionProvidingCodegenState):
+    """libcst's PositionProvider rendering, recording plain (line, column) pairs: the
+    CodePosition and CodeRange objects it builds for every node, a libcst hash per node
+    and a regex split of every token were two thirds of the time of positioning a block.
+    `provider` holds the Spans."""
+
+    __slots__ = ()
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)  # Module's rendering asks whether there are any
+        if "\n" in value or "\r" in value:
+            self._update_position(value)
+        else:
+            self.column += len(value)
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:  # spaces and tabs only
+            self.tokens.append(token)
+            self.column += len(token)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append((self.line, self.column))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._stack.pop()
+        if id(node) not in self.provider:  # a syntactic span recorded inside it wins
+            self.provider[id(node)] = (node, start, (self.line, self.column))
+
+    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+                                  end_node: cst.CSTNode | None = None) -> _Syntactic:
+        return _Syntactic(self, node, start_node, end_node)
+
+
+def _resolve(module: cst.Module) -> Spans:
+    """The spans `MetadataWrapper(module).resolve(PositionProvider)` gives, without the
+    wrapper's visit of the whole tree with no visitors in it (libcst runs one for the
+    batchable providers even when there are none), which cost as much as the rendering."""
+    spans: Spans = {}
+    module._codegen(_SpanState(default_indent=module.default_indent, default_newline=module.default_newline,
+                               provider=spans))
+    return spans
+
+
+def _range(spans: Spans, node: cst.CSTNode, shift: int = 0) -> CodeRange | None:
+    found = spans.get(id(node))
+    if found is None or found[0] is not node:
+        return None
+    (start_line, start_column), (end_line, end_column) = found[1], found[2]
+    return CodeRange(CodePosition(start_line + shift, start_column), CodePosition(end_line + shift, end_column))
 
 
 class BlockPositions:
     def __init__(self, module: cst.Module, text: str) -> None:
         self._module = module
         self._text = text
-        self._whole: dict[cst.CSTNode, CodeRange] | None = None
+        self._whole: Spans | None = None
         self._class = self._splittable_class(module, text)
         self._child_of: dict[int, int] | None = None
-        self._children: dict[int, dict[cst.CSTNode, CodeRange]] = {}
+        self._children: dict[int, tuple[Spans, int]] = {}  # statement index -> its spans, line shift
         self._child_lines: list[int] | None = None
 
     @staticmethod
@@ -55,17 +121,19 @@ class BlockPositions:
 
     def get(self, node: cst.CSTNode) -> CodeRange | None:
         if self._whole is not None or self._class is None:
-            return self._all().get(node)
+            return _range(self._all(), node)
         index = self._index().get(id(node))
         if index is not None:
-            return self._child(index).get(node)
+            spans, shift = self._child(index)
+            return _range(spans, node, shift)
         if node is self._class or node is self._class.body or node is self._module:
-            return self._all().get(node)  # their ends depend on the whole body
+            return _range(self._all(), node)  # their ends depend on the whole body
         # The class header (decorators, name, bases) reads the same in the
         # rendering with the first statement only, unshifted.
-        return self._child(0, header=True).get(node)
+        spans, shift = self._child(0, header=True)
+        return _range(spans, node, shift)
 
-    def _all(self) -> dict[cst.CSTNode, CodeRange]:
+    def _all(self) -> Spans:
         if self._whole is None:
             self._whole = _resolve(self._module)
         return self._whole
@@ -105,25 +173,20 @@ class BlockPositions:
             self._child_lines = lines
         return self._child_lines
 
-    def _child(self, index: int, header: bool = False) -> dict[cst.CSTNode, CodeRange]:
+    def _child(self, index: int, header: bool = False) -> tuple[Spans, int]:
         key = -1 if header else index
         found = self._children.get(key)
         if found is not None:
             return found
         lines = self._lines_of_children()
         if lines is None:
-            return self._all()
+            return self._all(), 0
         assert self._class is not None
         child = self._class.body.body[index]
         # The block rendered with this one statement in the class body: up to
         # the statement it reads exactly like the block itself.
         alone = self._module.with_changes(body=[self._class.with_changes(body=self._class.body.with_changes(body=[child]))])
-        positions = _resolve(alone)
-        shift = 0 if header else lines[index] - positions[child].start.line
-        shifted = {
-            node: CodeRange(CodePosition(r.start.line + shift, r.start.column),
-                            CodePosition(r.end.line + shift, r.end.column))
-            for node, r in positions.items()
-        }
-        self._children[key] = shifted
-        return shifted
+        spans = _resolve(alone)
+        shift = 0 if header else lines[index] - spans[id(child)][1][0]
+        self._children[key] = spans, shift
+        return spans, shift
