@@ -10,7 +10,7 @@ import libcst as cst
 
 from ..context import WalkState
 from ..walk import child_nodes, iter_nodes, walk
-from .facts import BlockFacts, CallSite, ClassInfo, FuncInfo, Marker, Obj, TopLevel
+from .facts import BlockFacts, CallSite, ClassInfo, Expressions, FuncInfo, Marker, Obj, TopLevel
 from .names import Names, dotted_name
 from .padding import PaddingFacts
 from .program import ProgramFacts
@@ -406,7 +406,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         for info in self.functions:
             node = info["node"]
             scope = self.owner.scopes[id(node)]
-            returns = tuple(code(stmt.value) for stmt in _returns(node) if stmt.value is not None)
+            returns = Expressions(stmt.value for stmt in _returns(node) if stmt.value is not None)
             self.lists["functions"].append(FuncInfo(info["qualname"], node.name.value, info["klass"],
                                                     info["params"], returns, info["no_grad"] or
                                                     self.walk.disables_grad(node), scope.trains, node))
