@@ -74,9 +74,13 @@ def repeated_examples(size: int) -> str:
 def real_torch_code(size: int) -> str:
     """Whole .py files of the installed torch that mention torch, in path order, up to `size`
     bytes: real code with classes, functions and long statements, the same for one torch version."""
-    import torch
+    import importlib.util
 
-    root = Path(torch.__file__).parent
+    # Found, not imported: the CLI children are forked from this process, and a child's peak
+    # RSS counts what it inherited before exec (torch would add 200 MB to every row).
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin is not None, "torch is not installed"
+    root = Path(spec.origin).parent
     chunks, total = [], 0
     for path in sorted(root.rglob("*.py")):
         text = path.read_text(encoding="utf-8", errors="replace")
