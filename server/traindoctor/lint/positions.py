@@ -24,8 +24,8 @@ from .walk import iter_nodes
 _SPLIT_ABOVE_LINES = 150
 
 
-# node id -> (node, (start line, column), (end line, column)): the node is kept to tell a
-# live node from a dead one whose id was reused (a copy made for positioning one statement).
+# node id -> (node, (start line, column), (end line, column)): keeping the node keeps its id
+# from being reused (the copies made to position one statement of a class die otherwise).
 Spans = dict[int, tuple[cst.CSTNode, tuple[int, int], tuple[int, int]]]
 
 
