@@ -242,7 +242,7 @@ async def test_a_half_typed_cell_does_not_hide_the_others(client):
     assert diagnostic.range.start.line == 6
 
 
-def test_an_edit_in_one_cell_reparses_only_that_cells_blocks():
+def test_an_edit_in_one_cell_reparses_only_the_block_holding_it():
     cells = [(2, IMPORTS), (3, SETUP), (4, LOOP), (5, "x = torch.ones(2)\ny = x * 2\n")]
     cache = LintCache()
     first = lint_notebook_program(program_from_cells(cells), "nb.ipynb", Config(), cache)
@@ -251,7 +251,8 @@ def test_an_edit_in_one_cell_reparses_only_that_cells_blocks():
     second = lint_notebook_program(program_from_cells(edited), "nb.ipynb", Config(), cache)
     after = [parsed for group in cache._blocks.values() for parsed in group]
     reparsed = [p.text for p in after if id(p) not in before]
-    assert reparsed == ["y = x * 3\n"]
+    # one block: the run of simple statements holding the edit (it may start in the cell before)
+    assert len(reparsed) == 1 and reparsed[0].endswith("x = torch.ones(2)\ny = x * 3\n"), reparsed
     assert first.findings == second.findings and [f.cell for f in first.findings] == [4]
 
 
