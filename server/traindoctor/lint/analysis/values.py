@@ -617,22 +617,21 @@ def _reads_no_grad_binding(scope, definition) -> bool:
                for node in iter_nodes(definition.value))
 
 
+def literal_data(node: cst.BaseExpression) -> bool:
+    """A number, a bool, or lists and tuples of them: data written out in the source."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return all(literal_data(e.value) for e in node.elements)
+    if isinstance(node, cst.UnaryOperation):
+        return literal_data(node.expression)
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False")
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
 def _from_literal_data(value: cst.BaseExpression | None) -> bool:
     """`tensor([[1, 1, 0], [1, 0, 0]])`: data written out in the source, whose values the
     reader sees; what such a variable is named says nothing about where it comes from."""
     if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None:
         return False
     data = value.args[0].value
-    if not isinstance(data, (cst.List, cst.Tuple)):
-        return False
-    stack = [data]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.List, cst.Tuple)):
-            stack.extend(element.value for element in node.elements)
-        elif isinstance(node, cst.UnaryOperation):
-            stack.append(node.expression)
-        elif not isinstance(node, (cst.Integer, cst.Float, cst.Name)) or \
-                (isinstance(node, cst.Name) and node.value not in ("True", "False")):
-            return False
-    return True
+    return isinstance(data, (cst.List, cst.Tuple)) and literal_data(data)

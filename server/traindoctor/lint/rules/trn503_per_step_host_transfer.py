@@ -16,6 +16,7 @@ import libcst as cst
 from ..analysis.collect import code
 from ..analysis.vocab import vocab
 from ..analysis.training import Routine
+from ..analysis.values import literal_data
 from ..rule import FixSpec, Replace
 from .trn7xx_training_base import RoutineRule
 
@@ -35,7 +36,7 @@ class PerStepHostTransfer(RoutineRule):
             device = self._device(call)
             if device is None:
                 continue
-            if event.receiver == "torch.tensor" and not all(_literal(a.value) for a in inner.args if a.keyword is None):
+            if event.receiver == "torch.tensor" and not all(literal_data(a.value) for a in inner.args if a.keyword is None):
                 continue
             creator = code(inner.func)
             message = (f"`{code(call)[:60]}` builds a tensor on the CPU and copies it to the GPU every training "
@@ -60,13 +61,3 @@ class PerStepHostTransfer(RoutineRule):
         if isinstance(value, cst.Call) and (self.names.qualify(value.func) or "") == "torch.device":
             return text
         return text if vocab().pattern("training_device_pattern").search(text) and not text.startswith("torch.") else None
-
-
-def _literal(node: cst.BaseExpression) -> bool:
-    if isinstance(node, (cst.List, cst.Tuple)):
-        return all(_literal(e.value) for e in node.elements)
-    if isinstance(node, cst.UnaryOperation):
-        return _literal(node.expression)
-    if isinstance(node, cst.Name):
-        return node.value in ("True", "False")
-    return isinstance(node, (cst.Integer, cst.Float))
