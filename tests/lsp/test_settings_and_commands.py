@@ -212,6 +212,18 @@ async def test_shutdown_and_exit_are_clean(workspace: Path):
         await _stop(client)
 
 
+async def _refreshes_settled(client, quiet: float = 1.5, limit: float = 20.0) -> int:
+    """The client's refresh count once none has come for `quiet` seconds (a loaded machine
+    delays the server's refresh for the settings it fetched at start-up)."""
+    loop = asyncio.get_running_loop()
+    count, since, deadline = client.diagnostic_refresh_count, loop.time(), loop.time() + limit
+    while loop.time() - since < quiet and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        if client.diagnostic_refresh_count != count:
+            count, since = client.diagnostic_refresh_count, loop.time()
+    return count
+
+
 async def _stop(client) -> None:
     """Stop a client started by hand; a server left running by a failed test is killed."""
     if client._server is not None and client._server.returncode is None:
@@ -265,8 +277,8 @@ async def test_pull_client_is_asked_to_refresh_after_server_side_changes_only(wo
         client.encoding = str(result.capabilities.position_encoding)
         uri = client.open(workspace / "train.py")
         assert "TRN101" in _codes(await client.current_diagnostics(uri))
-        await asyncio.sleep(0.5)  # settings that arrive after the open count as a server-side change
-        settled = client.diagnostic_refresh_count
+        # Settings that arrive after the open count as a server-side change: wait for that refresh.
+        settled = await _refreshes_settled(client)
         client.edit(uri, lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)), "# typed\n")
         await client.current_diagnostics(uri)
         await asyncio.sleep(0.3)
