@@ -6,6 +6,7 @@ that neither the analysis nor the rules track it themselves."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import libcst as cst
 
@@ -23,6 +24,8 @@ class WalkState:
     no_grad_depth: int = 0
     order: int = 0  # nodes entered so far
     _no_grad_nodes: set[int] = field(default_factory=set)
+
+    STRUCTURAL: ClassVar[frozenset[type]] = frozenset({cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.With})
 
     @property
     def in_no_grad(self) -> bool:
@@ -50,38 +53,35 @@ class WalkState:
         return f"{klass.name.value}.{function.name.value}" if inside else function.name.value
 
     def enter(self, node: cst.CSTNode) -> None:
-        self.order += 1
-        self.stack.append(node)
+        """The walk entered a node of a STRUCTURAL type (it keeps `order` and `stack`)."""
         node_type = type(node)
-        if node_type in _STRUCTURAL:
-            if node_type is cst.For or node_type is cst.While:
-                self.loops.append(node)
-            elif node_type is cst.FunctionDef:
-                self.functions.append(node)  # type: ignore[arg-type]
-                self.loops.append(node)  # a loop outside a nested function does not repeat its body
-                if self.disables_grad(node):
-                    self._no_grad_nodes.add(id(node))
-                    self.no_grad_depth += 1
-            elif node_type is cst.ClassDef:
-                self.classes.append(node)  # type: ignore[arg-type]
-            elif node_type is cst.With and self.disables_grad(node):
+        if node_type is cst.For or node_type is cst.While:
+            self.loops.append(node)
+        elif node_type is cst.FunctionDef:
+            self.functions.append(node)  # type: ignore[arg-type]
+            self.loops.append(node)  # a loop outside a nested function does not repeat its body
+            if self.disables_grad(node):
                 self._no_grad_nodes.add(id(node))
                 self.no_grad_depth += 1
+        elif node_type is cst.ClassDef:
+            self.classes.append(node)  # type: ignore[arg-type]
+        elif node_type is cst.With and self.disables_grad(node):
+            self._no_grad_nodes.add(id(node))
+            self.no_grad_depth += 1
 
     def leave(self, node: cst.CSTNode) -> None:
-        self.stack.pop()
+        """The walk left a node of a STRUCTURAL type."""
         node_type = type(node)
-        if node_type in _STRUCTURAL:
-            if node_type is cst.For or node_type is cst.While:
-                self.loops.pop()
-            elif node_type is cst.FunctionDef:
-                self.functions.pop()
-                self.loops.pop()
-            elif node_type is cst.ClassDef:
-                self.classes.pop()
-            if self._no_grad_nodes and id(node) in self._no_grad_nodes:
-                self._no_grad_nodes.discard(id(node))
-                self.no_grad_depth -= 1
+        if node_type is cst.For or node_type is cst.While:
+            self.loops.pop()
+        elif node_type is cst.FunctionDef:
+            self.functions.pop()
+            self.loops.pop()
+        elif node_type is cst.ClassDef:
+            self.classes.pop()
+        if self._no_grad_nodes and id(node) in self._no_grad_nodes:
+            self._no_grad_nodes.discard(id(node))
+            self.no_grad_depth -= 1
 
     def loops_here(self) -> list[cst.CSTNode]:
         """Loops enclosing the current node inside the current function, outermost first."""
@@ -129,5 +129,3 @@ class WalkState:
         return target in vocab().no_grad_contexts or \
             target.rsplit(".", 1)[-1].endswith(tuple(vocab().no_grad_name_suffixes))
 
-
-_STRUCTURAL = frozenset({cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.With})

@@ -147,7 +147,7 @@ class _ParsedBlock:
                 walk = WalkState(model.names)
                 context = RuleContext(walk, model, analysis, Values(model, analysis, walk))
                 visitors = [rules[index](context, sink) for index, sink in zip(visiting, sinks)]
-                walk_tree(self.module, visitors, walk.enter, walk.leave)
+                walk_tree(self.module, visitors, walk)
                 for index, sink in zip(visiting, sinks):
                     reports = sink.reports
                     if not reports:

@@ -94,7 +94,7 @@ class BlockAnalysis:
         self.text = _without_leading_lines(text) if text is not None else None
         collector = (_Collector if _may_pad(text) else _CollectorWithoutPadding)(self, names)
         seen: set[str] = set()
-        walk(module, [collector], collector.walk.enter, collector.walk.leave, seen)
+        walk(module, [collector], collector.walk, seen)
         # class names of the block's nodes: rules without a handler for any are skipped
         self.node_types = _shared(frozenset(seen))
         collector.finish(module)
