@@ -416,7 +416,10 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
         for node in _fact_nodes(analysis.facts):
             owners[id(node)] = index
     plan = _RulePlan(rules, model, owners, cache.runs)
-    per_block = [p.reports(model, plan) for p in parsed]
+    try:
+        per_block = [p.reports(model, plan) for p in parsed]
+    finally:
+        model.lint_done()
     findings = _findings_for(path, blocks, parsed, per_block, config, owners)
     if findings and ("#" in source):
         lines = [line for p in parsed for line in p.lines()]

@@ -60,6 +60,15 @@ class FileModel:
                 if not homes or homes[-1] is not analysis:
                     homes.append(analysis)
 
+    def lint_done(self) -> None:
+        """Forget the conclusions of this lint (kept: the facts and versions the next lint
+        compares against). Training and Values refer back to the model: left in place, that
+        cycle keeps every parse tree alive until the cycle collector walks them all."""
+        self.memo.clear()
+        self._values.clear()
+        self._summaries.clear()
+        self.__dict__.pop("training", None)
+
     def version_key(self, categories: Sequence[str]) -> tuple[int, ...]:
         return tuple(self.versions[c] for c in categories)
 
