@@ -39,12 +39,14 @@ class Scope:
     qualname: str
     defs: dict[str, list[Def]] = field(default_factory=dict)
     backward: dict[str, cst.CSTNode] = field(default_factory=dict)  # name -> its backward() call
-    sources: dict[str, set[str]] = field(default_factory=dict)  # name -> names its values used
+    # name -> the values bound to it; the names they read are found when asked (most scopes never are)
+    sources: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     returned: set[str] = field(default_factory=set)
     guarded: set[str] = field(default_factory=set)  # names tested by an `if`, `while` or `assert`
     training_loops: set[int] = field(default_factory=set)
     trains: bool = False
     loop_iters: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(for loop) -> what it iterates
+    _closures: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def lookup(self, name: str, at: int) -> Def | None:
         found = None
@@ -58,28 +60,34 @@ class Scope:
         return any(id(loop) in d.loops and d.how != "aug" and not _accumulates(name, d.value)
                    for d in self.defs.get(name, ()))
 
-    def feeds_backward(self) -> set[str]:
+    def feeds_backward(self) -> frozenset[str]:
         """Names the backpropagated values were computed from (transitively)."""
-        return self._computed_from(set(self.backward))
+        return self._computed_from("backward", self.backward)
 
-    def feeds_return(self) -> set[str]:
+    def feeds_return(self) -> frozenset[str]:
         """Names the returned values were computed from (transitively)."""
-        return self._computed_from(set(self.returned))
+        return self._computed_from("returned", self.returned)
 
     def bound_without_grad(self, name: str, at: int) -> bool:
         """The binding of `name` visible at `at` was made with autograd off (no_grad/inference_mode)."""
         definition = self.lookup(name, at)
         return definition is not None and definition.grad_off
 
-    def _computed_from(self, names: set[str]) -> set[str]:
+    def _computed_from(self, key: str, names) -> frozenset[str]:
+        """Asked by rules once collection is over, when the scope no longer changes."""
+        cached = self._closures.get(key)
+        if cached is not None:
+            return cached
         found = set(names)
         frontier = list(found)
         while frontier:
-            for source in self.sources.get(frontier.pop(), ()):
-                if source not in found:
-                    found.add(source)
-                    frontier.append(source)
-        return found
+            for value in self.sources.get(frontier.pop(), ()):
+                for source in _names_in(value):
+                    if source not in found:
+                        found.add(source)
+                        frontier.append(source)
+        self._closures[key] = closure = frozenset(found)
+        return closure
 
 
 class BlockAnalysis:
@@ -156,7 +164,7 @@ def _accumulates(name: str, value: cst.BaseExpression | None) -> bool:
 
 
 def _targets(target: cst.BaseExpression) -> list[tuple[cst.BaseExpression, int | None]]:
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in _SEQUENCES:
         return [(element.value, i) for i, element in enumerate(target.elements)]
     return [(target, None)]
 
@@ -178,6 +186,12 @@ def _names_in(expr: cst.CSTNode) -> set[str]:
 
 
 _NAMELESS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)
+# Exact-type tests on the hot paths: isinstance against a libcst class goes through
+# ABCMeta.__instancecheck__, a Python call (a tenth of the analysis of one-line statements).
+_SEQUENCES = (cst.Tuple, cst.List)
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
+_IMPORTS = (cst.Import, cst.ImportFrom)
+_NAME_BINDERS = (cst.AssignTarget, cst.For, cst.AugAssign, cst.AnnAssign, cst.AsName)
 _BUILTINS = frozenset(dir(builtins))  # print(...), len(...): never in-file functions
 
 
@@ -205,9 +219,9 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
 
     def bind(self, target: cst.BaseExpression, how: str, value: cst.BaseExpression | None,
              index: int | None = None, op: str = "") -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in _SEQUENCES:
             parts: list = [None] * len(target.elements)
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements):
+            if type(value) in _SEQUENCES and len(value.elements) == len(target.elements):
                 parts = [e.value for e in value.elements]
                 for (element, i), part in zip(_targets(target), parts):
                     self.bind(element, how, part)
@@ -215,7 +229,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             for element, i in _targets(target):
                 self.bind(element, how, value, i)
             return
-        if isinstance(target, cst.StarredElement):
+        if type(target) is cst.StarredElement:
             self.bind(target.value, "other", None)
             return
         name = dotted_name(target)
@@ -239,15 +253,14 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
 
     def leave_Assign(self, node: cst.Assign) -> None:
         scope = self.scope()
-        used = _names_in(node.value)
         for target in node.targets:
             self.bind(target.target, "assign", node.value)
             for name in _names_in(target.target):
-                scope.sources.setdefault(name, set()).update(used)
+                scope.sources.setdefault(name, []).append(node.value)
         self._record_binding(node, [t.target for t in node.targets], node.value)
         for target in node.targets:  # x[x == 0] = 1: zeros replaced
             t = target.target
-            if isinstance(t, cst.Subscript) and any(isinstance(e.slice, cst.Index) and
+            if type(t) is cst.Subscript and any(isinstance(e.slice, cst.Index) and
                                                    isinstance(e.slice.value, cst.Comparison) for e in t.slice):
                 scope.guarded |= _names_in(t.value)
 
@@ -260,7 +273,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         self.bind(node.target, "aug", node.value, op=node.operator.__class__.__name__)
         name = dotted_name(node.target)
         if name is not None:
-            self.scope().sources.setdefault(name, set()).update(_names_in(node.value))
+            self.scope().sources.setdefault(name, []).append(node.value)
 
     def visit_For(self, node: cst.For) -> None:
         self.bind(node.target, "iter", node.iter)
@@ -290,15 +303,16 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         at_module = function is None and klass is None
         for target in targets:
             pairs = [(expr, value) for expr, _ in _targets(target)]
-            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            if type(target) in _SEQUENCES and type(value) in _SEQUENCES \
                     and len(value.elements) == len(target.elements):
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
             for expr, value in pairs:
                 name = dotted_name(expr)
-                if name is not None and "scaler" in name.lower() and isinstance(value, cst.Call):
+                is_call = type(value) is cst.Call
+                if name is not None and is_call and "scaler" in name.lower():
                     self.lists["precision"].append(Marker("grad-scaler", name))  # NativeScaler(), amp_scaler = ...
                 if name is None:
-                    if isinstance(expr, cst.Subscript):
+                    if type(expr) is cst.Subscript:
                         self._padding_subscript(expr, value, stmt)
                     continue
                 self._padding_name(name, value)
@@ -309,19 +323,19 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
                     # costs nothing (generating the value's code did, on files of many statements).
                     self.lists["globals"].append((name, self.owner.text if self.owner.text is not None
                                                   else code(value)))
-                    if isinstance(value, cst.Integer):
+                    if type(value) is cst.Integer:
                         self.lists["constants"].append((name, value.value))
-                    elif isinstance(value, cst.UnaryOperation) and isinstance(value.expression, cst.Integer):
+                    elif type(value) is cst.UnaryOperation and type(value.expression) is cst.Integer:
                         self.lists["constants"].append((name, code(value)))
                 elif not (name.startswith("self.") and klass is not None and function is not None):
                     continue
                 entries = value
-                if isinstance(value, cst.Call):
+                if is_call:
                     self._record_object(name, value, stmt, at_module)
                     # nn.ModuleDict({"ce": nn.CrossEntropyLoss()}): its entries, as a dict's
                     if value.args and (self.names.qualify(value.func) or "") in vocab().module_dicts:
                         entries = value.args[0].value
-                if isinstance(entries, cst.Dict):  # a dict of losses / models: each entry by its key
+                if type(entries) is cst.Dict:  # a dict of losses / models: each entry by its key
                     for element in entries.elements:
                         if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString) \
                                 and isinstance(element.value, cst.Call):
@@ -417,8 +431,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
                 if line.comment is not None:
                     break
                 blanks += 1
-            is_import = isinstance(stmt, cst.SimpleStatementLine) and any(
-                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+            is_import = type(stmt) is cst.SimpleStatementLine and any(type(s) in _IMPORTS for s in stmt.body)
             self.lists["layout"].append(TopLevel(is_import, tuple(sorted(_bound_names(stmt))), blanks, stmt))
 
     def result(self) -> BlockFacts:
@@ -464,25 +477,26 @@ def _returns(function: cst.FunctionDef) -> list[cst.Return]:
 
 def _bound_names(stmt: cst.CSTNode) -> set[str]:
     """Names a top-level statement binds in the module namespace (also inside if/try/for/with)."""
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+    if type(stmt) in _DEFINITIONS:
         return {stmt.name.value}
     found: set[str] = set()
     # A simple line binds only through its targets and imports: its values are not walked
     # (on files of many one-line statements, walking them cost a tenth of the lint).
-    nodes = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else iter_nodes(stmt)
+    nodes = stmt.body if type(stmt) is cst.SimpleStatementLine else iter_nodes(stmt)
     for node in nodes:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        kind = type(node)
+        if kind in _DEFINITIONS:
             found.add(node.name.value)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+        elif kind in _IMPORTS and type(node.names) is not cst.ImportStar:
             for alias in node.names:
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     found.add(alias.asname.name.value)
                 else:
                     found.add((dotted_name(alias.name) or "").split(".")[0])
-        elif isinstance(node, cst.Assign):
+        elif kind is cst.Assign:
             for target in node.targets:
                 found |= _target_names(target.target)
-        elif isinstance(node, (cst.AssignTarget, cst.For, cst.AugAssign, cst.AnnAssign, cst.AsName)):
+        elif kind in _NAME_BINDERS:
             target = getattr(node, "target", None) or getattr(node, "name", None)
             if target is not None:
                 found |= _target_names(target)
@@ -493,5 +507,5 @@ def _target_names(target: cst.CSTNode) -> set[str]:
     """Plain names bound by an assignment target (not attributes: `self.x = ...` binds no name)."""
     if type(target) is cst.Name:
         return {target.value}  # type: ignore[attr-defined]
-    return {n.value for n in iter_nodes(target) if isinstance(n, cst.Name)
-            and not any(isinstance(a, cst.Attribute) and a.attr is n for a in iter_nodes(target))}
+    return {n.value for n in iter_nodes(target) if type(n) is cst.Name
+            and not any(type(a) is cst.Attribute and a.attr is n for a in iter_nodes(target))}

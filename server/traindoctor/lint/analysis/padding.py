@@ -128,11 +128,12 @@ class PaddingFacts:
 
     def visit_Name(self, node: cst.Name) -> None:
         parent = self.walk.parent  # type: ignore[attr-defined]
-        if isinstance(parent, cst.Attribute) and parent.attr is node:
+        kind = type(parent)  # exact types: isinstance against libcst's ABCs is a Python call
+        if kind is cst.Attribute and parent.attr is node:
             return
-        if isinstance(parent, cst.Arg) and parent.keyword is node:
+        if kind is cst.Arg and parent.keyword is node:
             return
-        if isinstance(parent, (cst.Param, cst.FunctionDef, cst.ImportAlias)):
+        if kind in (cst.Param, cst.FunctionDef, cst.ImportAlias):
             return
         if vocab().pattern("pad_name_pattern").match(node.value):
             self._pad(node.value, node, False)

@@ -64,12 +64,13 @@ def join(a: Value, b: Value) -> Value:
 
 
 def _number(node: cst.BaseExpression) -> float | None:
-    if isinstance(node, (cst.Integer, cst.Float)):
+    kind = type(node)  # exact types: isinstance against libcst's ABCs is a Python call
+    if kind is cst.Integer or kind is cst.Float:
         try:
             return float(node.evaluated_value)
         except (ValueError, OverflowError):
             return None
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+    if kind is cst.UnaryOperation and type(node.operator) is cst.Minus:
         value = _number(node.expression)
         return -value if value is not None else None
     return None
@@ -132,13 +133,13 @@ class Values:
         """What loss `call` applies, or None when its callee is neither a loss function of torch
         nor a loss object. A bare `nn.BCELoss(x, y)` builds an object: it applies nothing."""
         func = call.func
-        if isinstance(func, cst.Call):
+        if type(func) is cst.Call:
             return LossCall(self.model.names.qualify(func.func) or "", func)
         qualified = self.model.names.qualify(func) or ""
         if qualified.startswith("torch.") and not qualified.rsplit(".", 1)[-1][:1].isupper():
             return LossCall(qualified)
         found = self(func)
-        if found.kind == "object" and found.obj == "loss" and isinstance(found.origin, cst.Call):
+        if found.kind == "object" and found.obj == "loss" and type(found.origin) is cst.Call:
             return LossCall(self.model.names.qualify(found.origin.func) or "", found.origin, shared=True)
         return None
 

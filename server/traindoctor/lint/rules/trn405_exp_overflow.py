@@ -77,15 +77,6 @@ class ExpOverflow(Rule):
         function = self.walk.function
         return function is not None and bool(vocab().pattern("loss_name_pattern").search(function.name.value))
 
-    def _returned_by_loss(self) -> set[str]:
+    def _returned_by_loss(self) -> frozenset[str]:
         """In a loss-named function: the names its returned value is computed from."""
-        if not self._loss_function():
-            return set()
-        scope = self.scope()
-        found, frontier = set(scope.returned), list(scope.returned)
-        while frontier:
-            for source in scope.sources.get(frontier.pop(), ()):
-                if source not in found:
-                    found.add(source)
-                    frontier.append(source)
-        return found
+        return self.scope().feeds_return() if self._loss_function() else frozenset()
