@@ -12,8 +12,8 @@ import pytest
 from casefiles import CONFIG, findings_of
 
 from traindoctor.lint import fix_source
+from traindoctor.lint.analysis.collect import BlockAnalysis
 from traindoctor.lint.analysis.names import Names, top_level_aliases
-from traindoctor.lint.analysis.training import training_facts
 
 RUNNABLE = Path(__file__).parent / "runnable"
 CODES = ("TRN701", "TRN702", "TRN703", "TRN102", "TRN706", "TRN203", "TRN505", "TRN503", "TRN404")
@@ -21,7 +21,8 @@ CODES = ("TRN701", "TRN702", "TRN703", "TRN102", "TRN706", "TRN203", "TRN505", "
 
 def _routines(source: str):
     module = cst.parse_module(source)
-    return {r.qualname: r for r in training_facts(module, Names(top_level_aliases(module)), source)}
+    facts = BlockAnalysis(module, Names(top_level_aliases(module)), source).facts
+    return {r.qualname: r for r in facts.training}
 
 
 def test_events_are_ordered_and_typed():

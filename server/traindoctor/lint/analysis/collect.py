@@ -106,7 +106,7 @@ class BlockAnalysis:
         # class names of the block's nodes: rules without a handler for any are skipped
         self.node_types = _shared(frozenset(seen))
         collector.finish(module)
-        collector.lists["training"] = list(training_facts(module, names, text))
+        collector.lists["training"] = list(training_facts(module, names, text, collector.training_candidates))
         self.facts = collector.result()
         # What decides which rules can report on the block (Rule.applies_to): its node types,
         # and whether it has module-level training code.
@@ -211,6 +211,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         self.v = vocab()
         self.lists: dict[str, list] = {key: [] for key in BlockFacts.__dataclass_fields__}
         self.functions: list[dict] = []
+        self.training_candidates: dict[int, list[cst.CSTNode]] = {}  # see training_root
 
     # -- scopes -------------------------------------------------------------------
 
@@ -250,6 +251,14 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         self.functions.append({"node": node, "params": tuple(names), "no_grad": self.walk.in_no_grad,
                                "klass": self.walk.klass.name.value if self.walk.klass else "",
                                "qualname": scope.qualname})
+
+    def _training_candidate(self, node: cst.CSTNode) -> None:
+        root = training_root(self.walk.stack)
+        if root is not None:
+            self.training_candidates.setdefault(id(root), []).append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._training_candidate(node)  # `p.grad = None` zeroes gradients
 
     def leave_Assign(self, node: cst.Assign) -> None:
         scope = self.scope()
@@ -362,6 +371,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         self.lists["classes"].append(ClassInfo(node.name.value, bases, node))
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._training_candidate(node)
         func = node.func
         qualified = self.names.qualify(func)
         if isinstance(func, cst.Attribute):
@@ -459,6 +469,27 @@ def _may_pad(text: str | None) -> bool:
         return True
     lowered = text.lower()
     return "pad" in lowered or "100" in lowered or "ignore" in lowered
+
+
+_HEADER_FIELDS = {cst.For: "iter", cst.While: "test", cst.If: "test", cst.WithItem: "item"}
+_STATEMENT_LEVEL = (cst.IndentedBlock, cst.FunctionDef, cst.ClassDef, cst.Module)
+
+
+def training_root(stack: list[cst.CSTNode]) -> cst.CSTNode | None:
+    """The root that training.py looks for events under, for the node on top of the walk's
+    `stack`: its small statement, or the loop/if/with header expression it is in; None
+    elsewhere (decorators, defaults, bases), where training.py does not look."""
+    for index in range(len(stack) - 1, 0, -1):
+        node, parent = stack[index], stack[index - 1]
+        kind = type(parent)
+        if kind is cst.SimpleStatementLine:
+            return node
+        field = _HEADER_FIELDS.get(kind)
+        if field is not None and getattr(parent, field) is node:
+            return node
+        if kind in _STATEMENT_LEVEL:
+            return None
+    return None
 
 
 def _returns(function: cst.FunctionDef) -> list[cst.Return]:

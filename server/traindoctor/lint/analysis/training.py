@@ -97,10 +97,14 @@ def _v(key: str):
     return vocab().raw[key]
 
 
-def training_facts(module: cst.Module, names: Names, text: str | None) -> tuple[Routine, ...]:
+def training_facts(module: cst.Module, names: Names, text: str | None,
+                   candidates: dict[int, list[cst.CSTNode]]) -> tuple[Routine, ...]:
+    """`candidates`: id(root) -> the calls and assignments under that root (a small statement or a
+    loop/if/with header), in source order; the block's collect walk gathers them, so that events
+    are found without a second traversal of every expression (see collect.training_root)."""
     if text is not None and not any(word in text for word in _WORDS):
         return ()
-    collector = _Collector(names)
+    collector = _Collector(names, candidates)
     collector.routine(module.body, "", "", (), False, None)
     return tuple(collector.routines)
 
@@ -110,8 +114,9 @@ _WORDS = ("backward", ".grad", ".step(", ".eval(", ".train(", "zero_grad", "set_
 
 
 class _Collector:
-    def __init__(self, names: Names) -> None:
+    def __init__(self, names: Names, candidates: dict[int, list[cst.CSTNode]]) -> None:
         self.names = names
+        self.candidates = candidates
         self.routines: list[Routine] = []
         self.loops: list[Loop] = []
         self.events: list[Event] = []
@@ -203,10 +208,8 @@ class _Collector:
     # -- events in one statement's expressions ----------------------------------------
 
     def _expr(self, root, stmt, loops, cond, no_grad) -> None:
-        from ..walk import iter_nodes
-
         found: list[Event] = []
-        for node in iter_nodes(root):
+        for node in self.candidates.get(id(root), ()):
             kind = type(node)
             if kind is cst.Call:
                 event = self._call(node, root, loops, cond, no_grad, stmt)  # type: ignore[arg-type]
