@@ -138,6 +138,20 @@ def test_a_new_seed_call_reruns_only_the_rules_that_read_seeding_facts():
     assert reran.count("TRN101") == 1 and reran.count("TRN401") == 1  # the edited function only
 
 
+def test_a_constructor_edited_in_place_changes_the_object_facts_only_then():
+    """Object facts compare their constructors as source (not rendered text): new arguments
+    must still count as a change, so that rules reading objects in other blocks run again."""
+    cache = LintCache()
+    lint_source(SCRIPT, "script.py", Config(), cache)
+    assert cache.model is not None
+    before = cache.model.versions["objects"]
+    edited = SCRIPT.replace("nn.CrossEntropyLoss()", "nn.CrossEntropyLoss(reduction='sum')")
+    lint_source(edited, "script.py", Config(), cache)
+    assert cache.model.versions["objects"] == before + 1
+    lint_source(edited.replace("    total += loss\n", "    total += loss.item()\n"), "script.py", Config(), cache)
+    assert cache.model.versions["objects"] == before + 1
+
+
 def test_an_edit_in_a_run_of_simple_statements_reparses_that_run_only():
     """Top-level simple statements share a block (a run); an edit re-splits and re-parses
     the runs it touches and leaves the others' trees as they were."""

@@ -362,7 +362,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         klass = self.walk.klass
         owner = klass.name.value if name.startswith("self.") and klass is not None else ""
         where = "module" if at_module else self.walk.function.name.value  # type: ignore[union-attr]
-        self.lists["objects"].append(Obj(name, owner, callee, code(value), where, value, stmt))
+        self.lists["objects"].append(Obj(name, owner, callee, Expressions((value,)), where, value, stmt))
 
     # -- classes, calls, training ---------------------------------------------------------
 

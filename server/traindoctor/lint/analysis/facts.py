@@ -45,7 +45,7 @@ class Obj:
     name: str  # "criterion", "self.criterion"
     owner: str  # the class for `self.` attributes, else ""
     callee: str  # the qualified constructor or in-file class/factory name
-    text: str  # the constructor's source
+    text: "Expressions"  # the constructor, compared as its source is (not rendered: most never are)
     where: str  # "module" | the method that builds it ("__init__", "setup", ...)
     node: Node = _node()  # the constructor call
     stmt: Node = _node()

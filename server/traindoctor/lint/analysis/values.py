@@ -120,6 +120,7 @@ class Values:
         self.walk = walk
         self.v = vocab()
         self._memo: dict[tuple[int, int], Value] = {}
+        self._loss_calls: dict[int, tuple[cst.Call, LossCall | None]] = {}  # four rules ask at each call
 
     def __call__(self, expr: cst.BaseExpression) -> Value:
         walk = self.walk
@@ -131,7 +132,16 @@ class Values:
 
     def loss_call(self, call: cst.Call) -> LossCall | None:
         """What loss `call` applies, or None when its callee is neither a loss function of torch
-        nor a loss object. A bare `nn.BCELoss(x, y)` builds an object: it applies nothing."""
+        nor a loss object. A bare `nn.BCELoss(x, y)` builds an object: it applies nothing.
+        Ask while the walk is at `call`: the first answer is kept for the other rules."""
+        known = self._loss_calls.get(id(call))
+        if known is not None and known[0] is call:
+            return known[1]
+        found = self._loss_call(call)
+        self._loss_calls[id(call)] = (call, found)
+        return found
+
+    def _loss_call(self, call: cst.Call) -> LossCall | None:
         func = call.func
         if type(func) is cst.Call:
             return LossCall(self.model.names.qualify(func.func) or "", func)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -15,16 +14,16 @@ import yaml
 from ...catalog import SAFE_LOADER, rules_dir
 
 
-@dataclass(frozen=True)
 class Vocab:
-    raw: dict[str, Any]
+    """Every key is a plain attribute (rules read several per node: a `__getattr__` was a
+    Python call each time)."""
 
-    def __getattr__(self, key: str) -> Any:
-        try:
-            value = self.raw[key]
-        except KeyError:
-            raise AttributeError(key) from None
-        return value
+    def __init__(self, raw: dict[str, Any]) -> None:
+        clash = raw.keys() & set(dir(Vocab))
+        if clash:
+            raise ValueError(f"vocabulary keys {sorted(clash)} are names of Vocab itself")
+        self.__dict__.update(raw)
+        self.raw = raw
 
     def has(self, key: str, value: str) -> bool:
         return value in self.raw[key]
