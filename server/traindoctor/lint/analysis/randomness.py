@@ -99,7 +99,6 @@ class SeedingFacts:
     def _randomness(self, node: cst.Call, qualified: str) -> None:
         walk, out = self.walk, self.lists["seeding"]  # type: ignore[attr-defined]
         kind = classify_seed(qualified, node)
-        function = walk.qualname()
         if kind is not None:
             seed = arg(node, "seed", 0)
             workers = False
@@ -108,7 +107,7 @@ class SeedingFacts:
                 workers = flag is not None and not is_false(flag)
             seed_text = _EMPTY.code_for_node(seed) if seed is not None else ""
             stmt = walk.statement()
-            out.append(Seed(kind, qualified, seed_text, function, workers, node,
+            out.append(Seed(kind, qualified, seed_text, walk.qualname(), workers, node,
                             stmt if isinstance(stmt, cst.SimpleStatementLine) else None))
             return
         if qualified.rsplit(".", 1)[-1] == "DataLoader":
@@ -119,7 +118,7 @@ class SeedingFacts:
         klass = walk.klass.name.value if walk.klass is not None else ""
         method = walk.function.name.value if walk.function is not None else ""
         if library is not None and not (library != "torch" and self._picks_a_port()):
-            out.append(Draw(library, qualified, function, klass, method, node))
+            out.append(Draw(library, qualified, walk.qualname(), klass, method, node))
         if not klass or not method:
             return
         func = node.func
