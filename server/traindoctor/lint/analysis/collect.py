@@ -307,14 +307,15 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
 
     # -- module-level objects and constants -----------------------------------------
 
-    def _record_binding(self, stmt: cst.CSTNode, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+    def _record_binding(self, stmt: cst.CSTNode, targets: list[cst.BaseExpression],
+                        assigned: cst.BaseExpression) -> None:
         walk, function, klass = self.walk, self.walk.function, self.walk.klass
         at_module = function is None and klass is None
-        for target in targets:
-            pairs = [(expr, value) for expr, _ in _targets(target)]
-            if type(target) in _SEQUENCES and type(value) in _SEQUENCES \
-                    and len(value.elements) == len(target.elements):
-                pairs = [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+        for target in targets:  # `a, b = c, d = x, y`: each target pairs with what is assigned
+            pairs = [(expr, assigned) for expr, _ in _targets(target)]
+            if type(target) in _SEQUENCES and type(assigned) in _SEQUENCES \
+                    and len(assigned.elements) == len(target.elements):
+                pairs = [(t.value, v.value) for t, v in zip(target.elements, assigned.elements)]
             for expr, value in pairs:
                 name = dotted_name(expr)
                 is_call = type(value) is cst.Call
