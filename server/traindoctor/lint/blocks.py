@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import zlib
 from dataclasses import dataclass
 
@@ -56,22 +57,20 @@ _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.Fo
 RUN_LENGTH = 64  # statements in a run, on average
 
 
-def split_blocks(source: str) -> list[Block]:
-    """Top-level blocks covering the whole source, in order."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise SourceSyntaxError(exc.msg or "invalid syntax", exc.lineno) from None
-    except (ValueError, MemoryError, RecursionError) as exc:  # e.g. NUL bytes, absurd nesting
-        raise SourceSyntaxError(str(exc) or type(exc).__name__, None) from None
+def split_blocks(source: str, exactly: bool = False) -> list[Block]:
+    """Top-level blocks covering the whole source, in order. The statements come from a
+    scan of the text (scanned_statements), unless `exactly` or the scan is unsure: then
+    from Python's parser, which raises SourceSyntaxError for a source that does not parse.
+    A syntax error that only a parser sees passes the scan; the blocks' own parse then
+    fails, and the engine splits again `exactly` (engine.lint_blocks)."""
     lines = source_lines(source)
+    statements = None if exactly else scanned_statements(source, lines)
+    if statements is None:
+        statements = _parsed_statements(source)
     # [start, end) 0-based line spans, whether the first statement is simple, whether the
     # run is open; statements that share a line (`a = 1; b = 2`) share a span.
     spans: list[list] = []
-    for node in tree.body:
-        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())]) - 1
-        last = (node.end_lineno or node.lineno)
-        simple = not isinstance(node, _COMPOUND)
+    for first, last, simple in statements:
         if spans and (first < spans[-1][1] or (simple and spans[-1][3])):
             spans[-1][1] = max(spans[-1][1], last)
         else:
@@ -96,6 +95,105 @@ def split_blocks(source: str) -> list[Block]:
     return blocks
 
 
+def _parsed_statements(source: str) -> list[tuple[int, int, bool]]:
+    """(first line, 0-based, decorators included; the line after its last; is it simple)
+    for each top-level statement, from Python's own parser."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise SourceSyntaxError(exc.msg or "invalid syntax", exc.lineno) from None
+    except (ValueError, MemoryError, RecursionError) as exc:  # e.g. NUL bytes, absurd nesting
+        raise SourceSyntaxError(str(exc) or type(exc).__name__, None) from None
+    return [(min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())]) - 1,
+             node.end_lineno or node.lineno, not isinstance(node, _COMPOUND)) for node in tree.body]
+
+
+# What can open or close a bracket or hide a newline: a string's start, a comment, a
+# bracket, a newline, a backslash continuation.
+_TOKENS = re.compile(r"""(?P<quote>[rRbBuUfF]{0,2}(?:\"\"\"|'''|"|'))|#[^\n]*|(?P<open>[(\[{])"""
+                     r"""|(?P<close>[)\]}])|(?P<newline>\n)|(?P<continued>\\\n)""")
+# The rest of a string after its opening quote: a backslash escapes any character, a newline
+# included (and in a raw string too, for where the string ends).
+_STRING_REST = {
+    '"""': re.compile(r'(?:[^"\\]|\\.|"(?!""))*"""', re.DOTALL),
+    "'''": re.compile(r"(?:[^'\\]|\\.|'(?!''))*'''", re.DOTALL),
+    '"': re.compile(r'(?:[^"\\\n]|\\.)*"', re.DOTALL),
+    "'": re.compile(r"(?:[^'\\\n]|\\.)*'", re.DOTALL),
+}
+_COMPOUND_START = re.compile(r"(?:def|class|if|for|while|with|try|async)\b|@")
+_CLAUSE_START = re.compile(r"(?:else|elif|except|finally)\b")
+_SOFT_KEYWORD = re.compile(r"(?:match|case|type)(?![\w])")
+_UNSURE = ("\r", "\f", "\ufeff", "\x00")
+
+
+def scanned_statements(source: str, lines: list[str]) -> list[tuple[int, int, bool]] | None:
+    """What _parsed_statements gives, from a scan of strings, comments and brackets (a
+    third of the cost of building the syntax tree); None where the scan is unsure: an
+    unclosed string or bracket, a line that cannot start where it does, a soft keyword
+    (`match`) at the top level, carriage returns or form feeds. Python's parser decides then."""
+    if any(mark in source for mark in _UNSURE):
+        return None
+    starts = [0]  # lines on which a logical line starts
+    depth, position, line, search = 0, 0, 0, _TOKENS.search
+    while True:
+        token = search(source, position)
+        if token is None:
+            break
+        kind, position = token.lastgroup, token.end()
+        if kind == "quote":
+            rest = _STRING_REST[token.group("quote").lstrip("rRbBuUfF")].match(source, position)
+            if rest is None:
+                return None
+            line += source.count("\n", position, rest.end())
+            position = rest.end()
+        elif kind == "newline":
+            line += 1
+            if depth == 0:
+                starts.append(line)
+        elif kind == "open":
+            depth += 1
+        elif kind == "close":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif kind == "continued":
+            line += 1
+            if not source[position:position + 200].lstrip(" \t")[:1].strip("#"):
+                return None  # continued into a blank or comment line: where it ends is ast's call
+    if depth:
+        return None
+    # [first line, first line of its last logical line, simple]
+    statements: list[list] = []
+    decorated = False
+    for number in starts:
+        if number >= len(lines):
+            break
+        text = lines[number]
+        stripped = text.lstrip(" \t")
+        if not stripped.strip() or stripped[0] == "#":
+            continue  # blank or comment: part of no statement
+        if text[0] in " \t":  # indented: the body of the compound statement above
+            if not statements or statements[-1][2] or decorated:
+                return None
+            statements[-1][1] = number
+        elif _CLAUSE_START.match(text):  # else/elif/except/finally of the statement above
+            if not statements or statements[-1][2] or decorated:
+                return None
+            statements[-1][1] = number
+        elif _SOFT_KEYWORD.match(text):
+            return None  # a statement or a name: only a parser can tell
+        elif decorated:
+            statements[-1][1] = number
+        else:
+            statements.append([number, number, _COMPOUND_START.match(text) is None])
+        decorated = text.startswith("@")
+    if decorated:
+        return None
+    # A statement ends where the logical line after its last one starts.
+    following = {number: after for number, after in zip(starts, starts[1:] + [len(lines)])}
+    return [(first, following[last], simple) for first, last, simple in statements]
+
+
 class BlockSplitter:
     """Splits successive versions of one document, re-parsing with `ast` only
     the blocks an edit touched (the rest are shifted). Falls back to a full
@@ -105,11 +203,12 @@ class BlockSplitter:
         self._lines: list[str] = []
         self._blocks: list[Block] = []
 
-    def split(self, source: str) -> list[Block]:
+    def split(self, source: str, exactly: bool = False) -> list[Block]:
+        """`exactly`: the whole source, by Python's parser (see split_blocks)."""
         new_lines = source_lines(source)
-        blocks = self._incremental(new_lines) if self._blocks else None
+        blocks = self._incremental(new_lines) if self._blocks and not exactly else None
         if blocks is None:
-            blocks = split_blocks(source)
+            blocks = split_blocks(source, exactly)
         self._lines, self._blocks = new_lines, blocks
         return blocks
 

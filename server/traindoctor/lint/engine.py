@@ -405,7 +405,11 @@ def collector_paused() -> Iterator[None]:
 def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> list[Finding]:
     """Lint `source` (already checked to be text worth linting); see collector_paused."""
     blocks = cache.splitter.split(source)
-    parsed = cache.blocks_for(blocks)
+    try:
+        parsed = cache.blocks_for(blocks)
+    except LintError:  # a syntax error the split's scan let through: the parser's report, as without it
+        blocks = cache.splitter.split(source, exactly=True)
+        parsed = cache.blocks_for(blocks)
     rules = [rule for rule in all_rules() if _wanted(rule, config, path)]
     names = Names(tuple(alias for p in parsed for alias in p.aliases))
     analyses = [p.analysis(names) for p in parsed]
