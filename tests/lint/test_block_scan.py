@@ -84,6 +84,8 @@ def test_edge_cases_split_as_the_parser_splits(source):
 
 def test_the_scan_leaves_to_the_parser_what_it_cannot_tell():
     for source in ("match x:\n    case 1:\n        pass\n", "x = 1\r\ny = 2\r\n", "x = 1 + \\\n# c\ny = 2\n",
+                   "def f():\n    return 1 \\\n\nz = 1\n",  # continued into a blank line: ast ends it before
+                   "def f():\n\\\n    return 1\n",  # a line that only continues: indented as the next one
                    "x = (1,\n", "x = '''\n", "    x = 1\n", "else:\n    pass\n"):
         assert scanned_statements(source, source_lines(source)) is None, source
 

@@ -159,7 +159,7 @@ def scanned_statements(source: str, lines: list[str]) -> list[tuple[int, int, bo
                 return None
         elif kind == "continued":
             line += 1
-            if not source[position:position + 200].lstrip(" \t")[:1].strip("#"):
+            if source[position:position + 200].lstrip(" \t")[:1] in ("", "#", "\n"):
                 return None  # continued into a blank or comment line: where it ends is ast's call
     if depth:
         return None
@@ -173,6 +173,8 @@ def scanned_statements(source: str, lines: list[str]) -> list[tuple[int, int, bo
         stripped = text.lstrip(" \t")
         if not stripped.strip() or stripped[0] == "#":
             continue  # blank or comment: part of no statement
+        if stripped[0] == "\\":
+            return None  # a line that only continues into the next: its indentation is the next one's
         if text[0] in " \t":  # indented: the body of the compound statement above
             if not statements or statements[-1][2] or decorated:
                 return None
