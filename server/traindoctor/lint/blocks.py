@@ -198,9 +198,11 @@ def scanned_statements(source: str, lines: list[str]) -> list[tuple[int, int, bo
 
 
 class BlockSplitter:
-    """Splits successive versions of one document, re-parsing with `ast` only
-    the blocks an edit touched (the rest are shifted). Falls back to a full
-    split when the touched region does not parse on its own."""
+    """Splits successive versions of one document, splitting again only the blocks
+    an edit touched (the rest are shifted). Falls back to a full split when the
+    touched region does not split on its own; a region that splits but does not
+    parse fails its block's parse, and the engine then splits the whole source
+    `exactly` (engine.lint_blocks)."""
 
     def __init__(self) -> None:
         self._lines: list[str] = []

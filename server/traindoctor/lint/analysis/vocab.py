@@ -19,7 +19,7 @@ class Vocab:
     Python call each time)."""
 
     def __init__(self, raw: dict[str, Any]) -> None:
-        clash = raw.keys() & set(dir(Vocab))
+        clash = raw.keys() & (set(dir(Vocab)) | {"raw"})
         if clash:
             raise ValueError(f"vocabulary keys {sorted(clash)} are names of Vocab itself")
         self.__dict__.update(raw)
