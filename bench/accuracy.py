@@ -10,8 +10,9 @@ on real bug fixes, and fixes that broke code.
 Per rule it prints: on each half of the ecosystem check (bench/ecosystem/repos.yaml, judged
 in verdicts.yaml) its findings, its true findings and its precision; on the real-bug benchmark
 (bench/bugs/score.py --json PATH) its labelled fixes, its recall and its quiet-after (of the
-hits, how many the fix commit silences); and from `ecosystem.py fixcheck --per-rule`, the files
-its --fix changed and how many of those it broke (no longer parse, or new pyflakes errors).
+hits, how many the fix commit silences); and from `ecosystem.py fixcheck --per-rule
+--unsafe-fixes` on both halves, the files its fixes changed (safe and unsafe ones, one rule at
+a time) and how many of those they broke (no longer parse, or new pyflakes errors).
 The halves are linted with the strict set (`--select strict`); the default set's rows are the
 same findings without the strict-only rules, so the table gives both totals.
 
@@ -161,9 +162,14 @@ def read_bugs(path: Path | None) -> tuple[dict | None, str]:
 # --- measuring --------------------------------------------------------------------
 
 
-def git_head() -> str:
-    out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+def git_head(what: str = "HEAD") -> str:
+    out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", what], capture_output=True, text=True)
     return out.stdout.strip() or "unknown"
+
+
+def lint_tree() -> str:
+    """The committed linter (server/ and rules/): saved findings stay valid while it is unchanged."""
+    return f"{git_head('HEAD:server')[:12]}-{git_head('HEAD:rules')[:12]}"
 
 
 def lint_half(half: str, src: Path, jobs: int, results: Path) -> tuple[dict, list[str]]:
@@ -197,11 +203,13 @@ def run_fixcheck(src: Path, results: Path, jobs: int) -> dict:
         merged.update(json.loads((results / f"findings-{half}.json").read_text())["findings"])
     (results / "findings-all.json").write_text(json.dumps(merged))
     out = results / "fixcheck.json"
+    # Every fix the user can apply, unsafe ones too (`check --fix --unsafe-fixes`).
     # fixcheck exits 1 when a fix broke a file: that is a result, not a failure.
     proc = subprocess.run([sys.executable, str(HERE / "ecosystem.py"), "--src", str(src), "fixcheck", "--per-rule",
                            "--from-json", str(results / "findings-all.json"), "--json", str(out),
-                           "--jobs", str(jobs), *sum((["--repo", name] for name in merged), [])],
+                           "--jobs", str(jobs), "--unsafe-fixes", *sum((["--repo", name] for name in merged), [])],
                           capture_output=True, text=True)
+    (results / "fixcheck.log").write_text(proc.stdout)  # which files each rule's fixes changed or broke
     if proc.returncode not in (0, 1) or not out.exists():
         raise SystemExit(f"fixcheck failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
     return json.loads(out.read_text())
@@ -236,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         path = args.results / f"findings-{half}.json"
         if args.relint or not path.exists():
             saved, skipped = lint_half(half, args.src, args.jobs, args.results)
-            meta = {"commit": git_head(), "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
+            meta = {"commit": git_head(), "lint_tree": lint_tree(),
+                    "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")}
             meta_file.write_text(json.dumps(meta))
         else:
             data = json.loads(path.read_text())
@@ -254,9 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     from traindoctor.catalog import load_rules
 
     rule_sets = {code: info.rule_set for code, info in load_rules().items()}
-    head = git_head()
+    stale = meta.get("lint_tree") != lint_tree()
     print(f"ecosystem check and fix check: traindoctor {meta.get('commit', '?')[:10]}, measured {meta.get('date', '?')}"
-          + ("" if meta.get("commit") == head else f" (HEAD is now {head[:10]}: run with --relint to re-measure)"))
+          + (" (server/ or rules/ changed since: run with --relint to re-measure)" if stale else ""))
     print(bugs_note)
     for note in notes:
         print(note)
