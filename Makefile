@@ -41,6 +41,13 @@ bench: $(STAMP) $(BENCH_VENV)/.installed
 	$(BIN)/python bench/bench_live_overhead.py
 	$(BIN)/python bench/bench_watch_overhead.py
 
+# Precision on both halves of the ecosystem check, recall on real bug fixes, fixes that
+# broke code: one table (bench/accuracy.py; sources from `bench/ecosystem.py extract`).
+BUGS_JSON ?= bench/bugs/results.json
+.PHONY: bench-accuracy
+bench-accuracy: $(STAMP)
+	$(BIN)/python bench/accuracy.py --bugs $(BUGS_JSON) $(ACCURACY_ARGS)
+
 docs: $(STAMP)
 	$(BIN)/python -m traindoctor.docs
 

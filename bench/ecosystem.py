@@ -2,15 +2,19 @@
 
     .venv/bin/python bench/ecosystem.py extract        # sources of bench/ecosystem/repos.yaml -> --src
     .venv/bin/python bench/ecosystem.py run            # lint them, print precision per rule
+    .venv/bin/python bench/ecosystem.py run --half test --select strict --jobs 2 --json test.json
     .venv/bin/python bench/ecosystem.py run --stubs new.yaml   # also write unjudged findings as stubs
     .venv/bin/python bench/ecosystem.py run --from-json saved.json  # re-score saved findings (`run --json`)
     .venv/bin/python bench/ecosystem.py fixcheck [--unsafe-fixes]  # --fix on a copy; parse + pyflakes
+    .venv/bin/python bench/ecosystem.py fixcheck --per-rule --from-json saved.json --json fixes.json
 
 The repositories and their pins are in `bench/ecosystem/repos.yaml`: a commit of a
 git snapshot (source: mirror), a PyPI sdist's version and sha256 for a repository whose
 snapshot is too large but whose package part is published (source: pypi), or a
 manifest of files read one by one from the stored GitHub index, each with its commit
 and sha256 (source: index; `extract` verifies them and says how to re-create them).
+Each repository is in the dev half (rules may be tuned on it) or the test half (never
+tuned on); see bench/ecosystem/README.md for the policy and the moves between them.
 The sources are extracted OUTSIDE this repository (default /work/eco-src), never
 committed. Every finding is judged by hand in `bench/ecosystem/verdicts.yaml`:
 tp (a real bug a strict reviewer would fix), fp, or debatable. Precision per rule
@@ -36,7 +40,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -48,6 +52,7 @@ VERDICTS_FILE = HERE / "ecosystem" / "verdicts.yaml"
 DEFAULT_SRC = Path(os.environ.get("TRAINDOCTOR_ECO_SRC", "/work/eco-src"))
 MIRRORS = Path(os.environ.get("TRAINDOCTOR_ECO_MIRRORS", "/work/.mirror"))
 VERDICTS = ("tp", "fp", "debatable")
+HALVES = ("dev", "test")
 
 
 # --- pure logic (unit-tested) ---------------------------------------------------
@@ -188,6 +193,7 @@ class Repo:
     version: str = ""  # pypi: the pinned version
     sha256: str = ""  # pypi: the sdist's sha256
     manifest: str = ""  # index: the manifest of files read from the stored GitHub index
+    half: str = ""  # dev | test
 
     @property
     def slug(self) -> str:
@@ -210,9 +216,11 @@ def load_repos(path: Path = REPOS_FILE) -> list[Repo]:
     raw = yaml.safe_load(path.read_text())["repos"]
     repos = [Repo(r["name"], r["source"], str(r.get("commit", "")), str(r.get("subdir", "")), r.get("note", ""),
                   bool(r.get("markdown", False)), str(r.get("package", "")), str(r.get("version", "")),
-                  str(r.get("sha256", "")), str(r.get("manifest", "")))
+                  str(r.get("sha256", "")), str(r.get("manifest", "")), str(r.get("half", "")))
              for r in raw]
     for repo in repos:
+        if repo.source in MEASURED and repo.half not in HALVES:
+            raise ValueError(f"{repo.name}: half must be one of {HALVES}, not {repo.half!r}")
         if repo.source == "pypi" and not (repo.package and re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", repo.version)
                                           and re.fullmatch(r"[0-9a-f]{64}", repo.sha256)):
             raise ValueError(f"{repo.name}: a pypi source needs package, an exact version and the sdist's sha256")
@@ -408,6 +416,8 @@ def extract(repos: list[Repo], src: Path) -> int:
             print(f"{repo.name}: skipped ({repo.note or repo.source})")
             continue
         git_dir = MIRRORS / repo.slug / "repo"
+        if (git_dir / ".git").is_dir():  # some snapshots come as a work tree
+            git_dir = git_dir / ".git"
         dest = src / repo.slug
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
@@ -490,8 +500,18 @@ def stub(hit: Hit, root: Path, context: int = 3) -> dict:
             "context": "\n".join(f"{n + 1:5}{'>' if n + 1 == hit.line else ' '} {lines[n]}" for n in range(lo, hi))}
 
 
+def chosen(args: argparse.Namespace) -> list[Repo]:
+    """The measured repositories that --repo and --half select."""
+    return [r for r in load_repos() if r.source in MEASURED and (not args.repo or r.name in args.repo)
+            and (not args.half or r.half == args.half)]
+
+
+def lint_options(args: argparse.Namespace) -> list[str]:
+    return [*(["--jobs", str(args.jobs)] if args.jobs else []), *(["--select", args.select] if args.select else [])]
+
+
 def run(args: argparse.Namespace) -> int:
-    repos = [r for r in load_repos() if r.source in MEASURED and (not args.repo or r.name in args.repo)]
+    repos = chosen(args)
     verdicts = load_verdicts()
     hits: list[Hit] = []
     print(f"{'repository':36} {'commit':10} {'files':>6} {'lines':>8} {'findings':>8} {'errors':>6}")
@@ -506,7 +526,7 @@ def run(args: argparse.Namespace) -> int:
         if saved is not None:
             findings, stderr = saved.get(repo.name, []), ""
         else:
-            findings, stderr = lint(args.src, repo, ["--jobs", str(args.jobs)] if args.jobs else [])
+            findings, stderr = lint(args.src, repo, lint_options(args))
         repo_hits = to_hits(repo, root, findings)
         hits.extend(repo_hits)
         dumps[repo.name] = findings
@@ -514,12 +534,12 @@ def run(args: argparse.Namespace) -> int:
         errors = sum(1 for line in stderr.splitlines() if ": error: " in line)
         print(f"{repo.name:36} {repo.pin:10} {files:>6} {lines:>8} {len(findings):>8} {errors:>6}")
     for repo in load_repos():
-        if repo.source not in MEASURED and (not args.repo or repo.name in args.repo):
+        if repo.source not in MEASURED and (not args.repo or repo.name in args.repo) and not args.half:
             print(f"{repo.name:36} not measured: {' '.join(repo.note.split()) or repo.source}")
     if args.json:
         Path(args.json).write_text(json.dumps(dumps, indent=1))
-    if args.repo:
-        verdicts = [v for v in verdicts if v.repo in args.repo]
+    names = {r.name for r in repos}
+    verdicts = [v for v in verdicts if v.repo in names]
     pairs, leftover = match(hits, verdicts)
     print()
     print("\n".join(format_table(score(pairs))))
@@ -584,51 +604,84 @@ def new_breakages(before: str, after: str, filename: str) -> list[str]:
     return [f"{kind}: {text}" for (kind, text), n in sorted(added.items()) for _ in range(n)]
 
 
-def fixcheck(args: argparse.Namespace) -> int:
-    repos = [r for r in load_repos() if r.source in MEASURED and (not args.repo or r.name in args.repo)]
+def fix_copies(args: argparse.Namespace, repos: list[Repo], tmp: Path, saved: dict | None,
+               code: str = "") -> tuple[int, list[str]]:
+    """Apply `check --fix` to copies of the repositories (only `code`'s fixes when given).
+
+    Returns the number of files the fixes changed and the names of those they broke.
+    With findings saved by `run --json`, only the files that have a fix (of `code`) are
+    copied (a fix never touches another file); otherwise the whole repository is.
+    """
     extra = ["--fix", *(["--unsafe-fixes"] if args.unsafe_fixes else [])]
-    broken = changed = 0
-    # With findings saved by `run --json`, only the files that have a fix are copied (a fix
-    # never touches another file); otherwise the whole repository is.
+    select = code or args.select
+    options = [*extra, *(["--jobs", str(args.jobs)] if args.jobs else []), *(["--select", select] if select else [])]
+    changed, broken = 0, []
+    for repo in repos:
+        original = args.src / repo.slug
+        copy = tmp / repo.slug
+        if saved is None:
+            shutil.copytree(original, copy)
+        else:
+            fixable = {Path(f["path"]).resolve().relative_to(original.resolve())
+                       for f in saved.get(repo.name, []) if f.get("fix") and (not code or f["code"] == code)}
+            if not fixable:
+                continue
+            for rel in fixable:
+                (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(original / rel, copy / rel)
+        lint(tmp, repo, options)
+        for path in sorted(copy.rglob("*.py")):
+            rel = path.relative_to(copy).as_posix()
+            before = (original / rel).read_text(encoding="utf-8-sig", errors="replace")
+            after = path.read_text(encoding="utf-8-sig", errors="replace")
+            if before == after:
+                continue
+            changed += 1
+            problems = new_breakages(before, after, rel)
+            label = f"{code + ' ' if code else ''}{repo.name}:{rel}"
+            if problems:
+                broken.append(f"{repo.name}:{rel}")
+                print(f"{label}: BROKEN by the fix")
+                for problem in problems:
+                    print(f"    {problem}")
+                if args.show_diff:
+                    import difflib
+
+                    sys.stdout.writelines(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
+                                                               f"a/{rel}", f"b/{rel}"))
+            else:
+                print(f"{label}: fixed, parses, no new pyflakes errors")
+    return changed, broken
+
+
+def fixable_codes(saved: dict) -> Counter:
+    """Rule code -> number of saved findings that carry a fix."""
+    return Counter(f["code"] for findings in saved.values() for f in findings if f.get("fix"))
+
+
+def fixcheck(args: argparse.Namespace) -> int:
+    repos = chosen(args)
     saved = json.loads(Path(args.from_json).read_text()) if args.from_json else None
     with tempfile.TemporaryDirectory(prefix="eco-fix-") as scratch:
-        tmp = args.keep or scratch
-        for repo in repos:
-            original = args.src / repo.slug
-            copy = Path(tmp) / repo.slug
-            if saved is None:
-                shutil.copytree(original, copy)
-            else:
-                fixable = {Path(f["path"]).resolve().relative_to(original.resolve())
-                           for f in saved.get(repo.name, []) if f.get("fix")}
-                if not fixable:
-                    continue
-                for rel in fixable:
-                    (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(original / rel, copy / rel)
-            lint(Path(tmp), repo, extra + (["--jobs", str(args.jobs)] if args.jobs else []))
-            for path in sorted(copy.rglob("*.py")):
-                rel = path.relative_to(copy).as_posix()
-                before = (original / rel).read_text(encoding="utf-8-sig", errors="replace")
-                after = path.read_text(encoding="utf-8-sig", errors="replace")
-                if before == after:
-                    continue
-                changed += 1
-                problems = new_breakages(before, after, rel)
-                if problems:
-                    broken += 1
-                    print(f"{repo.name}:{rel}: BROKEN by the fix")
-                    for problem in problems:
-                        print(f"    {problem}")
-                    if args.show_diff:
-                        import difflib
-
-                        sys.stdout.writelines(difflib.unified_diff(before.splitlines(True), after.splitlines(True),
-                                                                   f"a/{rel}", f"b/{rel}"))
-                else:
-                    print(f"{repo.name}:{rel}: fixed, parses, no new pyflakes errors")
-    print(f"\n{changed} file(s) changed by `check {' '.join(extra)}`, {broken} broken")
-    return 1 if broken else 0
+        tmp = Path(args.keep or scratch)
+        if not args.per_rule:
+            changed, broken = fix_copies(args, repos, tmp, saved)
+            print(f"\n{changed} file(s) changed by `check --fix`, {len(broken)} broken")
+            return 1 if broken else 0
+        if saved is None:
+            raise SystemExit("--per-rule needs --from-json (the findings saved by `run --json`)")
+        # One rule at a time, each on fresh copies, so that a broken file is charged to its rule.
+        summary = {}
+        for code, fixes in sorted(fixable_codes(saved).items()):
+            changed, broken = fix_copies(args, repos, tmp / code, saved, code)
+            summary[code] = {"fixes": fixes, "files_changed": changed, "files_broken": len(broken),
+                             "broken": broken}
+    for code, entry in summary.items():
+        print(f"{code}: {entry['fixes']} fix(es), {entry['files_changed']} file(s) changed, "
+              f"{entry['files_broken']} broken")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rules": summary}, indent=1))
+    return 1 if any(e["files_broken"] for e in summary.values()) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -641,6 +694,8 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name)
         p.add_argument("--repo", action="append", default=[], help="only this owner/name (repeatable)")
         p.add_argument("--jobs", type=int, default=0, help="passed to `traindoctor check --jobs`")
+        p.add_argument("--half", choices=HALVES, help="only the repositories of this half")
+        p.add_argument("--select", help="passed to `traindoctor check --select` (e.g. strict)")
         if name == "run":
             p.add_argument("--stubs", help="write the unjudged findings as verdict stubs to this YAML file")
             p.add_argument("--json", help="write the raw findings per repository to this file")
@@ -650,6 +705,9 @@ def main(argv: list[str] | None = None) -> int:
             p.add_argument("--from-json", help="only the files with a fix in findings saved by `run --json`")
             p.add_argument("--show-diff", action="store_true", help="print the diff of every broken file")
             p.add_argument("--keep", help="fix the copies in this (new) folder and keep them")
+            p.add_argument("--per-rule", action="store_true",
+                           help="fix one rule at a time (needs --from-json) and count broken files per rule")
+            p.add_argument("--json", help="with --per-rule: write the counts per rule to this file")
     args = parser.parse_args(argv)
     if args.command == "extract":
         return extract([r for r in load_repos() if not args.repo or r.name in args.repo], args.src)

@@ -167,7 +167,8 @@ def test_sdist_file_names_follow_pep_625():
 
 def test_a_pypi_source_must_pin_an_exact_version_and_the_sdist_sha256(tmp_path):
     def repos(**fields):
-        entry = {"name": "o/r", "source": "pypi", "package": "r", "version": "1.2.3", "sha256": "a" * 64, **fields}
+        entry = {"name": "o/r", "half": "dev", "source": "pypi", "package": "r", "version": "1.2.3", "sha256": "a" * 64,
+                 **fields}
         path = tmp_path / "repos.yaml"
         path.write_text(eco.yaml.safe_dump({"repos": [entry]}))
         return eco.load_repos(path)
@@ -228,6 +229,27 @@ def test_index_files_are_checked_against_the_manifest(tmp_path):
     problems = eco.check_index_files(files, tmp_path)
     assert problems == ["a/changed.py: differs from the manifest (6 characters, 6 read)", "a/missing.py: missing"]
     assert eco.check_index_files(files[:1], tmp_path) == []
+
+
+def test_a_measured_repository_must_be_in_the_dev_or_the_test_half(tmp_path):
+    path = tmp_path / "repos.yaml"
+    for half in ("", "train"):
+        path.write_text(eco.yaml.safe_dump({"repos": [{"name": "o/r", "source": "mirror", "commit": "a" * 40,
+                                                        **({"half": half} if half else {})}]}))
+        with pytest.raises(ValueError, match="half must be one of"):
+            eco.load_repos(path)
+    path.write_text(eco.yaml.safe_dump({"repos": [{"name": "o/r", "source": "missing"}]}))
+    assert eco.load_repos(path)[0].half == ""  # not measured: no half needed
+
+
+def test_each_half_has_at_least_15_repositories_and_none_is_reserved():
+    repos = [r for r in eco.load_repos() if r.source in eco.MEASURED]
+    for half in eco.HALVES:
+        assert sum(r.half == half for r in repos) >= 15, half
+    held_out = Path("/work/shared/HELD-OUT.md")
+    if held_out.exists():  # the reserved list lives outside the repository
+        reserved = {line[2:].strip().lower() for line in held_out.read_text().splitlines() if line.startswith("- ")}
+        assert not [r.name for r in repos if r.name.lower() in reserved]
 
 
 def test_the_committed_repositories_and_manifest_load():
