@@ -55,15 +55,25 @@ def test_binary_and_non_utf8_input_is_read() -> None:
     done = _run("-", "--format", "json", stdin=latin1.encode("latin-1"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["kind"] == "no-grad"
-    garbage = bytes(range(256)) * 50
+    garbage = bytes(range(1, 256)) * 50  # no NUL: undecodable, but text-like
     done = _run("-", stdin=garbage)
     assert done.returncode == 1 and not done.stderr
+
+
+def test_binary_input_is_named_binary_as_curves_does(tmp_path: Path) -> None:
+    image = tmp_path / "weights.pt"
+    image.write_bytes(b"PK\x03\x04\x00\x00" + bytes(range(256)) * 20)
+    done = _run(str(image))
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode() == f"traindoctor diagnose: {image}: a binary file, not a training log\n"
+    piped = _run("-", stdin=bytes(range(256)) * 50)
+    assert piped.returncode == 2 and b"a binary file" in piped.stderr
 
 
 def test_unreadable_input_is_a_one_line_error(tmp_path: Path) -> None:
     missing = _run(str(tmp_path / "nope.log"))
     assert missing.returncode == 2
-    assert missing.stderr.decode().startswith("traindoctor: cannot read")
+    assert missing.stderr.decode().startswith("traindoctor diagnose: cannot read")
     assert b"Traceback" not in missing.stderr
     directory = _run(str(tmp_path))
     assert directory.returncode == 2 and b"is a directory" in directory.stderr

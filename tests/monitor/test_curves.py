@@ -120,7 +120,7 @@ def test_a_progress_bar_log_is_not_read_as_csv():
 
 def test_unreadable_input_is_a_one_line_error(tmp_path):
     outcome = traindoctor("curves", str(tmp_path / "missing.log"), cwd=tmp_path)
-    assert outcome.code == 2 and outcome.stderr.strip() == f"traindoctor: {tmp_path / 'missing.log'}: no such file"
+    assert outcome.code == 2 and outcome.stderr.strip() == f"traindoctor curves: {tmp_path / 'missing.log'}: no such file"
     (tmp_path / "empty.log").write_text("nothing to see\n")
     outcome = traindoctor("curves", str(tmp_path / "empty.log"), cwd=tmp_path)
     assert outcome.code == 2 and "no loss" in outcome.stderr

@@ -104,4 +104,4 @@ def test_a_device_that_never_ends_is_refused_with_one_line():
     done = subprocess.run([PYTHON, "-m", "traindoctor", "diagnose", "/dev/zero", "--no-correlate"],
                           capture_output=True, text=True, timeout=60, env=env())
     assert done.returncode == 2
-    assert done.stderr.strip() == "traindoctor: /dev/zero: is a device, not a log file"
+    assert done.stderr.strip() == "traindoctor diagnose: /dev/zero: is a device, not a log file"

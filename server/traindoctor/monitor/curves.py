@@ -159,6 +159,11 @@ def _is_tensorboard(path: Path) -> bool:
     return path.name.startswith("events.out.tfevents")
 
 
+def looks_binary(data: bytes) -> bool:
+    """A NUL byte near the start: an image, a checkpoint, an archive; no log has one."""
+    return b"\x00" in data[:4096]
+
+
 def read_file(path: Path) -> dict[str, Series]:
     if not path.exists():
         raise CurvesError(f"{path}: no such file")
@@ -170,7 +175,7 @@ def read_file(path: Path) -> dict[str, Series]:
         data = path.read_bytes()[-_MAX_BYTES:]
     except OSError as exc:
         raise CurvesError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if b"\x00" in data[:4096]:
+    if looks_binary(data):
         raise CurvesError(f"{path}: a binary file, not a training log")
     text = data.decode("utf-8", errors="replace")
     return parse_content(text, path.suffix.lower())
