@@ -81,7 +81,8 @@ def test_json_has_exactly_the_documented_keys(project: Path):
     assert result.returncode == 1
     [finding] = json.loads(result.stdout)
     assert set(finding) == {"code", "name", "mode", "severity", "message", "path", "line", "column", "end_line",
-                            "end_column", "fix"}
+                            "end_column", "fix", "related"}  # `related` only when the finding has some
+    assert all(set(r) == {"message", "line", "column", "end_line", "end_column"} for r in finding["related"])
     assert (finding["code"], finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (
         "TRN101", 6, 5, 6, 18)
     assert finding["mode"] == "oom" and finding["fix"]["edits"][0]["new_text"] == "loss.item()"
@@ -293,10 +294,13 @@ def test_statistics_count_findings_per_rule(mixed: Path):
     (mixed / "train.py").write_text(BUGGY)
     result = check("--statistics", ".", cwd=mixed)
     assert result.returncode == 1
-    assert result.stdout.splitlines() == ["2\tTRN402\t[*] log-of-softmax",
-                                          "1\tTRN101\t[*] loss-accumulation-keeps-graph"]
+    assert result.stdout.splitlines() == ["1\tTRN101\t[*] loss-accumulation-keeps-graph",
+                                          "1\tTRN402\t[*] log-of-softmax",
+                                          "1\tTRN407\t[ ] bce-on-sigmoid"]  # its fix is unsafe
+    (mixed / "more.py").write_text(SAFE_AND_UNSAFE)
     as_json = json.loads(check("--statistics", "--format", "json", ".", cwd=mixed).stdout)
     assert as_json[0] == {"code": "TRN402", "name": "log-of-softmax", "count": 2, "fixable": True}
+    assert {"code": "TRN407", "name": "bce-on-sigmoid", "count": 2, "fixable": False} in as_json
 
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])

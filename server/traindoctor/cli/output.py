@@ -183,6 +183,16 @@ def sarif(findings: list[Finding]) -> dict[str, Any]:
                 }
             }],
         }
+        if f.related and f.cell is None:
+            result["relatedLocations"] = [{
+                "id": i,
+                "message": {"text": r.message},
+                "physicalLocation": {
+                    "artifactLocation": {"uri": (r.path or f.path).replace("\\", "/")},
+                    "region": {"startLine": r.range.start.line + 1, "startColumn": r.range.start.column + 1,
+                               "endLine": r.range.end.line + 1, "endColumn": r.range.end.column + 1},
+                },
+            } for i, r in enumerate(f.related)]
         if f.cell is not None:
             result["properties"] = {"cell": f.cell, "cellLine": f.range.start.line + 1,
                                     "cellColumn": f.range.start.column + 1}
