@@ -63,5 +63,5 @@ def test_installed_without_torch_check_and_diagnose_work(wheel, tmp_path: Path):
     assert "TRN101" in check.stdout and "TRN000" not in check.stdout
     diagnose = subprocess.run([str(python), "-m", "traindoctor", "diagnose", "examples/tracebacks/cuda_oom.log"],
                               cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert diagnose.returncode == 0, diagnose.stderr
+    assert diagnose.returncode == 1, diagnose.stderr
     assert "out of memory" in diagnose.stdout.lower()

@@ -5,9 +5,9 @@ in any encoding (undecodable bytes are replaced), and prints the diagnosis:
 text (title, `path:line`, root cause, numbered fixes) or one JSON object
 (`Diagnosis.to_json()`). `--record DIR` also writes a Markdown debug record.
 
-Exit codes: 0 a failure was recognised (any kind but `other`); 1 nothing
-recognised (kind `other`: the output still shows the exception, if any);
-2 usage error or unreadable input (missing file, a directory, permission).
+Exit codes (the one contract of every command): 1 a failure was recognised (any
+kind but `other`); 0 nothing recognised (kind `other`: the output still shows the
+exception, if any); 2 usage error, unreadable or binary input.
 """
 
 from __future__ import annotations
@@ -119,4 +119,5 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             return errors.error(f"cannot write the record to {args.record}: {exc.strerror or exc}")
         print(f"traindoctor: record written to {path}", file=sys.stderr)
-    return 1 if diagnosis.kind == "other" else 0
+    # As every command: 1 when something was found (here: a failure recognised), 0 when not.
+    return 0 if diagnosis.kind == "other" else 1
