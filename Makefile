@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` (run the main job on the bundled
-# examples) and `make test` (run every test). Both create the environment first.
+# examples) and `make test` (run every test). Both create the environment first
+# (the demo's without torch and the test tools).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -15,7 +16,16 @@ $(STAMP): pyproject.toml
 
 env: $(STAMP)
 
-demo: $(STAMP)
+# The demo needs only the package (no torch, no test tools): a fresh clone reaches its
+# first finding in about a minute instead of five.
+BASE := $(VENV)/.installed-base
+$(BASE): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(BASE)
+
+demo: $(BASE)
 	$(BIN)/traindoctor check examples/ ; test $$? -le 1
 	$(BIN)/traindoctor diagnose examples/tracebacks/cuda_oom.log ; test $$? -le 1
 
