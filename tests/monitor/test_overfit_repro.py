@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from monitor_helpers import monitored
@@ -30,10 +32,13 @@ def test_a_loss_on_detached_features_does_not_fit_and_says_why(workdir):
     payload = outcome.payload
     assert payload["verdict"] == "does-not-fit"
     finding = outcome.finding("does-not-fit")
-    assert "detached outputs" in finding["title"]
     facts = finding["details"]["facts"]
     assert facts["never_count"] == 4 and "Sequential.0.weight" in facts["never"]
-    assert finding["details"]["suspects"][0].startswith("a loss computed on detached outputs")
+    # the finding is at the line that cuts the gradient, not at optimizer.step()
+    assert (Path(finding["location"]["path"]).name, finding["location"]["line"]) == ("fit.py", 21)
+    assert finding["location"]["code"] == "features = features.detach()"
+    assert finding["title"].endswith("cuts the graph")
+    assert finding["details"]["suspects"][0].startswith("the `.detach()` at ")
     assert list((workdir / "records").glob("*-does-not-fit.md"))
     assert outcome.code == 1
 

@@ -506,7 +506,12 @@ def does_not_fit(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hi
     suspects = []
     if facts.get("lr_zero"):
         suspects.append("the learning rate is 0")
-    if facts.get("never_grad"):
+    cut = site_frame((run.meta.get("detach_sites") or [None])[0]) if facts.get("never_grad") else None
+    if cut is not None:
+        facts["detach_site"] = f"{cut.path}:{cut.line}" + (f": {cut.code}" if cut.code else "")
+        suspects.append(f"the `.detach()` at {cut.path}:{cut.line} cuts the graph ({facts['never']} never get a "
+                        "gradient)")
+    elif facts.get("never_grad"):
         suspects.append(f"a loss computed on detached outputs, or parameters not used in forward ({facts['never']} "
                         "never get a gradient)")
     if facts.get("frozen"):
@@ -526,7 +531,7 @@ def does_not_fit(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hi
                         "not match the outputs")
     facts["top_suspect"] = suspects[0].split(" (")[0]
     facts["suspects"] = "; ".join(f"{i}) {s}" for i, s in enumerate(suspects, 1))
-    return [Hit(run.records[-1]["step"], facts, site_frame(run.meta.get("step_site")), tuple(findings),
+    return [Hit(run.records[-1]["step"], facts, cut or site_frame(run.meta.get("step_site")), tuple(findings),
                 {"suspects": suspects, "fit": summary})]
 
 
