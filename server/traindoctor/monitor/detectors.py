@@ -31,6 +31,9 @@ class Hit:
     location: Frame | None = None
     related: tuple[Finding, ...] = ()
     details: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # The detector chose its lint links itself (only rules whose claim holds for this run):
+    # `related` is final, even when empty.
+    linked: bool = False
 
 
 def detector(name: str) -> Callable[[Detector], Detector]:
@@ -400,9 +403,17 @@ def eval_mode(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     if first is None:
         return []
     record, modules = first
-    return [Hit(record["step"], {"step": record["step"], "count": len(modules), "steps_in_eval": count,
-                                 "modules": ", ".join(f"{n} ({c})" for n, c in modules)},
-                site_frame(run.meta.get("step_site")))]
+    # Did the model go back to train mode later in the run (model.train() each epoch)? Then a lint
+    # finding that says "nothing switches it back" does not describe this run.
+    later = run.records[run.records.index(record) + 1:]
+    back = next((r for r in later if not any(not sensitive or c in sensitive for _n, c in r.get("eval_examples") or ())),
+                None)
+    facts = {"step": record["step"], "count": len(modules), "steps_in_eval": count,
+             "modules": ", ".join(f"{n} ({c})" for n, c in modules), "back_step": back["step"] if back else None}
+    from ..lint.rules.trn703_eval_mode_leak import NEVER_SWITCHED_BACK
+
+    related = tuple(f for f in lint() if back is None or NEVER_SWITCHED_BACK not in f.message)
+    return [Hit(record["step"], facts, site_frame(run.meta.get("step_site")), related, linked=True)]
 
 
 # --- curves only ------------------------------------------------------------------------------------
