@@ -71,7 +71,7 @@ def test_record_runs_no_git_in_a_folder_named_by_the_log(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
     done = traindoctor("diagnose", str(log), "--record", str(tmp_path / "records"), cwd=project)
-    assert done.returncode == 0, done
+    assert done.returncode == 1, done  # the OOM is recognised
     assert not marker.exists(), marker.read_text()
     record = next((tmp_path / "records").glob("*.md")).read_text()
     assert "not a git checkout" in record  # the current project is not a repository
@@ -90,7 +90,7 @@ def test_record_takes_the_current_projects_commit_safely(tmp_path):
     log = tmp_path / "crash.log"
     log.write_text(OOM_LOG.format(path="/elsewhere/train.py"))
     done = traindoctor("diagnose", str(log), "--record", str(tmp_path / "records"), cwd=repo)
-    assert done.returncode == 0, done
+    assert done.returncode == 1, done  # the OOM is recognised
     record = next((tmp_path / "records").glob("*.md")).read_text()
     assert head in record
     assert not marker.exists(), marker.read_text()

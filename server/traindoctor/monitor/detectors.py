@@ -175,6 +175,7 @@ def _finite_before_onset(series: Series) -> list[tuple[int, float]]:
 def loss_spike(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     window, factor = int(params.get("window", 20)), float(params.get("factor", 3.0))
     minimum = int(params.get("min_history", 10))
+    isolated_factor = float(params.get("isolated_factor", 10.0))
     hits = []
     for series in run.of_role("loss") + run.of_role("val_loss"):
         points = _finite_before_onset(series)
@@ -185,14 +186,39 @@ def loss_spike(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
             after = points[i + 1][1] if i + 1 < len(points) else None
             # A spike comes back down; a value that stays up is divergence, not a spike.
             if median > 0 and value > factor * median and after is not None and after < factor * median:
-                spikes.append((points[i][0], value, median))
-        if spikes:
-            step, value, median = spikes[0]
-            hits.append(Hit(step, {"series": series.name.replace("_", " "), "count": len(spikes), "step": step,
-                                   "value": num(value), "median": num(median), "ratio": f"{value / median:.1f}",
-                                   "steps": ", ".join(str(s) for s, _, _ in spikes[:10])},
-                            site_frame(run.meta.get("backward_site")), details={"spike_steps": [s for s, _, _ in spikes]}))
+                spikes.append((i, points[i][0], value, median))
+        if not spikes:
+            continue
+        index, step, value, median = spikes[0]
+        following = [v for _, v in points[index + 1:index + 1 + window]]
+        trend = bool(following) and _median(following) > 1.5 * median
+        if len(spikes) == 1 and not trend and value < isolated_factor * median:
+            continue  # one jump, gone the next step, no trend: the noise of one batch
+        facts = {"series": series.name.replace("_", " "), "count": len(spikes), "step": step,
+                 "value": num(value), "median": num(median), "ratio": f"{value / median:.1f}",
+                 "steps": ", ".join(str(s) for _, s, _, _ in spikes[:10])}
+        # Clipping answers a gradient that jumped with the loss; without that evidence it is not offered.
+        facts["grad_spike"] = _gradient_spiked(run, [s for _, s, _, _ in spikes], window, factor) or None
+        hits.append(Hit(step, facts, site_frame(run.meta.get("backward_site")),
+                        details={"spike_steps": [s for _, s, _, _ in spikes]}))
     return hits
+
+
+def _gradient_spiked(run: RunData, steps: list[int], window: int, factor: float) -> bool:
+    """The gradient norm at one of `steps` is `factor` times its running median before it."""
+    norms = run.first("grad_norm")
+    if norms is None:
+        return False
+    points = norms.finite()
+    at = {s: i for i, (s, _) in enumerate(points)}
+    for step in steps:
+        i = at.get(step)
+        if i is None or i == 0:
+            continue
+        median = _median([v for _, v in points[max(0, i - window):i]])
+        if median > 0 and points[i][1] > factor * median:
+            return True
+    return False
 
 
 @detector("divergence")
