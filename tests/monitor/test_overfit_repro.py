@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor_helpers import monitored
+from monitor_helpers import PYTHON, SCRIPTS, monitored, traindoctor
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +64,19 @@ def test_unseeded_numpy_augmentation_differs_from_the_first_step(workdir):
     assert any(s.startswith("TRN202 at ") for s in suspects)
     assert [f["code"] for f in finding["related_findings"]] == ["TRN202"]
     assert outcome.code == 1
+
+
+def test_repro_labels_its_two_runs_and_prints_each_finding_once(workdir):
+    outcome = traindoctor("repro", "--steps", "4", "--timeout", "200", "--", PYTHON, str(SCRIPTS / "repro_numpy.py"),
+                          cwd=workdir)
+    assert outcome.code == 1
+    lines = outcome.stderr.splitlines()
+    first = lines.index("traindoctor repro: run 1/2, 4 steps:")
+    second = lines.index("traindoctor repro: run 2/2 (torch.use_deterministic_algorithms(True, warn_only=True)), 4 steps:")
+    assert first < second
+    # TRN202's text once, with its finding; elsewhere only its code and line
+    assert outcome.stderr.count("seeds only part of the program's randomness") == 1
+    assert "static findings (below): TRN202 at line 5" in outcome.stderr
 
 
 def test_a_fully_seeded_script_is_identical(workdir):

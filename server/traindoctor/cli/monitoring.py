@@ -33,6 +33,12 @@ def fail(message: str, code: int = 2) -> int:
     return errors.error(message, code)
 
 
+def note(message: str) -> None:
+    """One progress line on stderr (`traindoctor repro: run 1/2 ...`), before output of the child's."""
+    sys.stdout.flush()
+    print(f"{errors.prefix()}: {message}", file=sys.stderr, flush=True)
+
+
 class CommandFailed(Exception):
     """The command cannot go on: one line for the user, and the exit code."""
 

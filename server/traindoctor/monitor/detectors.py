@@ -13,6 +13,7 @@ import math
 import os
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..model import Finding, Frame
@@ -635,10 +636,11 @@ def not_reproducible(run: RunData, params: Mapping[str, Any], lint: Lint) -> lis
         facts["cudnn_benchmark"] = True
         suspects.append("torch.backends.cudnn.benchmark = True")
     findings = lint()
+    # A finding's text is shown once, with the finding (its `lint` line); here only where it is.
     for finding in findings[:3]:
-        suspects.append(f"{finding.code} at {finding.path}:{finding.range.start.line + 1}: {finding.message}")
+        suspects.append(f"{finding.code} at {Path(finding.path).name}:{finding.range.start.line + 1}")
     if findings:
-        facts["lint"] = "; ".join(f"{f.code} line {f.range.start.line + 1}: {f.message}" for f in findings[:3])
+        facts["lint"] = ", ".join(f"{f.code} at line {f.range.start.line + 1}" for f in findings[:3])
     if not suspects:
         suspects.append("a source of randomness outside the global generators (data order, threads, the clock)")
     facts["top_suspect"] = suspects[0]
