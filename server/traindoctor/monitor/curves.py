@@ -65,8 +65,12 @@ class _Collector:
         for name, points in self.points.items():
             if role_of(name) == "other" and name not in ("accuracy", "acc"):
                 continue
+            x_name = self.x_names.get(name, "step")
+            if x_name == "epoch" and any(b[0] <= a[0] for a, b in zip(points, points[1:])):
+                # several values per epoch (a progress bar's): the epoch does not tell them apart
+                points, x_name = [(i, v, line) for i, (_, v, line) in enumerate(points, 1)], "point"
             out[name + suffix] = Series(name + suffix, tuple(p[0] for p in points), tuple(p[1] for p in points),
-                                        tuple(p[2] for p in points), x_name=self.x_names.get(name, "step"))
+                                        tuple(p[2] for p in points), x_name=x_name)
         return out
 
 
