@@ -1,6 +1,6 @@
-"""The shape of PyTorch-GAN's implementations (eriklindernoren/PyTorch-GAN, implementations/gan/gan.py):
-two models, a discriminator ending in nn.Sigmoid(), and one nn.BCELoss() criterion called at three
-places per step. A second criterion (the auxiliary classifier's) is called at two more places."""
+"""A GAN in its common textbook form, written for this test: two models,
+a discriminator ending in nn.Sigmoid(), and one nn.BCELoss() criterion called at three places per
+step. A second criterion (an auxiliary classifier's) is called at two more places."""
 
 import torch
 import torch.nn as nn
