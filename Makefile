@@ -33,6 +33,7 @@ demo: $(BASE)
 # (code-server + Chromium, installed into .e2e/ on first run; E2E=0 skips them).
 E2E ?= 1
 test: $(STAMP)
+	@echo "make test: about 20 minutes on 2 cores; the VS Code tests need Node >= 20 with npm, and Chromium or root (apt-get install chromium); E2E=0 skips them"
 	$(BIN)/python -m pytest -n 2 -q
 	@if [ "$(E2E)" = 1 ]; then bash scripts/e2e.sh; else echo "skipping the VS Code e2e tests (E2E=0)"; fi
 
