@@ -126,35 +126,56 @@ function html(runDir: string): string {
 <style nonce="${nonce}">
  body { font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 0 1em; }
  .chart { margin: .6em 0 1.2em; } .chart h2 { font-size: 1em; margin: 0 0 .2em; }
- svg { width: 100%; height: 120px; background: var(--vscode-editor-background); border: 1px solid var(--vscode-panel-border); }
+ .plot { display: flex; align-items: stretch; }
+ .axis { flex: 0 0 5.5em; height: 120px; display: flex; flex-direction: column; justify-content: space-between; text-align: right; padding-right: .4em; font-size: .8em; opacity: .85; font-variant-numeric: tabular-nums; }
+ svg { flex: 1 1 auto; width: 100%; height: 120px; background: var(--vscode-editor-background); border: 1px solid var(--vscode-panel-border); }
  polyline { fill: none; stroke: var(--vscode-charts-blue, #3794ff); stroke-width: 1.5; vector-effect: non-scaling-stroke; }
  line.broken { stroke: var(--vscode-errorForeground, red); stroke-width: 1; stroke-dasharray: 3 2; vector-effect: non-scaling-stroke; }
  .value { opacity: .8; font-size: .9em; } .value.bad { color: var(--vscode-errorForeground); font-weight: bold; }
 </style></head>
 <body data-testid="traindoctor-run-chart" data-steps="0" data-nonfinite-step="">
 <p class="run">Run records: <code>${escaped}</code> · <span id="steps">0</span> optimizer steps</p>
-<div class="chart" data-series="loss"><h2>loss <span class="value"></span></h2><svg viewBox="0 0 1000 100" preserveAspectRatio="none"></svg></div>
-<div class="chart" data-series="grad_norm"><h2>gradient norm <span class="value"></span></h2><svg viewBox="0 0 1000 100" preserveAspectRatio="none"></svg></div>
-<div class="chart" data-series="memory"><h2>memory (bytes) <span class="value"></span></h2><svg viewBox="0 0 1000 100" preserveAspectRatio="none"></svg></div>
+<div class="chart" data-series="loss"><h2>loss<span class="unit"></span> <span class="value"></span></h2><div class="plot"><div class="axis"><span class="top"></span><span class="mid"></span><span class="bottom"></span></div><svg viewBox="0 0 1000 100" preserveAspectRatio="none"></svg></div></div>
+<div class="chart" data-series="grad_norm"><h2>gradient norm<span class="unit"></span> <span class="value"></span></h2><div class="plot"><div class="axis"><span class="top"></span><span class="mid"></span><span class="bottom"></span></div><svg viewBox="0 0 1000 100" preserveAspectRatio="none"></svg></div></div>
+<div class="chart" data-series="memory"><h2>memory<span class="unit"></span> <span class="value"></span></h2><div class="plot"><div class="axis"><span class="top"></span><span class="mid"></span><span class="bottom"></span></div><svg viewBox="0 0 1000 100" preserveAspectRatio="none"></svg></div></div>
 <script nonce="${nonce}">
  const points = [];
  const NS = 'http://www.w3.org/2000/svg';
+ // Memory in binary units (the monitor records bytes); the other series as they are.
+ function unitOf(name, largest) {
+   if (name !== 'memory') return [1, ''];
+   for (const [size, unit] of [[1024 ** 3, 'GiB'], [1024 ** 2, 'MiB'], [1024, 'KiB']]) if (largest >= size) return [size, unit];
+   return [1, 'bytes'];
+ }
+ const tick = (v) => (Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-2 && v !== 0) ? v.toExponential(2) : String(Number(v.toPrecision(4))));
  function draw(name) {
    const chart = document.querySelector('.chart[data-series="' + name + '"]');
    const svg = chart.querySelector('svg');
    svg.replaceChildren();
    const values = points.filter((p) => p[name] !== null);
    const finite = values.filter((p) => Number.isFinite(p[name]));
+   const [divisor, unit] = unitOf(name, Math.max(0, ...finite.map((p) => Math.abs(p[name]))));
+   chart.querySelector('.unit').textContent = unit ? ' (' + unit + ')' : '';
+   chart.dataset.unit = unit;
    const label = chart.querySelector('.value');
    const last = values[values.length - 1];
-   label.textContent = last ? 'step ' + last.step + ': ' + (Number.isFinite(last[name]) ? last[name].toPrecision(4) : 'nan/inf') : '';
+   label.textContent = last ? 'step ' + last.step + ': ' + (Number.isFinite(last[name]) ? tick(last[name] / divisor) + (unit ? ' ' + unit : '') : 'nan/inf') : '';
    label.classList.toggle('bad', !!last && !Number.isFinite(last[name]));
+   for (const place of ['top', 'mid', 'bottom']) chart.querySelector('.axis .' + place).textContent = '';
    if (!values.length) return;
    const first = points[0].step, end = Math.max(points[points.length - 1].step, first + 1);
    const log = finite.length > 1 && finite.every((p) => p[name] > 0) && Math.max(...finite.map((p) => p[name])) / Math.min(...finite.map((p) => p[name])) > 1e3;
    const y = (v) => (log ? Math.log10(v) : v);
    const ys = finite.map((p) => y(p[name]));
-   const low = Math.min(...ys), high = Math.max(...ys), span = high - low || 1;
+   // Memory is read against 0: a change of a few MiB must not fill the chart like a leak.
+   const low = name === 'memory' && !log ? Math.min(0, ...ys) : Math.min(...ys), high = Math.max(...ys), span = high - low || 1;
+   if (finite.length) {
+     const back = (v) => (log ? 10 ** v : v) / divisor;
+     const axis = { top: back(high), mid: back(low + span / 2), bottom: back(low) };
+     for (const [place, v] of Object.entries(axis)) chart.querySelector('.axis .' + place).textContent = tick(v);
+     chart.dataset.yTop = tick(axis.top);
+     chart.dataset.yBottom = tick(axis.bottom);
+   }
    const x = (step) => ((step - first) / (end - first)) * 1000;
    const line = document.createElementNS(NS, 'polyline');
    line.setAttribute('points', finite.map((p) => x(p.step) + ',' + (95 - ((y(p[name]) - low) / span) * 90)).join(' '));

@@ -209,11 +209,12 @@ function skipServerCommandRegistration(client: LanguageClient): void {
 async function reportBadInterpreter(interpreter: Interpreter, reason: string, detail: string): Promise<void> {
   const openSettings = 'Set interpreter';
   const copyInstall = 'Copy install command';
-  const install = `${interpreter.path} -m pip install traindoctor`;
+  // traindoctor is not on PyPI: it installs from a clone of its repository (README, "Install").
+  const install = `${interpreter.path} -m pip install /path/to/traindoctor`;
   const message =
     reason === 'no-traindoctor'
-      ? `traindoctor is not installed in ${describe(interpreter)}. Install it with \`${install}\` ` +
-        '(or `pip install -e <path to the traindoctor repository>`), or set traindoctor.interpreter to a Python that has it.'
+      ? `traindoctor is not installed in ${describe(interpreter)}. Install it from a clone of the traindoctor ` +
+        `repository: \`${install}\`, or set traindoctor.interpreter to a Python that has it.`
       : reason === 'not-found'
         ? `traindoctor could not find a Python interpreter: ${detail}. Set traindoctor.interpreter to a Python that has traindoctor installed.`
         : `traindoctor could not use ${describe(interpreter)}: ${detail}`;

@@ -430,7 +430,7 @@ scenario('settings reach the server, and an interpreter without traindoctor gets
   await wb.editUserSettings({ ...SETTINGS, 'traindoctor.interpreter': join(bare, 'bin', 'python') }, editor.settingsFile);
   const toast = wb.page.locator('.notification-toast', { hasText: 'traindoctor is not installed in' });
   await toast.waitFor({ timeout: 60_000 });
-  assert.match(await toast.innerText(), /pip install traindoctor/);
+  assert.match(await toast.innerText(), /-m pip install \/path\/to\/traindoctor/);
   await statusItem().locator('.codicon-error').waitFor();
   await wb.screenshot(join(ARTIFACTS, 'missing-traindoctor.png'));
 

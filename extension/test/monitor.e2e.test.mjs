@@ -95,6 +95,16 @@ scenario('"Watch this run" charts the run live and pauses at the NaN onset with 
   assert.equal(await body.getAttribute('data-steps'), '4');
   assert.equal(await body.locator('.chart[data-series="loss"] polyline').count(), 1);
   assert.equal(await body.locator('.chart[data-series="loss"] line.broken').count(), 1);
+  // The y axes carry values, and memory its unit: the loss axis spans the finite losses read
+  // before the onset (7.1 ... 1.9e19, on a log scale), memory is in MiB and read from 0.
+  const loss = body.locator('.chart[data-series="loss"]');
+  assert.equal(await loss.locator('.axis .bottom').innerText(), '7.1');
+  assert.match(await loss.locator('.axis .top').innerText(), /^1\.\d\de\+19$/);
+  const memory = body.locator('.chart[data-series="memory"]');
+  assert.equal(await memory.getAttribute('data-unit'), 'MiB');
+  assert.match(await memory.locator('h2').innerText(), /^memory \(MiB\) step 4: [\d.]+ MiB$/);
+  assert.equal(await memory.locator('.axis .bottom').innerText(), '0');
+  assert.match(await memory.locator('.axis .top').innerText(), /^\d+(\.\d+)?$/);
   await wb.screenshot(join(SCREENSHOTS, 'watch-nan-onset.png'));
   await wb.page.keyboard.press('Shift+F5');
 }, 300_000);

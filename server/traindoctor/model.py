@@ -105,7 +105,7 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         """The CLI's JSON shape: exactly these keys, 1-based positions (plus `cell`
-        for a finding in a notebook)."""
+        for a finding in a notebook, and `related` for one with related locations)."""
         return {
             "code": self.code,
             "name": self.name,
@@ -133,6 +133,14 @@ class Finding:
                     for e in self.fix.edits
                 ],
             },
+            **({"related": [{
+                "message": r.message,
+                **({"path": r.path} if r.path is not None else {}),
+                "line": r.range.start.line + 1,
+                "column": r.range.start.column + 1,
+                "end_line": r.range.end.line + 1,
+                "end_column": r.range.end.column + 1,
+            } for r in self.related]} if self.related else {}),
         }
 
 

@@ -20,7 +20,7 @@ def _run(*args: str, stdin: bytes | None = None, cwd: Path = REPO) -> subprocess
 
 def test_json_output_has_exactly_the_documented_keys() -> None:
     done = _run(str(DATA / "dev" / "tb007.txt"), "--format", "json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
     assert set(data) == JSON_KEYS
     assert data["kind"] == "cuda-oom" and data["mode"] == "oom"
@@ -36,16 +36,16 @@ def test_json_output_has_exactly_the_documented_keys() -> None:
 
 def test_text_output_from_stdin() -> None:
     done = _run("-", stdin=(DATA / "dev" / "tb002.txt").read_bytes())
-    assert done.returncode == 0
+    assert done.returncode == 1
     out = done.stdout.decode()
     assert out.startswith("CUDA out of memory: 86.00 MiB requested")
     assert "  at train.py:228 in main" in out
     assert "\n  1. " in out and "Fixes:" in out
 
 
-def test_nothing_recognised_exits_1() -> None:
+def test_nothing_recognised_exits_0_and_a_recognised_failure_1() -> None:
     done = _run("-", stdin=b"all good, training finished\n")
-    assert done.returncode == 1
+    assert done.returncode == 0
     assert b"No recognisable failure" in done.stdout
 
 
@@ -53,17 +53,27 @@ def test_binary_and_non_utf8_input_is_read() -> None:
     latin1 = 'Traceback (most recent call last):\n  File "m\xe9t\xe9o.py", line 4, in <module>\n    x.backward()\n' \
              "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n"
     done = _run("-", "--format", "json", stdin=latin1.encode("latin-1"))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["kind"] == "no-grad"
-    garbage = bytes(range(256)) * 50
+    garbage = bytes(range(1, 256)) * 50  # no NUL: undecodable, but text-like
     done = _run("-", stdin=garbage)
-    assert done.returncode == 1 and not done.stderr
+    assert done.returncode == 0 and not done.stderr
+
+
+def test_binary_input_is_named_binary_as_curves_does(tmp_path: Path) -> None:
+    image = tmp_path / "weights.pt"
+    image.write_bytes(b"PK\x03\x04\x00\x00" + bytes(range(256)) * 20)
+    done = _run(str(image))
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode() == f"traindoctor diagnose: {image}: a binary file, not a training log\n"
+    piped = _run("-", stdin=bytes(range(256)) * 50)
+    assert piped.returncode == 2 and b"a binary file" in piped.stderr
 
 
 def test_unreadable_input_is_a_one_line_error(tmp_path: Path) -> None:
     missing = _run(str(tmp_path / "nope.log"))
     assert missing.returncode == 2
-    assert missing.stderr.decode().startswith("traindoctor: cannot read")
+    assert missing.stderr.decode().startswith("traindoctor diagnose: cannot read")
     assert b"Traceback" not in missing.stderr
     directory = _run(str(tmp_path))
     assert directory.returncode == 2 and b"is a directory" in directory.stderr
@@ -71,7 +81,7 @@ def test_unreadable_input_is_a_one_line_error(tmp_path: Path) -> None:
 
 def test_record_writes_markdown(tmp_path: Path) -> None:
     done = _run(str(DATA / "formats" / "killed.log"), "--record", str(tmp_path / "records"))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     records = list((tmp_path / "records").glob("*-host-oom.md"))
     assert len(records) == 1
     text = records[0].read_text()
@@ -83,7 +93,7 @@ def test_record_writes_markdown(tmp_path: Path) -> None:
 
 def test_demo_log_points_at_the_example_and_its_lint_finding() -> None:
     done = _run("examples/tracebacks/cuda_oom.log", "--format", "json")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
     assert data["kind"] == "cuda-oom"
     example = REPO / "examples" / "train_classifier.py"
@@ -101,7 +111,7 @@ def test_demo_log_points_at_the_example_and_its_lint_finding() -> None:
 
 def test_text_output_prints_the_correlated_fix_as_a_diff() -> None:
     done = _run("examples/tracebacks/cuda_oom.log")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     out = done.stdout.decode()
     assert "Fix to apply (TRN101" in out, out
     diff = out.split("Fix to apply", 1)[1]

@@ -104,7 +104,7 @@ def test_a_log_with_only_loss_curves_is_diagnosed_with_a_kind_diagnose_names(tmp
     log.write_text("".join(f"epoch {i} loss: {v}\n" for i, v in enumerate(["2.31", "1.9", "1.5", "nan", "nan"], 1)))
     done = subprocess.run([sys.executable, "-m", "traindoctor", "diagnose", str(log), "--format", "json"],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     diagnosis = json.loads(done.stdout)
     assert diagnosis["kind"] == "nan-onset" and diagnosis["kind"] in KINDS
     assert diagnosis["kind"] not in TRACEBACK_KINDS

@@ -81,7 +81,8 @@ def test_json_has_exactly_the_documented_keys(project: Path):
     assert result.returncode == 1
     [finding] = json.loads(result.stdout)
     assert set(finding) == {"code", "name", "mode", "severity", "message", "path", "line", "column", "end_line",
-                            "end_column", "fix"}
+                            "end_column", "fix", "related"}  # `related` only when the finding has some
+    assert all(set(r) == {"message", "line", "column", "end_line", "end_column"} for r in finding["related"])
     assert (finding["code"], finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (
         "TRN101", 6, 5, 6, 18)
     assert finding["mode"] == "oom" and finding["fix"]["edits"][0]["new_text"] == "loss.item()"
@@ -161,29 +162,55 @@ def test_pyproject_configuration(project: Path):
     assert [(f["path"], f["severity"]) for f in findings] == [("train.py", "error")]
 
 
-def test_bad_input_is_one_line_per_file_and_the_run_continues(project: Path):
+def test_a_file_that_cannot_be_linted_is_a_TRN000_finding_at_its_line(project: Path):
+    """As Ruff's syntax errors: one finding per file, with its line, and the run goes on."""
     (project / "syntax.py").write_text("import torch\ndef broken(:\n")
     (project / "latin1.py").write_bytes("import torch\n# caf\xe9\n".encode("latin-1"))
     (project / "binary.py").write_bytes(b"\x00\x01torch\x02")
     (project / "huge.py").write_text("import torch\n" + "x = 1\n" * 1_800_000)  # ~10 MB
     result = check(".", cwd=project)
-    assert result.returncode == 1  # train.py was still linted
-    errors = sorted(result.stderr.splitlines())
-    assert errors == [
-        "binary.py: error: binary file, not Python source",
-        "huge.py: error: too large to lint (10.8 MB > 2 MB)",
-        "latin1.py: error: not UTF-8 (byte 0xe9 at offset 18)",
-        "syntax.py: error: syntax error at line 2: invalid syntax",
+    assert result.returncode == 1
+    assert result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert sorted(line for line in lines if " TRN000 " in line) == [
+        "binary.py:1:1: TRN000 cannot lint: binary file, not Python source",
+        "huge.py:1:1: TRN000 cannot lint: too large to lint (10.8 MB > 2 MB)",
+        "latin1.py:1:1: TRN000 cannot lint: not UTF-8 (byte 0xe9 at offset 18)",
+        "syntax.py:2:1: TRN000 cannot lint: syntax error at line 2: invalid syntax",
     ]
+    assert any(" TRN101 " in line for line in lines)  # train.py was still linted
+    assert lines[-1].startswith(f"Found {len(lines) - 1} problems in 6 files")
     assert "Traceback" not in result.stdout + result.stderr
 
 
-def test_exit_2_when_nothing_could_be_linted(tmp_path: Path):
+def test_exit_codes_follow_one_contract(tmp_path: Path):
+    """README's exit-code table, row by row (as Ruff: 0 clean, 1 findings, 2 usage or nothing to lint)."""
+    (tmp_path / "clean.py").write_text("import torch\nx = torch.ones(2)\n")
+    clean = check(str(tmp_path / "clean.py"))
+    assert (clean.returncode, clean.stdout) == (0, "No problems found in 1 file.\n")
+    (tmp_path / "buggy.py").write_text(BUGGY)
+    assert check(str(tmp_path / "buggy.py")).returncode == 1
+    assert check("--exit-zero", str(tmp_path / "buggy.py")).returncode == 0
+    # a file that does not parse: a finding with its line, so 1; alone, too
     (tmp_path / "bad.py").write_text("import torch\nfor\n")
-    result = check(str(tmp_path / "bad.py"))
-    assert result.returncode == 2
+    bad = check(str(tmp_path / "bad.py"))
+    assert bad.returncode == 1
+    assert bad.stdout.startswith(f"{tmp_path / 'bad.py'}:2:1: TRN000 cannot lint: syntax error")
+    assert bad.stdout.splitlines()[-1] == "Found 1 problem in 1 file."
+    (tmp_path / "binary.py").write_bytes(b"\x7fELF\x00\x00torch")
+    binary = check(str(tmp_path / "binary.py"))
+    assert binary.returncode == 1 and binary.stdout.splitlines()[-1] == "Found 1 problem in 1 file."
+    assert "could not be linted" not in binary.stdout and "No problems" not in binary.stdout
+    # a folder with no Python file: a warning, exit 2, and no summary claiming a clean run
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("torch\n")
+    empty = check(str(tmp_path / "empty"))
+    assert empty.returncode == 2 and empty.stdout == ""
+    assert empty.stderr == f"traindoctor check: warning: No Python files found under {tmp_path / 'empty'}\n"
+    # usage errors
     missing = check(str(tmp_path / "nope.py"))
-    assert missing.returncode == 2 and missing.stderr.startswith("traindoctor: no such file")
+    assert missing.returncode == 2 and missing.stderr.startswith("traindoctor check: no such file")
+    assert check("--format", "xml", str(tmp_path)).returncode == 2
 
 
 def test_walk_skips_virtualenvs_and_gitignored_files(project: Path):
@@ -267,10 +294,13 @@ def test_statistics_count_findings_per_rule(mixed: Path):
     (mixed / "train.py").write_text(BUGGY)
     result = check("--statistics", ".", cwd=mixed)
     assert result.returncode == 1
-    assert result.stdout.splitlines() == ["2\tTRN402\t[*] log-of-softmax",
-                                          "1\tTRN101\t[*] loss-accumulation-keeps-graph"]
+    assert result.stdout.splitlines() == ["1\tTRN101\t[*] loss-accumulation-keeps-graph",
+                                          "1\tTRN402\t[*] log-of-softmax",
+                                          "1\tTRN407\t[ ] bce-on-sigmoid"]  # its fix is unsafe
+    (mixed / "more.py").write_text(SAFE_AND_UNSAFE)
     as_json = json.loads(check("--statistics", "--format", "json", ".", cwd=mixed).stdout)
     assert as_json[0] == {"code": "TRN402", "name": "log-of-softmax", "count": 2, "fixable": True}
+    assert {"code": "TRN407", "name": "bce-on-sigmoid", "count": 2, "fixable": False} in as_json
 
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])

@@ -77,14 +77,14 @@ def test_refused_connection_is_one_line():
     port = free_port()
     outcome = traindoctor("attach", f"127.0.0.1:{port}")
     assert outcome.code == 2
-    assert outcome.stderr.strip() == f"traindoctor: could not connect to 127.0.0.1:{port}: connection refused"
+    assert outcome.stderr.strip() == f"traindoctor attach: could not connect to 127.0.0.1:{port}: connection refused"
 
 
 def test_remote_host_needs_allow_remote():
     outcome = traindoctor("attach", "10.1.2.3:5678")
     assert outcome.code == 2
     assert outcome.stderr.strip() == (
-        "traindoctor: 10.1.2.3 is not a loopback address; pass --allow-remote to connect to another machine"
+        "traindoctor attach: 10.1.2.3 is not a loopback address; pass --allow-remote to connect to another machine"
     )
 
 
@@ -111,15 +111,15 @@ def test_port_taken_by_something_that_is_not_debugpy():
 
 def test_bad_address_and_bad_commands():
     assert traindoctor("attach", "localhost:notaport").stderr.strip() == (
-        "traindoctor: invalid address 'localhost:notaport': expected HOST:PORT"
+        "traindoctor attach: invalid address 'localhost:notaport': expected HOST:PORT"
     )
     outcome = traindoctor("run", "--", "ls", "-l")
     assert outcome.code == 2
-    assert outcome.stderr.startswith("traindoctor: cannot run `ls` under debugpy")
+    assert outcome.stderr.startswith("traindoctor run: cannot run `ls` under debugpy")
     outcome = traindoctor("run")
     assert outcome.code == 2 and "needs a command" in outcome.stderr
     outcome = traindoctor("run", "--", "python", "no_such_script.py")
-    assert outcome.code == 2 and outcome.stderr.strip() == "traindoctor: no such script: no_such_script.py"
+    assert outcome.code == 2 and outcome.stderr.strip() == "traindoctor run: no such script: no_such_script.py"
 
 
 @pytest.mark.slow
@@ -130,5 +130,5 @@ def test_python_without_debugpy_is_a_clear_error(tmp_path):
     outcome = traindoctor("run", "--", "python", "-I", "-S", str(script))
     assert outcome.code != 0
     last = outcome.stderr.strip().splitlines()[-1]
-    assert last.startswith("traindoctor: the command exited with code 1 before debugpy accepted a connection")
+    assert last.startswith("traindoctor run: the command exited with code 1 before debugpy accepted a connection")
     assert os.path.exists(PYTHON)

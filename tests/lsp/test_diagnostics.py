@@ -214,3 +214,19 @@ async def test_crlf_and_untitled_documents(client, workspace: Path):
     expected = _expected(FIXTURE, "x.py")
     assert _got(client, FIXTURE, await client.current_diagnostics(crlf)) == expected
     assert _got(client, FIXTURE, await client.current_diagnostics(untitled)) == expected
+
+
+async def test_one_bce_loss_object_is_one_diagnostic_with_its_calls_related(client, workspace: Path):
+    """TRN407 on a GAN: one nn.BCELoss() called at three places is one diagnostic."""
+    source = (Path(__file__).parents[1] / "lint" / "gan_bce_fixture.py").read_text(encoding="utf-8")
+    (workspace / "gan.py").write_text(source, encoding="utf-8")
+    uri = client.open(workspace / "gan.py")
+    diagnostics = [d for d in await client.current_diagnostics(uri) if d.code == "TRN407"]
+    assert [d.range.start.line for d in diagnostics] == [
+        _line_of(source, "# first call of adversarial_loss"), _line_of(source, "# first call of auxiliary_loss")]
+    if client.capabilities.text_document.publish_diagnostics.related_information:
+        related = sorted(r.location.range.start.line for r in diagnostics[0].related_information)
+        assert related == sorted([_line_of(source, "adversarial_loss = torch.nn.BCELoss()"),
+                                  _line_of(source, "real_loss = adversarial_loss("),
+                                  _line_of(source, "fake_loss = adversarial_loss(")])
+        assert all(r.location.uri == uri for r in diagnostics[0].related_information)

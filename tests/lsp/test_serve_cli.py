@@ -40,7 +40,7 @@ def _read_message(sock: socket.socket, timeout: float = 20) -> dict:
 def test_tcp_refuses_anything_but_a_loopback_address(address):
     done = subprocess.run([*SERVE, "--tcp", address], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2
-    assert done.stderr.startswith("traindoctor: ") and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("traindoctor serve: ") and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 def test_tcp_on_loopback_speaks_lsp():

@@ -57,7 +57,7 @@ def test_tensorboard_events_spike_and_lr_to_zero_with_a_plot(tmp_path):
 
     writer = SummaryWriter(log_dir=str(tmp_path / "tb"))
     for step in range(60):
-        loss = 1.0 - step * 0.01 + (5.0 if step == 30 else 0.0)
+        loss = 1.0 - step * 0.01 + (20.0 if step == 30 else 0.0)  # one spike, 30x: above the isolated bar
         writer.add_scalar("Loss/train", loss, step)
         writer.add_scalar("lr", 0.1 if step < 40 else 0.0, step)
     writer.close()
@@ -102,7 +102,7 @@ def test_diagnose_reads_the_curves_of_a_log_without_a_traceback(tmp_path):
 
     diagnosis = json.loads(outcome.stdout)
     assert diagnosis["kind"] == "nan-onset" and diagnosis["details"]["step"] == 250
-    assert outcome.code == 0
+    assert outcome.code == 1  # a failure recognised
 
 
 def test_a_progress_bar_log_is_not_read_as_csv():
@@ -120,7 +120,7 @@ def test_a_progress_bar_log_is_not_read_as_csv():
 
 def test_unreadable_input_is_a_one_line_error(tmp_path):
     outcome = traindoctor("curves", str(tmp_path / "missing.log"), cwd=tmp_path)
-    assert outcome.code == 2 and outcome.stderr.strip() == f"traindoctor: {tmp_path / 'missing.log'}: no such file"
+    assert outcome.code == 2 and outcome.stderr.strip() == f"traindoctor curves: {tmp_path / 'missing.log'}: no such file"
     (tmp_path / "empty.log").write_text("nothing to see\n")
     outcome = traindoctor("curves", str(tmp_path / "empty.log"), cwd=tmp_path)
     assert outcome.code == 2 and "no loss" in outcome.stderr
@@ -149,3 +149,40 @@ def test_a_stalled_loss_is_a_plateau_and_a_falling_loss_is_not(tmp_path):
     falling.write_text("".join(f"step {s} loss {2.3 * math.exp(-s / 200):.4f}\n" for s in range(100)))
     outcome = traindoctor("curves", "--format", "json", str(falling), cwd=tmp_path)
     assert outcome.payload["verdict"] == "ok" and outcome.code == 0
+
+
+def _jsonl(path, losses, norms=None):
+    lines = [f'{{"step": {s}, "loss": {v}, "grad_norm": {norms[s - 1] if norms else 1.0}, "lr": [0.1]}}'
+             for s, v in enumerate(losses, 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _spikes(path):
+    return [f for f in detect(read_curves([path]), "curves") if f.diagnosis.kind == "loss-spike"]
+
+
+def test_one_spike_recovered_at_once_with_no_trend_is_noise(tmp_path):
+    """A 4x jump at step 66 of a noisy loss, back down the next step: not a finding at all."""
+    losses = [1.0 + 0.05 * ((s * 7) % 5) for s in range(100)]
+    losses[65] = 4.5
+    assert _spikes(_jsonl(tmp_path / "steps.jsonl", losses)) == []
+
+
+def test_repeated_spikes_are_reported_without_clipping_unless_the_gradient_jumped(tmp_path):
+    losses = [1.0] * 100
+    for step in (30, 60, 90):
+        losses[step - 1] = 4.0
+    [spike] = _spikes(_jsonl(tmp_path / "loss_only.jsonl", losses))
+    assert spike.step == 30 and spike.diagnosis.details["spike_steps"] == [30, 60, 90]
+    assert "Clip gradients" not in [f.title for f in spike.diagnosis.fixes]
+    norms = [1.0] * 100
+    norms[29] = 50.0  # the gradient jumped with the loss at step 30
+    [spike] = _spikes(_jsonl(tmp_path / "with_norms.jsonl", losses, norms))
+    assert spike.diagnosis.fixes[0].title == "Clip gradients"
+
+
+def test_a_spike_followed_by_a_rising_trend_is_reported(tmp_path):
+    losses = [1.0] * 40 + [5.0] + [2.0] * 40  # back below 3x the median, but settles twice as high
+    [spike] = _spikes(_jsonl(tmp_path / "steps.jsonl", losses))
+    assert spike.step == 41

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from monitor_helpers import monitored
+from monitor_helpers import PYTHON, SCRIPTS, monitored, traindoctor
 
 pytestmark = pytest.mark.slow
 
@@ -30,10 +32,13 @@ def test_a_loss_on_detached_features_does_not_fit_and_says_why(workdir):
     payload = outcome.payload
     assert payload["verdict"] == "does-not-fit"
     finding = outcome.finding("does-not-fit")
-    assert "detached outputs" in finding["title"]
     facts = finding["details"]["facts"]
     assert facts["never_count"] == 4 and "Sequential.0.weight" in facts["never"]
-    assert finding["details"]["suspects"][0].startswith("a loss computed on detached outputs")
+    # the finding is at the line that cuts the gradient, not at optimizer.step()
+    assert (Path(finding["location"]["path"]).name, finding["location"]["line"]) == ("fit.py", 21)
+    assert finding["location"]["code"] == "features = features.detach()"
+    assert finding["title"].endswith("cuts the graph")
+    assert finding["details"]["suspects"][0].startswith("the `.detach()` at ")
     assert list((workdir / "records").glob("*-does-not-fit.md"))
     assert outcome.code == 1
 
@@ -59,6 +64,19 @@ def test_unseeded_numpy_augmentation_differs_from_the_first_step(workdir):
     assert any(s.startswith("TRN202 at ") for s in suspects)
     assert [f["code"] for f in finding["related_findings"]] == ["TRN202"]
     assert outcome.code == 1
+
+
+def test_repro_labels_its_two_runs_and_prints_each_finding_once(workdir):
+    outcome = traindoctor("repro", "--steps", "4", "--timeout", "200", "--", PYTHON, str(SCRIPTS / "repro_numpy.py"),
+                          cwd=workdir)
+    assert outcome.code == 1
+    lines = outcome.stderr.splitlines()
+    first = lines.index("traindoctor repro: run 1/2, 4 steps:")
+    second = lines.index("traindoctor repro: run 2/2 (torch.use_deterministic_algorithms(True, warn_only=True)), 4 steps:")
+    assert first < second
+    # TRN202's text once, with its finding; elsewhere only its code and line
+    assert outcome.stderr.count("seeds only part of the program's randomness") == 1
+    assert "static findings (below): TRN202 at line 5" in outcome.stderr
 
 
 def test_a_fully_seeded_script_is_identical(workdir):

@@ -171,3 +171,26 @@ def test_stop_on_nan_stops_at_the_generator_step_before_its_update(workdir):
     nan = outcome.finding("nan-onset")
     assert nan["step"] == 12 and (Path(nan["location"]["path"]).name, nan["location"]["line"]) == ("gan_nan.py", 46)
     assert "iteration 12" not in outcome.stdout  # stopped in opt_g.step(), before the print
+
+
+def test_a_mid_epoch_validation_is_not_linked_to_a_never_switched_back_claim(workdir):
+    """model.train() runs at every epoch: the run goes back to train mode, so the finding says
+    so and links no lint finding claiming that nothing switches it back."""
+    outcome = monitored("watch", "eval_mid_epoch.py", cwd=workdir)
+    finding = outcome.finding("eval-mode")
+    facts = finding["details"]["facts"]
+    assert finding["step"] == 6 and facts["back_step"] == 11  # eval after step 5; train() at the next epoch
+    assert facts["steps_in_eval"] == 15  # steps 6-10, 16-20, 26-30
+    assert "back in train mode at step 11" in finding["root_cause"]
+    assert [f["title"] for f in finding["fixes"]] == ["Call model.train() right after each validation"]
+    assert all("nothing switches it back" not in f["message"] for f in finding["related_findings"])
+    assert [f["code"] for f in finding["related_findings"]] == ["TRN703"]  # its enclosing-loop wording holds
+    assert "only in an enclosing loop" in finding["related_findings"][0]["message"]
+
+
+def test_eval_mode_never_undone_links_trn703(workdir):
+    outcome = monitored("watch", "eval_mode.py", cwd=workdir)
+    finding = outcome.finding("eval-mode")
+    assert finding["details"]["facts"].get("back_step") is None
+    assert [f["code"] for f in finding["related_findings"]] == ["TRN703"]
+    assert "nothing switches it back" in finding["related_findings"][0]["message"]

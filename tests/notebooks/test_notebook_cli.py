@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -178,16 +179,16 @@ def test_python_that_looks_like_ipython_inside_strings_is_left_alone():
     assert program_from_cells([(1, valid)]).text.endswith(valid)
 
 
-def test_a_broken_notebook_is_a_one_line_error(work: Path):
+def test_a_broken_notebook_is_a_one_line_finding(work: Path):
     (work / "broken.ipynb").write_text('{"cells": [], "metadata": {}')
     (work / "invalid.ipynb").write_text(json.dumps({"cells": [{"cell_type": "code"}], "metadata": {},
                                                     "nbformat": 4, "nbformat_minor": 5}))
     result = check("broken.ipynb", "invalid.ipynb", cwd=work)
-    assert result.returncode == 2
-    errors = result.stderr.splitlines()
-    assert len(errors) == 2
-    assert errors[0].startswith("broken.ipynb: error: not a notebook")
-    assert errors[1].startswith("invalid.ipynb: error: not a valid notebook")
+    assert result.returncode == 1 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3 and lines[-1] == "Found 2 problems in 2 files."
+    assert lines[0].startswith("broken.ipynb:1:1: TRN000 cannot lint: not a notebook")
+    assert lines[1].startswith("invalid.ipynb:1:1: TRN000 cannot lint: not a valid notebook")
 
 
 def test_a_syntax_error_names_the_cell(work: Path):
@@ -196,8 +197,10 @@ def test_a_syntax_error_names_the_cell(work: Path):
                 nbformat.v4.new_code_cell("x = (1,\ny = 2")]
     nbformat.write(nb, work / "syntax.ipynb")
     result = check("syntax.ipynb", cwd=work)
-    assert result.returncode == 2
-    assert "syntax.ipynb: error: syntax error in cell 3 at line " in result.stderr
+    assert result.returncode == 1
+    first = result.stdout.splitlines()[0]
+    match = re.fullmatch(r"syntax\.ipynb:cell 3:(\d+):1: TRN000 cannot lint: syntax error in cell 3 at line (\d+): .+", first)
+    assert match and match.group(1) == match.group(2), first  # the finding sits on the line the error names
 
 
 def test_the_documented_github_actions_workflow_produces_valid_sarif(work: Path):

@@ -96,7 +96,7 @@ def test_attach_to_garbage_is_one_clean_line(case):
     lines = outcome.stderr.strip().splitlines()
     assert "Traceback" not in outcome.stderr, outcome.stderr
     assert outcome.returncode == 2, outcome
-    assert len(lines) == 1 and lines[0].startswith("traindoctor: "), outcome.stderr
+    assert len(lines) == 1 and lines[0].startswith("traindoctor attach: "), outcome.stderr
 
 
 @pytest.mark.parametrize("case", ["json_array", "huge_length", "no_newline", "endless_headers", "not_json"])

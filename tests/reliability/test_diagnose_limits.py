@@ -96,7 +96,7 @@ def test_stdin_larger_than_the_limit_goes_through_the_real_cli():
     done = subprocess.run([PYTHON, "-m", "traindoctor", "diagnose", "-", "--no-correlate", "--format", "json"],
                           stdin=producer.stdout, capture_output=True, text=True, timeout=120, env=env())
     producer.wait(30)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr
     assert '"kind": "shape-mismatch"' in done.stdout
 
 
@@ -104,4 +104,4 @@ def test_a_device_that_never_ends_is_refused_with_one_line():
     done = subprocess.run([PYTHON, "-m", "traindoctor", "diagnose", "/dev/zero", "--no-correlate"],
                           capture_output=True, text=True, timeout=60, env=env())
     assert done.returncode == 2
-    assert done.stderr.strip() == "traindoctor: /dev/zero: is a device, not a log file"
+    assert done.stderr.strip() == "traindoctor diagnose: /dev/zero: is a device, not a log file"

@@ -13,6 +13,7 @@ import importlib
 import sys
 
 from .. import __version__
+from . import errors
 
 # Sub-command modules, imported lazily so `traindoctor rules` does not pay for
 # pygls or debugpy.
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Finds and fixes the bugs that ruin PyTorch training runs.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"traindoctor {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     for name in _COMMANDS:
         try:
             module = importlib.import_module(f"{__name__}.{name}")
@@ -44,11 +45,12 @@ def main(argv: list[str] | None = None) -> int:
         # Report an unknown option with the usage of the command it was given to
         # (argparse would print the top-level usage); exits 2.
         commands = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        culprit = commands.choices.get(args.command) if commands and args.command else None
+        culprit = commands.choices.get(args.subcommand) if commands and args.subcommand else None
         (culprit or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    errors.name = args.subcommand
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -56,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # never show users a traceback from the tool itself
-        print(f"traindoctor: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        return errors.error(f"internal error: {type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """`traindoctor check`: lint files and folders.
 
-Exit codes: 0 no findings, 1 findings (after --fix: findings left), 2 usage
-error, or no file could be linted at all.
+Exit codes (as Ruff): 0 no findings, 1 findings (after --fix: findings left;
+a file that cannot be read or parsed is a TRN000 finding at its line), 2 usage
+error, a configuration or write error, or no Python file to lint (a warning).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..lint.engine import LintError
 from ..lint.files import python_files
 from ..lint.notebook import check_notebook, is_notebook
 from ..model import Finding
-from . import output
+from . import errors, output
 
 # Below this many files the process pool costs more than it saves.
 _PARALLEL_THRESHOLD = 8
@@ -72,7 +73,7 @@ def _process(job: _Job) -> _Outcome:
     try:
         config = load_config(path).with_overrides(select=job.select, ignore=job.ignore)
     except ConfigError as exc:
-        return _Outcome(LintResult(job.path, error=f"configuration: {exc}"))
+        return _Outcome(LintResult(job.path, error=f"configuration: {exc}", fatal=True))
     if is_notebook(path):
         return _Outcome(*check_notebook(path, config, job.mode))
     try:
@@ -87,7 +88,7 @@ def _process(job: _Job) -> _Outcome:
         if job.mode == "fix":
             error = _write_fixed(path, source, fixed)
             if error:
-                return _Outcome(LintResult(job.path, error=error))
+                return _Outcome(LintResult(job.path, error=error, fatal=True))
         else:
             diff = unified_diff(source.splitlines(keepends=True), fixed.splitlines(keepends=True), job.path)
     after = lint_source(fixed if job.mode == "fix" else source, job.path, config)
@@ -114,23 +115,27 @@ def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
 def run(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
-        print(f"traindoctor: no such file or folder: {missing[0]}", file=sys.stderr)
-        return 2
+        return errors.error(f"no such file or folder: {missing[0]}")
     # As Ruff: --diff shows what --fix would do and writes nothing, alone or with --fix.
     mode = "diff" if args.diff else "fix" if args.fix else "lint"
     select, ignore = _split(args.select), _split(args.ignore)
     jobs = [_Job(str(path), select, ignore, mode, args.unsafe_fixes) for path in python_files(args.paths)]
+    if not jobs:
+        # As Ruff: nothing to lint is a warning, and not a clean run.
+        return errors.warning("No Python files found under " + ", ".join(args.paths))
     workers = args.jobs or os.cpu_count() or 1
     outcomes = _run_jobs(jobs, workers)
 
     findings: list[Finding] = []
-    linted = 0
+    failed = 0
     for outcome in outcomes:
-        if outcome.result.error:
-            print(f"{outcome.result.path}: error: {outcome.result.error}", file=sys.stderr)
-        else:
-            linted += 1
-            findings.extend(outcome.result.findings)
+        result = outcome.result
+        if result.error and result.fatal:
+            failed += 1
+            print(f"{result.path}: error: {result.error}", file=sys.stderr)
+        elif result.error:
+            findings.append(output.unlintable(result))
+        findings.extend(result.findings)
         if outcome.diff:
             sys.stdout.write(outcome.diff)
     fixed = sum(o.fixed for o in outcomes)
@@ -153,10 +158,10 @@ def run(args: argparse.Namespace) -> int:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         for line in output.text(findings, color=color, unsafe=unsafe):
             print(line)
-        print(output.summary(findings, files=len(jobs), errors=len(jobs) - linted, fixed=fixed, color=color,
+        print(output.summary(findings, files=len(jobs), errors=failed, fixed=fixed, color=color,
                              unsafe=unsafe))
 
-    if jobs and linted == 0:
+    if failed:
         return 2
     if args.exit_zero:
         return 0

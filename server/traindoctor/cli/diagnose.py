@@ -5,9 +5,9 @@ in any encoding (undecodable bytes are replaced), and prints the diagnosis:
 text (title, `path:line`, root cause, numbered fixes) or one JSON object
 (`Diagnosis.to_json()`). `--record DIR` also writes a Markdown debug record.
 
-Exit codes: 0 a failure was recognised (any kind but `other`); 1 nothing
-recognised (kind `other`: the output still shows the exception, if any);
-2 usage error or unreadable input (missing file, a directory, permission).
+Exit codes (the one contract of every command): 1 a failure was recognised (any
+kind but `other`); 0 nothing recognised (kind `other`: the output still shows the
+exception, if any); 2 usage error, unreadable or binary input.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import BinaryIO
 
 from ..diagnose import diagnose_text, render_text
 from ..diagnose.normalize import decode
-from ..monitor.curves import diagnose_curves
+from ..monitor.curves import diagnose_curves, looks_binary
+from . import errors
 
 # Failures are at the end of a log: beyond this, only the tail is read
 # (streamed, so a huge log or an endless pipe never sits in memory whole).
@@ -90,21 +91,18 @@ def _drop_partial_line(data: bytes) -> bytes:
 def run(args: argparse.Namespace) -> int:
     if args.file is None:
         if sys.stdin is None or sys.stdin.isatty():
-            print("traindoctor: no input: pass a log FILE, or pipe a log into `traindoctor diagnose -`",
-                  file=sys.stderr)
-            return 2
+            return errors.error("no input: pass a log FILE, or pipe a log into `traindoctor diagnose -`")
         args.file = "-"
     try:
         data = _read(args.file)
     except IsADirectoryError:
-        print(f"traindoctor: {args.file}: is a directory, expected a log file", file=sys.stderr)
-        return 2
+        return errors.error(f"{args.file}: is a directory, expected a log file")
     except _NotALog as exc:
-        print(f"traindoctor: {args.file}: {exc}", file=sys.stderr)
-        return 2
+        return errors.error(f"{args.file}: {exc}")
     except OSError as exc:
-        print(f"traindoctor: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return errors.error(f"cannot read {args.file}: {exc.strerror or exc}")
+    if looks_binary(data):
+        return errors.error(f"{args.file}: a binary file, not a training log")
     text = decode(data)
     # Relative frame paths are relative to where the run started: by default the cwd.
     diagnosis = diagnose_text(text, correlate=not args.no_correlate, base_dir=args.base_dir)
@@ -119,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             path = write_record(diagnosis, args.record, source_text=text)
         except OSError as exc:
-            print(f"traindoctor: cannot write the record to {args.record}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
+            return errors.error(f"cannot write the record to {args.record}: {exc.strerror or exc}")
         print(f"traindoctor: record written to {path}", file=sys.stderr)
-    return 1 if diagnosis.kind == "other" else 0
+    # As every command: 1 when something was found (here: a failure recognised), 0 when not.
+    return 0 if diagnosis.kind == "other" else 1

@@ -13,6 +13,8 @@ import json
 import sys
 from typing import Any, Callable
 
+from . import errors
+
 USAGE_TAIL = "-- python train.py ARGS"
 
 
@@ -28,8 +30,13 @@ def add_common_options(parser: argparse.ArgumentParser, *, command: bool = True)
 
 
 def fail(message: str, code: int = 2) -> int:
-    print(f"traindoctor: {message}", file=sys.stderr)
-    return code
+    return errors.error(message, code)
+
+
+def note(message: str) -> None:
+    """One progress line on stderr (`traindoctor repro: run 1/2 ...`), before output of the child's."""
+    sys.stdout.flush()
+    print(f"{errors.prefix()}: {message}", file=sys.stderr, flush=True)
 
 
 class CommandFailed(Exception):

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .. import __version__
 from ..catalog import load_rules
 from ..model import Finding, Position, Range, Severity
+
+if TYPE_CHECKING:
+    from ..lint.api import LintResult
+
+# A file that cannot be read or parsed is a finding, as Ruff's syntax errors are: it
+# fails the run (exit 1), has a place, and shows in JSON, SARIF and annotations. It is
+# not a rule, so --select/--ignore do not drop it.
+UNLINTABLE_CODE, UNLINTABLE_NAME = "TRN000", "file-not-linted"
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note", Severity.HINT: "note"}
 _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice",
@@ -34,6 +42,13 @@ def applicability(finding: Finding) -> str | None:
 def _applies(finding: Finding, unsafe: bool) -> bool:
     """Whether `--fix` (with `--unsafe-fixes` when `unsafe`) would apply this finding's fix."""
     return finding.fix is not None and (finding.fix.safe or unsafe)
+
+
+def unlintable(result: "LintResult") -> Finding:
+    """The TRN000 finding for a file `check` could not lint, at the error's line."""
+    line = max((result.error_line or 1) - 1, 0)
+    return Finding(UNLINTABLE_CODE, UNLINTABLE_NAME, "crash", Severity.ERROR, f"cannot lint: {result.error}",
+                   result.path, Range.of(line, 0, line, 0), cell=result.error_cell)
 
 
 def text(findings: Iterable[Finding], *, color: bool = False, unsafe: bool = False) -> Iterable[str]:
@@ -61,7 +76,7 @@ def summary(findings: list[Finding], *, files: int, errors: int, fixed: int, col
     else:
         parts.append(f"No problems found in {files} file{'s' * (files != 1)}.")
     if errors:
-        parts.append(f"{errors} file{'s' * (errors != 1)} could not be linted.")
+        parts.append(f"{errors} file{'s' * (errors != 1)} had an error (above).")
     return _paint(" ".join(parts), "1", color)
 
 
@@ -168,6 +183,16 @@ def sarif(findings: list[Finding]) -> dict[str, Any]:
                 }
             }],
         }
+        if f.related and f.cell is None:
+            result["relatedLocations"] = [{
+                "id": i,
+                "message": {"text": r.message},
+                "physicalLocation": {
+                    "artifactLocation": {"uri": (r.path or f.path).replace("\\", "/")},
+                    "region": {"startLine": r.range.start.line + 1, "startColumn": r.range.start.column + 1,
+                               "endLine": r.range.end.line + 1, "endColumn": r.range.end.column + 1},
+                },
+            } for i, r in enumerate(f.related)]
         if f.cell is not None:
             result["properties"] = {"cell": f.cell, "cellLine": f.range.start.line + 1,
                                     "cellColumn": f.range.start.column + 1}

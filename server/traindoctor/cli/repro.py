@@ -13,7 +13,7 @@ Exit code: 0 identical, 1 differs, 2 usage error or a run that did not step.
 from __future__ import annotations
 
 import argparse
-from .monitoring import USAGE_TAIL, add_common_options, fail, guarded, monitored_run, prepared, report
+from .monitoring import USAGE_TAIL, add_common_options, fail, guarded, monitored_run, note, prepared, report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     runs = []
     for label, deterministic in (("repro-a", False), ("repro-b", True)):
         config = {"max_steps": args.steps, "fingerprint_rng": True, "checksum": True, "deterministic": deterministic}
+        # The two runs print one after the other on the same terminal: say whose output follows.
+        note(f"run {len(runs) + 1}/2" + (" (torch.use_deterministic_algorithms(True, warn_only=True))"
+                                          if deterministic else "") + f", {args.steps} steps:")
         monitored, data = monitored_run(debuggee, args, config, label=label)
         if not data.records:
             return fail(f"run {len(runs) + 1} made no optimizer step (exit code {monitored.exit_code}; "

@@ -7,6 +7,7 @@ import sys
 
 from ..catalog import CatalogError, get_rule, load_rules
 from ..docs import render_rule
+from . import errors
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,13 +20,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         rules = load_rules()
     except CatalogError as exc:
-        print(f"traindoctor: broken rule catalog: {exc}", file=sys.stderr)
-        return 2
+        return errors.error(f"broken rule catalog: {exc}")
     if args.rule:
         info = get_rule(args.rule)
         if info is None:
-            print(f"traindoctor: unknown rule {args.rule!r} (see `traindoctor rules`)", file=sys.stderr)
-            return 2
+            return errors.error(f"unknown rule {args.rule!r} (see `traindoctor rules`)")
         print(render_rule(info).split("\n", 1)[1].strip())
         return 0
     width = max((len(r.name) for r in rules.values()), default=0)

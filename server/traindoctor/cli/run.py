@@ -29,6 +29,8 @@ import sys
 import time
 from typing import Any, Iterator
 
+from . import errors
+
 _LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
 
@@ -71,8 +73,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _fail(message: str, code: int = 2) -> int:
-    print(f"traindoctor: {message}", file=sys.stderr)
-    return code
+    return errors.error(message, code)
 
 
 # --- output -------------------------------------------------------------------------

@@ -8,6 +8,8 @@ import logging
 import socket
 import sys
 
+from . import errors
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -50,19 +52,16 @@ def run(args: argparse.Namespace) -> int:
         try:
             tcp = parse_loopback(args.tcp)
         except ValueError as exc:
-            print(f"traindoctor: {exc}", file=sys.stderr)
-            return 2
+            return errors.error(str(exc))
     try:
         from ..lsp.server import serve_stdio, serve_tcp
     except ImportError as exc:
-        print(f"traindoctor: the language server needs pygls and lsprotocol ({exc})", file=sys.stderr)
-        return 2
+        return errors.error(f"the language server needs pygls and lsprotocol ({exc})")
     if tcp is not None:
         try:
             serve_tcp(*tcp)
         except OSError as exc:
-            print(f"traindoctor: cannot listen on {args.tcp}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
+            return errors.error(f"cannot listen on {args.tcp}: {exc.strerror or exc}")
         return 0
     serve_stdio()
     return 0

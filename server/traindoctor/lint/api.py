@@ -22,6 +22,12 @@ class LintResult:
     path: str
     findings: tuple[Finding, ...] = ()
     error: str | None = None  # why the file could not be linted, one line
+    # Where the error is, when it has a place: the 1-based line (of the cell, in a notebook).
+    error_line: int | None = None
+    error_cell: int | None = None
+    # The error is not in the file but in its configuration or in writing fixes back:
+    # `check` then exits 2 (a file that cannot be read or parsed is a finding instead).
+    fatal: bool = False
 
 
 def _might_have_findings(source: str) -> bool:
@@ -48,7 +54,7 @@ def lint_source(
             findings = lint_blocks(source, path, config, cache or LintCache())
     except SourceSyntaxError as exc:
         where = f" at line {exc.line}" if exc.line else ""
-        return LintResult(path, error=f"syntax error{where}: {exc}")
+        return LintResult(path, error=f"syntax error{where}: {exc}", error_line=exc.line)
     except LintError as exc:
         return LintResult(path, error=str(exc))
     except RecursionError:

@@ -21,6 +21,7 @@ import gc
 import importlib
 import pkgutil
 import re
+import dataclasses
 from dataclasses import dataclass
 from typing import Hashable, Iterator, Sequence
 
@@ -68,6 +69,7 @@ class _Report:
     message: str | None
     fix: FixSpec | None
     related: tuple[Related, ...]
+    group: Related | None = None
 
 
 class ReportSink:
@@ -75,8 +77,8 @@ class ReportSink:
         self.reports: list[_Report] = []
 
     def add(self, code: str, node: cst.CSTNode, message: str | None, fix: FixSpec | None,
-            related: tuple[Related, ...]) -> None:
-        self.reports.append(_Report(code, node, message, fix, related))
+            related: tuple[Related, ...], group: Related | None = None) -> None:
+        self.reports.append(_Report(code, node, message, fix, related, group))
 
 
 _NONE: frozenset[int] = frozenset()
@@ -331,6 +333,7 @@ def _findings_for(
 ) -> list[Finding]:
     locator = _Locator(blocks, parsed, owners)
     findings: list[Finding] = []
+    groups: dict[int, tuple[Range, str]] = {}  # id(finding) -> its group node's range, the label of other places
     for index, reports in enumerate(per_block):
         for report in reports:
             info = get_rule(report.code)
@@ -349,7 +352,7 @@ def _findings_for(
                 rel_range = locator.range(rel.node, index)
                 if rel_range is not None:
                     related.append(RelatedLocation(rel.message, rel_range))
-            findings.append(Finding(
+            finding = Finding(
                 code=info.code,
                 name=info.name,
                 mode=info.mode,
@@ -359,7 +362,13 @@ def _findings_for(
                 range=where,
                 fix=fix,
                 related=tuple(related),
-            ))
+            )
+            findings.append(finding)
+            group = locator.range(report.group.node, index) if report.group is not None else None
+            if group is not None:
+                groups[id(finding)] = (group, report.group.message)
+    if groups:
+        findings = _grouped(findings, groups)
     findings.sort(key=lambda f: (f.range, f.code))
     # one finding per code and range (a node reached twice)
     unique: list[Finding] = []
@@ -369,8 +378,40 @@ def _findings_for(
     return unique
 
 
+def _grouped(findings: list[Finding], groups: dict[int, tuple[Range, str]]) -> list[Finding]:
+    """One finding per rule and group (Rule.report's `group`): the first place, with
+    every other place as a related location, and one fix made of all the places' edits
+    (none when a place has no fix: a partial rewrite would break the others)."""
+    members: dict[tuple[str, Range], list[Finding]] = {}
+    labels: dict[tuple[str, Range], str] = {}
+    for finding in findings:
+        if id(finding) in groups:
+            where, label = groups[id(finding)]
+            members.setdefault((finding.code, where), []).append(finding)
+            labels[(finding.code, where)] = label
+    merged: dict[int, Finding | None] = {}
+    for key, group in members.items():
+        group.sort(key=lambda f: f.range)
+        first, others = group[0], group[1:]
+        if others:
+            related = list(first.related) + [RelatedLocation(labels[key], other.range) for other in others]
+            fix = None
+            if all(f.fix is not None for f in group):
+                edits = tuple(dict.fromkeys(e for f in group for e in f.fix.edits))
+                fix = Fix(first.fix.title, edits, all(f.fix.safe for f in group))
+            first = dataclasses.replace(
+                first, related=tuple(dict.fromkeys(related)), fix=fix,
+                message=f"{first.message} ({len(others)} more place{'s' * (len(others) != 1)} in related locations)")
+        merged[id(group[0])] = first
+        for other in others:
+            merged[id(other)] = None
+    return [merged.get(id(f), f) for f in findings if merged.get(id(f), f) is not None]
+
+
 def _report_nodes(report: _Report) -> list[cst.CSTNode]:
     nodes = [related.node for related in report.related]
+    if report.group is not None:
+        nodes.append(report.group.node)
     if report.fix is not None:
         nodes.extend(change.node for change in report.fix.changes)
     return nodes

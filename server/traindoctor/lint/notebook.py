@@ -248,7 +248,10 @@ def lint_notebook_program(program: NotebookProgram, path: str, config: Config,
         return LintResult(path, program.to_cells(result.findings))
     error = _shape_error(result.error, program)
     if not skip_broken_cells:
-        return LintResult(path, error=error)
+        cell = program.cell_at(result.error_line - 1) if result.error_line else None
+        if cell is None:
+            return LintResult(path, error=error)
+        return LintResult(path, error=error, error_line=result.error_line - cell.first_line, error_cell=cell.number)
     text = program.text
     for _ in range(8):
         match = re.search(r" at line (\d+)", result.error or "")
@@ -280,16 +283,17 @@ def check_notebook(path: Path, config: Config, mode: str) -> tuple[LintResult, s
     new_sources = program.split(fixed_text) if fixed_text != program.text else None
     diff = ""
     if new_sources is None and fixed_text != program.text:
-        return LintResult(name, error="the fixes would change the notebook's cell structure; not applied"), "", 0
+        return LintResult(name, error="the fixes would change the notebook's cell structure; not applied",
+                          fatal=True), "", 0
     old_sources = dict(notebook.code_cells)
     changed = {n: s for n, s in (new_sources or {}).items() if s != old_sources[n]}
     if changed and mode == "fix":
         try:
             path.write_text(replace_cell_sources(notebook.raw, changed), encoding="utf-8", newline="")
         except OSError as exc:
-            return LintResult(name, error=f"cannot write fixes: {exc.strerror or exc}"), "", 0
+            return LintResult(name, error=f"cannot write fixes: {exc.strerror or exc}", fatal=True), "", 0
         except ValueError as exc:
-            return LintResult(name, error=f"cannot write fixes: {exc}"), "", 0
+            return LintResult(name, error=f"cannot write fixes: {exc}", fatal=True), "", 0
         program = program_from_cells([(n, changed.get(n, s)) for n, s in notebook.code_cells])
     elif changed:
         def lines(source: str) -> list[str]:  # a cell's last line has no newline: add one for the diff

@@ -144,9 +144,12 @@ class Rule(cst.BatchableCSTVisitor):
         *,
         fix: FixSpec | None = None,
         related: Sequence[Related] = (),
+        group: Related | None = None,
     ) -> None:
-        """Flag `node` (its exact range). `message` defaults to the catalog's."""
-        self._sink.add(self.CODE, node, message, fix, tuple(related))
+        """Flag `node` (its exact range). `message` defaults to the catalog's. Reports of
+        this rule with the same `group.node` (one loss object called at many places) become
+        one finding, at the first, with the others as related locations labelled `group.message`."""
+        self._sink.add(self.CODE, node, message, fix, tuple(related), group)
 
 
 @functools.cache

@@ -39,7 +39,7 @@ class DebuggeeCommand:
 
 def parse_command(command: list[str]) -> DebuggeeCommand:
     if not command:
-        raise LaunchError("run needs a command after `--`, e.g. `traindoctor run -- python train.py`")
+        raise LaunchError("needs a command after `--`, e.g. `-- python train.py`")
     head, rest = command[0], list(command[1:])
     name = os.path.basename(head)
     if name in ("torchrun", "torchrun.exe"):

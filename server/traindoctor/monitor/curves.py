@@ -27,11 +27,17 @@ _METRIC = re.compile(
     r"(?:\s*[:=]\s*|\s+)(?P<value>" + _NUMBER + r")(?![\w.])",
     re.IGNORECASE,
 )
-_STEP = re.compile(r"(?i)\b(?:global[_ ]step|step|iteration|iter)\b\s*[:=#]?\s*(\d+)")
+_STEP = re.compile(r"(?i)\b(global[_ ]step|step|iteration|iter)\b\s*[:=#]?\s*(\d+)")
+_EPOCH = re.compile(r"(?i)\b(epoch)\b\s*[:=#]?\s*(\d+)\b")
 _DICT = re.compile(r"\{[^{}]*\}")
 _BARE_NONFINITE = re.compile(r"(?<![\w'\"])(-?(?:nan|inf))(?![\w'\"])")
 _STEP_KEYS = ("step", "global_step", "iteration", "iter", "_step", "trainer/global_step")
 _MAX_BYTES = 64 * 1024 * 1024
+
+
+# traindoctor's own output, when a log captured it: its summary and error lines, then the findings
+# it rendered below them (monitor/findings.py render_finding: a title, then indented lines).
+_OWN_LINE = re.compile(r"traindoctor(?: [a-z]+)?: ")
 
 
 class CurvesError(ValueError):
@@ -45,11 +51,13 @@ def _key(name: str) -> str:
 class _Collector:
     def __init__(self) -> None:
         self.points: dict[str, list[tuple[int, float, int]]] = {}
+        self.x_names: dict[str, str] = {}  # per series: the name of what its steps count
 
-    def add(self, name: str, step: int | None, value: float, line: int = 0) -> None:
+    def add(self, name: str, step: int | None, value: float, line: int = 0, x_name: str = "step") -> None:
         points = self.points.setdefault(name, [])
         if step is None:
-            step = points[-1][0] + 1 if points else 1
+            step, x_name = (points[-1][0] + 1 if points else 1), "point"
+        self.x_names.setdefault(name, x_name)
         points.append((step, value, line))
 
     def series(self, suffix: str = "") -> dict[str, Series]:
@@ -57,14 +65,29 @@ class _Collector:
         for name, points in self.points.items():
             if role_of(name) == "other" and name not in ("accuracy", "acc"):
                 continue
+            x_name = self.x_names.get(name, "step")
+            if x_name == "epoch" and any(b[0] <= a[0] for a, b in zip(points, points[1:])):
+                # several values per epoch (a progress bar's): the epoch does not tell them apart
+                points, x_name = [(i, v, line) for i, (_, v, line) in enumerate(points, 1)], "point"
             out[name + suffix] = Series(name + suffix, tuple(p[0] for p in points), tuple(p[1] for p in points),
-                                        tuple(p[2] for p in points))
+                                        tuple(p[2] for p in points), x_name=x_name)
         return out
 
 
 def parse_text(text: str) -> dict[str, Series]:
     collector = _Collector()
-    for number, line in enumerate(text.splitlines(), 1):
+    ours = False
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
+        # traindoctor's own report in a log (`watch ... 2>&1 | tee train.log`) is not the run's data:
+        # its `traindoctor: ...` lines and the findings rendered under them (a title line followed
+        # by indented lines).
+        if _OWN_LINE.match(line):
+            ours = True
+            continue
+        if ours and (line.startswith("  ") or (number < len(lines) and lines[number].startswith("  "))):
+            continue
+        ours = False
         found_dict = False
         for match in _DICT.finditer(line):
             try:
@@ -75,18 +98,28 @@ def parse_text(text: str) -> dict[str, Series]:
                 found_dict |= _add_mapping(collector, data, number)
         if found_dict:
             continue
-        step_match = _STEP.search(line)
-        step = int(step_match.group(1)) if step_match else None
+        step_match = _STEP.search(line) or _EPOCH.search(line)
+        step = int(step_match.group(2)) if step_match else None
+        x_name = _key(step_match.group(1)) if step_match else "point"
         for match in _METRIC.finditer(line):
             value = to_float(match.group("value"))
             if value is not None:
-                collector.add(_key(match.group("key")), step, value, number)
+                collector.add(_key(match.group("key")), step, value, number, x_name)
     return collector.series()
 
 
+def _x_of(data: dict[str, Any]) -> tuple[int | None, str]:
+    """The step of a record and the name of its column: a step key, else a whole-number epoch."""
+    for key in (*_STEP_KEYS, "epoch"):
+        value = data.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+                and (key != "epoch" or float(value).is_integer()):
+            return int(value), key
+    return None, "point"
+
+
 def _add_mapping(collector: _Collector, data: dict[str, Any], line: int = 0) -> bool:
-    step = next((int(v) for k in _STEP_KEYS if isinstance((v := data.get(k)), (int, float)) and not isinstance(v, bool)
-                 and math.isfinite(v)), None)
+    step, x_name = _x_of(data)
     added = False
     for key, raw in data.items():
         if key in _STEP_KEYS or key in ("epoch", "time", "timestamp", "wall_time"):
@@ -99,7 +132,7 @@ def _add_mapping(collector: _Collector, data: dict[str, Any], line: int = 0) -> 
         name = _key(str(key))
         if role_of(name) == "other":
             continue
-        collector.add(name, step, value, line)
+        collector.add(name, step, value, line, x_name)
         added = True
     return added
 
@@ -124,12 +157,12 @@ def parse_csv(text: str) -> dict[str, Series]:
     reader = csv.DictReader(io.StringIO(text))
     for number, row in enumerate(reader, 2):
         data = {k.strip(): (to_float(v) if v not in (None, "") else None) for k, v in row.items() if k}
-        step_value = next((data[k] for k in _STEP_KEYS if data.get(k) is not None), None)
+        step, x_name = _x_of(data)
         for key, value in data.items():
             if value is None or key in _STEP_KEYS or key in ("epoch", "time", "timestamp", "wall_time"):
                 continue
             if role_of(_key(key)) != "other":
-                collector.add(_key(key), int(step_value) if step_value is not None else None, value, number)
+                collector.add(_key(key), step, value, number, x_name)
     return collector.series()
 
 
@@ -159,6 +192,11 @@ def _is_tensorboard(path: Path) -> bool:
     return path.name.startswith("events.out.tfevents")
 
 
+def looks_binary(data: bytes) -> bool:
+    """A NUL byte near the start: an image, a checkpoint, an archive; no log has one."""
+    return b"\x00" in data[:4096]
+
+
 def read_file(path: Path) -> dict[str, Series]:
     if not path.exists():
         raise CurvesError(f"{path}: no such file")
@@ -170,7 +208,7 @@ def read_file(path: Path) -> dict[str, Series]:
         data = path.read_bytes()[-_MAX_BYTES:]
     except OSError as exc:
         raise CurvesError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if b"\x00" in data[:4096]:
+    if looks_binary(data):
         raise CurvesError(f"{path}: a binary file, not a training log")
     text = data.decode("utf-8", errors="replace")
     return parse_content(text, path.suffix.lower())
@@ -209,7 +247,7 @@ def read_curves(paths: Iterable[str | Path]) -> RunData:
         for name, one in found.items():
             if name in series:  # the same metric in two files: keep both
                 name = f"{name} ({path.name})"
-            series[name] = Series(name, one.steps, one.values, one.lines, str(path))
+            series[name] = Series(name, one.steps, one.values, one.lines, str(path), one.x_name)
     return RunData("curves", series, files=tuple(files))
 
 

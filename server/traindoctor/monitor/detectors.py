@@ -13,6 +13,7 @@ import math
 import os
 import statistics
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..model import Finding, Frame
@@ -31,6 +32,9 @@ class Hit:
     location: Frame | None = None
     related: tuple[Finding, ...] = ()
     details: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    # The detector chose its lint links itself (only rules whose claim holds for this run):
+    # `related` is final, even when empty.
+    linked: bool = False
 
 
 def detector(name: str) -> Callable[[Detector], Detector]:
@@ -172,6 +176,7 @@ def _finite_before_onset(series: Series) -> list[tuple[int, float]]:
 def loss_spike(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     window, factor = int(params.get("window", 20)), float(params.get("factor", 3.0))
     minimum = int(params.get("min_history", 10))
+    isolated_factor = float(params.get("isolated_factor", 10.0))
     hits = []
     for series in run.of_role("loss") + run.of_role("val_loss"):
         points = _finite_before_onset(series)
@@ -182,14 +187,39 @@ def loss_spike(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
             after = points[i + 1][1] if i + 1 < len(points) else None
             # A spike comes back down; a value that stays up is divergence, not a spike.
             if median > 0 and value > factor * median and after is not None and after < factor * median:
-                spikes.append((points[i][0], value, median))
-        if spikes:
-            step, value, median = spikes[0]
-            hits.append(Hit(step, {"series": series.name.replace("_", " "), "count": len(spikes), "step": step,
-                                   "value": num(value), "median": num(median), "ratio": f"{value / median:.1f}",
-                                   "steps": ", ".join(str(s) for s, _, _ in spikes[:10])},
-                            site_frame(run.meta.get("backward_site")), details={"spike_steps": [s for s, _, _ in spikes]}))
+                spikes.append((i, points[i][0], value, median))
+        if not spikes:
+            continue
+        index, step, value, median = spikes[0]
+        following = [v for _, v in points[index + 1:index + 1 + window]]
+        trend = bool(following) and _median(following) > 1.5 * median
+        if len(spikes) == 1 and not trend and value < isolated_factor * median:
+            continue  # one jump, gone the next step, no trend: the noise of one batch
+        facts = {"series": series.name.replace("_", " "), "count": len(spikes), "step": step,
+                 "value": num(value), "median": num(median), "ratio": f"{value / median:.1f}",
+                 "steps": ", ".join(str(s) for _, s, _, _ in spikes[:10])}
+        # Clipping answers a gradient that jumped with the loss; without that evidence it is not offered.
+        facts["grad_spike"] = _gradient_spiked(run, [s for _, s, _, _ in spikes], window, factor) or None
+        hits.append(Hit(step, facts, site_frame(run.meta.get("backward_site")),
+                        details={"spike_steps": [s for _, s, _, _ in spikes]}))
     return hits
+
+
+def _gradient_spiked(run: RunData, steps: list[int], window: int, factor: float) -> bool:
+    """The gradient norm at one of `steps` is `factor` times its running median before it."""
+    norms = run.first("grad_norm")
+    if norms is None:
+        return False
+    points = norms.finite()
+    at = {s: i for i, (s, _) in enumerate(points)}
+    for step in steps:
+        i = at.get(step)
+        if i is None or i == 0:
+            continue
+        median = _median([v for _, v in points[max(0, i - window):i]])
+        if median > 0 and points[i][1] > factor * median:
+            return True
+    return False
 
 
 @detector("divergence")
@@ -400,9 +430,17 @@ def eval_mode(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     if first is None:
         return []
     record, modules = first
-    return [Hit(record["step"], {"step": record["step"], "count": len(modules), "steps_in_eval": count,
-                                 "modules": ", ".join(f"{n} ({c})" for n, c in modules)},
-                site_frame(run.meta.get("step_site")))]
+    # Did the model go back to train mode later in the run (model.train() each epoch)? Then a lint
+    # finding that says "nothing switches it back" does not describe this run.
+    later = run.records[run.records.index(record) + 1:]
+    back = next((r for r in later if not any(not sensitive or c in sensitive for _n, c in r.get("eval_examples") or ())),
+                None)
+    facts = {"step": record["step"], "count": len(modules), "steps_in_eval": count,
+             "modules": ", ".join(f"{n} ({c})" for n, c in modules), "back_step": back["step"] if back else None}
+    from ..lint.rules.trn703_eval_mode_leak import NEVER_SWITCHED_BACK
+
+    related = tuple(f for f in lint() if back is None or NEVER_SWITCHED_BACK not in f.message)
+    return [Hit(record["step"], facts, site_frame(run.meta.get("step_site")), related, linked=True)]
 
 
 # --- curves only ------------------------------------------------------------------------------------
@@ -506,7 +544,12 @@ def does_not_fit(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hi
     suspects = []
     if facts.get("lr_zero"):
         suspects.append("the learning rate is 0")
-    if facts.get("never_grad"):
+    cut = site_frame((run.meta.get("detach_sites") or [None])[0]) if facts.get("never_grad") else None
+    if cut is not None:
+        facts["detach_site"] = f"{cut.path}:{cut.line}" + (f": {cut.code}" if cut.code else "")
+        suspects.append(f"the `.detach()` at {cut.path}:{cut.line} cuts the graph ({facts['never']} never get a "
+                        "gradient)")
+    elif facts.get("never_grad"):
         suspects.append(f"a loss computed on detached outputs, or parameters not used in forward ({facts['never']} "
                         "never get a gradient)")
     if facts.get("frozen"):
@@ -526,7 +569,7 @@ def does_not_fit(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hi
                         "not match the outputs")
     facts["top_suspect"] = suspects[0].split(" (")[0]
     facts["suspects"] = "; ".join(f"{i}) {s}" for i, s in enumerate(suspects, 1))
-    return [Hit(run.records[-1]["step"], facts, site_frame(run.meta.get("step_site")), tuple(findings),
+    return [Hit(run.records[-1]["step"], facts, cut or site_frame(run.meta.get("step_site")), tuple(findings),
                 {"suspects": suspects, "fit": summary})]
 
 
@@ -593,10 +636,11 @@ def not_reproducible(run: RunData, params: Mapping[str, Any], lint: Lint) -> lis
         facts["cudnn_benchmark"] = True
         suspects.append("torch.backends.cudnn.benchmark = True")
     findings = lint()
+    # A finding's text is shown once, with the finding (its `lint` line); here only where it is.
     for finding in findings[:3]:
-        suspects.append(f"{finding.code} at {finding.path}:{finding.range.start.line + 1}: {finding.message}")
+        suspects.append(f"{finding.code} at {Path(finding.path).name}:{finding.range.start.line + 1}")
     if findings:
-        facts["lint"] = "; ".join(f"{f.code} line {f.range.start.line + 1}: {f.message}" for f in findings[:3])
+        facts["lint"] = ", ".join(f"{f.code} at line {f.range.start.line + 1}" for f in findings[:3])
     if not suspects:
         suspects.append("a source of randomness outside the global generators (data order, threads, the clock)")
     facts["top_suspect"] = suspects[0]

@@ -94,7 +94,8 @@ def detect(run: RunData, source: str, *, only: tuple[str, ...] | None = None,
             continue
         provider: Callable[[], list[Finding]] = functools.partial(lint.with_prefixes, rule.related_rules)
         for hit in function(run, rule.params, provider):
-            if not hit.related and rule.related_rules and run.source != "curves" and rule.id != "memory-leak":
+            if not hit.related and not hit.linked and rule.related_rules and run.source != "curves" \
+                    and rule.id != "memory-leak":
                 hit = Hit(hit.step, hit.facts, hit.location, tuple(provider()), hit.details)
             out.append(build(rule, hit))
     out.sort(key=lambda f: (f.step is None, f.step or 0))

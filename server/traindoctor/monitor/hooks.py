@@ -201,6 +201,9 @@ class Monitor:
 
         self._patch(_dl.DataLoader, "__iter__", loader_iter)
 
+        if self.repeat_batches:
+            self._watch_detaches()
+
         if self.config.get("deterministic"):
             torch.use_deterministic_algorithms(True, warn_only=True)
             original_showwarning = warnings.showwarning
@@ -212,6 +215,27 @@ class Monitor:
                 original_showwarning(message, category, filename, lineno, *args, **kw)
 
             self._patch(warnings, "showwarning", showwarning)
+
+    def _watch_detaches(self) -> None:
+        """overfit: where the user's code calls `.detach()` on a tensor with autograd history
+        before the first optimizer step. When parameters never get a gradient, that line is
+        where the graph was cut (the step() line is only where the symptom shows)."""
+        monitor = self
+        original_detach = torch.Tensor.detach
+
+        def detach(tensor: torch.Tensor) -> torch.Tensor:
+            sites = monitor.meta.setdefault("detach_sites", [])
+            if monitor.step == 0 and tensor.grad_fn is not None and len(sites) < 5:
+                caller = sys._getframe(1)
+                site = user_site(2)
+                # only a call made by the user's own line, not by torch or the monitor on its behalf
+                if site is not None and os.path.abspath(caller.f_code.co_filename) == site["path"] \
+                        and site not in sites:
+                    sites.append(site)
+            return original_detach(tensor)
+
+        detach.__wrapped__ = original_detach  # type: ignore[attr-defined]
+        self._patch(torch.Tensor, "detach", detach)
 
     def _patch(self, owner: Any, name: str, wrapper: Any) -> None:
         self._patched.append((owner, name, getattr(owner, name), wrapper))

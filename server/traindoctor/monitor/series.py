@@ -50,6 +50,9 @@ class Series:
     # Where each point came from in its file (1-based line), when it came from a text log.
     lines: tuple[int, ...] = ()
     origin: str = ""  # the file it was read from (curves); the optimizer's label (watch, `others`)
+    # What `steps` count, named as the source names it: "step", "global_step", "epoch"; "point"
+    # when the source has no such column and the values are numbered in the order they come.
+    x_name: str = "step"
 
     @property
     def role(self) -> str:

@@ -42,7 +42,7 @@ class Discriminator(nn.Module):
         self.criterion = nn.BCELoss()
 
     def loss(self, x, real):
-        return self.criterion(torch.sigmoid(self.net(x)), real)  # expect: TRN402
+        return self.criterion(torch.sigmoid(self.net(x)), real)  # expect: TRN407
 
 
 def kl_to_uniform(counts):

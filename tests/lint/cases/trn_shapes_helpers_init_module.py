@@ -47,7 +47,7 @@ class Trainer:
         logits = self.model(tokens)
         losses = {
             "tokens": self.token_loss(logits.view(-1, logits.size(-1)), labels.view(-1)),
-            "adv": bce(disc(real), torch.ones(real.size(0), 1)),  # expect: TRN402
+            "adv": bce(disc(real), torch.ones(real.size(0), 1)),  # expect: TRN407
         }
         loss = sum(losses.values())
         self.optimizer.zero_grad()

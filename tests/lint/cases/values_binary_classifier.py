@@ -58,8 +58,8 @@ class LogitTrainer:
 
 def gan_step(netD, real, fake, optD):
     d = Discriminator(real.size(1))
-    loss_real = F.binary_cross_entropy(d(real), torch.ones(real.size(0), 1))  # expect: TRN402
-    loss_fake = F.binary_cross_entropy(d(fake.detach()), torch.zeros(fake.size(0), 1))  # expect: TRN402
+    loss_real = F.binary_cross_entropy(d(real), torch.ones(real.size(0), 1))  # expect: TRN407
+    loss_fake = F.binary_cross_entropy(d(fake.detach()), torch.zeros(fake.size(0), 1))  # expect: TRN407
     loss = loss_real + loss_fake
     optD.zero_grad()
     loss.backward()

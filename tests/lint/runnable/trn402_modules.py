@@ -22,7 +22,7 @@ criterion = nn.BCELoss()
 D = Discriminator()
 x, fake = torch.randn(3, 4), torch.randn(3, 4)
 y = torch.ones(3, 1)
-loss = criterion(classifier(x), y)  # expect: TRN402
+loss = criterion(classifier(x), y)  # expect: TRN407
 g_loss = -torch.log(1 - D(fake)).mean()  # expect: TRN402
 confidence = torch.log(class_probabilities(torch.randn(3, 5))).max(-1)  # expect: TRN402
 print(float(loss), float(g_loss))

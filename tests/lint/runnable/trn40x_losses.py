@@ -14,7 +14,7 @@ def nll(logits, y):
 
 
 def bce(z, y):
-    return F.binary_cross_entropy(torch.sigmoid(z), y)  # expect: TRN402
+    return F.binary_cross_entropy(torch.sigmoid(z), y)  # expect: TRN407
 
 
 logits = torch.randn(4, 3, requires_grad=True)

@@ -1,6 +1,5 @@
-"""TRN402 log-of-softmax: `log` of softmax/sigmoid outputs, and BCE on sigmoid
-outputs, where `log_softmax`, `logsigmoid` and `BCEWithLogitsLoss` are the
-stable forms. Probabilities are the model's `prob` fact: from functions and
+"""TRN402 log-of-softmax: `log` of softmax/sigmoid outputs, where `log_softmax`
+and `logsigmoid` are the stable forms (BCE on sigmoid outputs is TRN407). Probabilities are the model's `prob` fact: from functions and
 Tensor methods, from modules (`nn.Softmax`, an `nn.Sequential` ending in
 `nn.Sigmoid`, an in-file model whose forward returns one) and from in-file
 functions that return one. A rewrite is offered where the softmax/sigmoid
@@ -34,7 +33,6 @@ class LogOfSoftmax(Rule):
         elif method == "log" and not node.args and not qualified.startswith(("math.", "numpy.", "torch.")):
             target = node.func.value
         else:
-            self._check_bce(node)
             return
         if target is None:
             return
@@ -107,34 +105,3 @@ class LogOfSoftmax(Rule):
         else:
             return None
         return FixSpec(f"Use {stable}", (Replace(node, new),))
-
-    def _check_bce(self, node: cst.Call) -> None:
-        v = vocab()
-        loss = self.values.loss_call(node)
-        if loss is None or loss.loss not in v.bce_on_probabilities:
-            return
-        ctor, inline = loss.ctor, not loss.shared
-        first = arg(node, 0, "input")
-        if first is None:
-            return
-        value = self.values(first)
-        if value.prob != "sigmoid":
-            return
-        message = ("BCE on sigmoid outputs: the sigmoid saturates to exactly 0 or 1, BCE clamps its log at -100 "
-                   "and the gradient vanishes; pass the logits to `BCEWithLogitsLoss`/"
-                   "`binary_cross_entropy_with_logits` instead")
-        fix = None
-        if isinstance(first, cst.Call) and self.values(first).origin is first and first.args and \
-                (self.names.qualify(first.func) or "") in v.sigmoid:
-            logits = code(first.args[0].value)
-            if ctor is None:
-                fix = FixSpec("Use binary_cross_entropy_with_logits on the logits",
-                              (Replace(node.func, code(node.func) + "_with_logits"), Replace(first, logits)))
-            elif code(ctor.func).endswith("BCELoss"):
-                # a shared criterion may also be called on real probabilities elsewhere: unsafe
-                fix = FixSpec("Use BCEWithLogitsLoss on the logits",
-                              (Replace(ctor.func, code(ctor.func)[:-len("BCELoss")] + "BCEWithLogitsLoss"),
-                               Replace(first, logits)), safe=inline)
-        related = [Related(value.origin, "the sigmoid output passed to BCE")] \
-            if value.origin is not None and value.origin is not first else []
-        self.report(node, message, fix=fix, related=related)

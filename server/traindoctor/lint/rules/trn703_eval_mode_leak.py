@@ -1,7 +1,8 @@
 """TRN703 eval-mode-leak: `model.eval()` inside a training loop (validation each
 epoch or every N steps), and nothing in that loop (nor in a helper called from it)
-switches the model back with `model.train()`: from then on the model trains with
-dropout off and BatchNorm using its running statistics.
+switches the model back with `model.train()`: from then on (or, when an enclosing
+loop calls `model.train()`, until its next pass) the model trains with dropout off
+and BatchNorm using its running statistics.
 
 Only for the model that is trained: it is put in train mode before the loop, or it
 is called in the loop outside no_grad. Quiet on frozen copies (teacher, EMA, target
@@ -16,6 +17,11 @@ from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
 from ..walk import iter_nodes
 from .trn7xx_training_base import RoutineRule
+
+# The claim of the message when no train() follows at all; a monitor that saw the run switch
+# back to train mode does not link a finding that makes it (monitor/detectors.py, eval-mode).
+NEVER_SWITCHED_BACK = "nothing switches it back"
+
 
 class EvalModeLeak(RoutineRule):
     CODE = "TRN703"
@@ -36,10 +42,26 @@ class EvalModeLeak(RoutineRule):
                         training.unresolved_calls_with(routine, loop.index, model):
                     continue
                 reported.add(model)
-                message = (f"`{model}.eval()` runs inside the training loop and nothing switches it back with "
-                           f"`{model}.train()`: every later training step runs with dropout off and BatchNorm "
-                           f"frozen to its running statistics.")
+                if self._trained_in_an_outer_loop(routine, loop.index, model):
+                    message = (f"`{model}.eval()` runs inside the training loop, and `{model}.train()` only in an "
+                               f"enclosing loop: the training steps after it in this loop, up to the next pass of "
+                               f"the enclosing loop, run with dropout off and BatchNorm frozen to its running "
+                               f"statistics.")
+                else:
+                    message = (f"`{model}.eval()` runs inside the training loop and {NEVER_SWITCHED_BACK} with "
+                               f"`{model}.train()`: every later training step runs with dropout off and BatchNorm "
+                               f"frozen to its running statistics.")
                 self.report(local.node, message, fix=self._fix(routine, loop.index, model, pairs))
+
+    def _trained_in_an_outer_loop(self, routine: Routine, index: int, model: str) -> bool:
+        """`model.train()` in a loop around this one (at the start of each epoch, say)."""
+        parent = routine.loops[index].parent
+        while parent >= 0:
+            if any(e.kind == "train" and same_object(e.receiver, model)
+                   for _, e in self.model.training.expanded(routine, parent)):
+                return True
+            parent = routine.loops[parent].parent
+        return False
 
     def _trained(self, routine: Routine, index: int, model: str, pairs) -> bool:
         inside = set(id(e) for e in routine.events_in(index))
