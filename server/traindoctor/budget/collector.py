@@ -25,6 +25,7 @@ import weakref
 from typing import Any
 
 import torch
+import torch.distributed._tools.mem_tracker as mem_tracker_module
 from torch.distributed._tools.mem_tracker import MemTracker
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
@@ -41,6 +42,16 @@ def _load_sandbox() -> Any:
 
 
 sandbox = _load_sandbox()
+
+
+def _allocated(winfo: Any) -> int:
+    """Bytes the CUDA caching allocator hands out for a storage: rounded up to 512 (what
+    torch.cuda.memory_allocated counts). MemTracker rounds only storages on a CUDA device; ours are on the
+    fake CPU device that stands for it."""
+    return -(-winfo.size * winfo.element_size // 512) * 512
+
+
+mem_tracker_module._WeakRefInfo._calculate_mem_consumed = _allocated
 
 # MemTracker's category names -> the report's.
 CATEGORIES = {"Parameter": "parameters", "Buffer": "buffers", "Gradient": "gradients", "Activation": "activations",
@@ -568,14 +579,15 @@ def _leading_size(batch: Any) -> int | None:
 
 
 def _scaled(batch: Any, size: int | None, factor: int) -> Any:
-    """The batch with every tensor whose first dimension is the batch size repeated `factor` times."""
-    if factor == 1 or not size:
-        return batch
+    """The batch with every tensor whose first dimension is the batch size repeated `factor` times; a new
+    tensor every step (as a real loader gives), so the step's tracker counts it."""
 
     def scale(item: Any) -> Any:
-        if isinstance(item, torch.Tensor) and item.dim() > 0 and item.shape[0] == size:
+        if not isinstance(item, torch.Tensor):
+            return item
+        if factor > 1 and size and item.dim() > 0 and item.shape[0] == size:
             return torch.cat([item] * factor)
-        return item
+        return item.clone()
 
     return torch.utils._pytree.tree_map(scale, batch)
 
