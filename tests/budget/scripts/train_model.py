@@ -1,11 +1,13 @@
 """A real training script for one of five architectures (MLP, ResNet-18, small GPT, U-Net, ViT).
 
-    python train_model.py --model gpt --batch 8 [--device cuda] [--report-peak out.json]
+    python train_model.py --model gpt --batch 8 [--device cuda] [--report-peak out.json] [--memory-cap BYTES]
 
 It builds the model, AdamW, a DataLoader over synthetic data, and trains. With --report-peak (on a GPU)
-it writes torch.cuda.max_memory_allocated() of its second step (the first allocates AdamW's state) and
-stops: what `traindoctor budget` predicts for the same command. `build`, `batch` and `loss_of` are
-imported by the accuracy tests and tests/gpu/budget_gpu.py.
+it writes torch.cuda.max_memory_allocated() of its second step (the first allocates AdamW's state), or
+that it ran out of memory, and stops: what `traindoctor budget` predicts for the same command.
+--memory-cap limits the CUDA allocator to that many bytes (set_per_process_memory_fraction), to check a
+largest-batch claim on a smaller GPU than the one at hand. `build`, `batch` and `loss_of` are imported
+by the accuracy tests and tests/gpu/budget_gpu.py.
 """
 
 from __future__ import annotations
@@ -176,7 +178,22 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--report-peak", metavar="JSON")
+    parser.add_argument("--memory-cap", type=int, metavar="BYTES")
     args = parser.parse_args()
+    if args.memory_cap:
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, args.memory_cap / total))
+    if args.report_peak:
+        try:
+            train(args)
+        except torch.OutOfMemoryError as exc:
+            with open(args.report_peak, "w") as handle:
+                json.dump({"oom": True, "message": str(exc).splitlines()[0][:300]}, handle)
+        return
+    train(args)
+
+
+def train(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
     model = build(args.model).to(args.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -192,14 +209,17 @@ def main() -> None:
             loss.backward()
             optimizer.step()
             step += 1
-            if args.report_peak and step == 1:
+            on_gpu = args.device.startswith("cuda")
+            if args.report_peak and step == 1 and on_gpu:
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
             elif args.report_peak and step == 2:
-                torch.cuda.synchronize()
+                if on_gpu:
+                    torch.cuda.synchronize()
                 with open(args.report_peak, "w") as handle:
-                    json.dump({"max_memory_allocated": torch.cuda.max_memory_allocated(),
-                               "loss": loss.item()}, handle)
+                    json.dump({"oom": False, "loss": loss.item(),
+                               "max_memory_allocated": torch.cuda.max_memory_allocated() if on_gpu else None},
+                              handle)
                 return
             print(f"step {step} loss {loss.item():.4f}")
             if step >= args.steps:
