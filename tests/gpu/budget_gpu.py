@@ -54,25 +54,36 @@ def predict(model: str, batch: int, gpu: dict, work: Path, timeout: float) -> di
     if not path.exists():
         raise RuntimeError(f"{model}: no prediction (exit {done.returncode}): {done.stderr[-800:]}")
     raw = json.loads(path.read_text())
-    peaks = {r["batch_scale"]: int(r["peak_bytes"]) for r in raw["results"] if not r.get("skipped")}
-    return {"peaks": {batch * s: p for s, p in peaks.items()}, "seconds": round(time.monotonic() - started, 1),
-            "unaccounted": raw.get("unaccounted", [])}
+    measured = [r for r in raw["results"] if not r.get("skipped")]
+    return {"peaks": {batch * r["batch_scale"]: int(r["peak_bytes"]) for r in measured},
+            "phase_peaks": {batch * r["batch_scale"]: r["phase_peaks"] for r in measured},
+            "seconds": round(time.monotonic() - started, 1), "unaccounted": raw.get("unaccounted", [])}
 
 
-def line(points: dict[int, int]) -> dict:
-    """peak = fixed + per_sample * batch, as the budget's report fits it (two smallest batches, the third
-    one checks linearity; when it is off, the two largest)."""
-    ordered = sorted(points.items())
-    (b1, p1), (b2, p2) = ordered[0], ordered[1]
-    linear = True
-    if len(ordered) > 2:
-        per = (p2 - p1) / (b2 - b1)
-        b3, p3 = ordered[2]
-        linear = abs(p3 - (p1 + per * (b3 - b1))) / p3 <= TOLERANCE
-        if not linear:
-            (b1, p1), (b2, p2) = ordered[-2], ordered[-1]
-    per_sample = (p2 - p1) / (b2 - b1)
-    return {"fixed": p1 - per_sample * b1, "per_sample": per_sample, "linear": linear}
+def largest_batch(phase_peaks: dict[int, dict[str, int]], cap: int) -> tuple[int | None, bool]:
+    """As the budget's report computes it (estimate.largest_batch): per phase, peak = fixed + per_sample *
+    batch through the two smallest batches (the third checks linearity; when it is off, the two largest);
+    the largest batch keeps every phase's line under the cap. (batch or None, all phases linear)."""
+    batches = sorted(phase_peaks)
+    limits, linear = [], True
+    for phase in ("forward", "backward", "optimizer"):
+        samples = [(b, phase_peaks[b].get(phase, 0)) for b in batches]
+        if any(p == 0 for _, p in samples) or len(samples) < 2:
+            continue
+        (b1, p1), (b2, p2) = samples[0], samples[1]
+        if len(samples) > 2:
+            per = (p2 - p1) / (b2 - b1)
+            b3, p3 = samples[2]
+            if abs(p3 - (p1 + per * (b3 - b1))) / p3 > TOLERANCE:
+                linear = False
+                (b1, p1), (b2, p2) = samples[-2], samples[-1]
+        per_sample = (p2 - p1) / (b2 - b1)
+        fixed = p1 - per_sample * b1
+        if per_sample > 0:
+            limits.append(math.floor((cap - fixed) / per_sample))
+        elif fixed > cap:
+            limits.append(0)
+    return (max(1, min(limits)) if limits else None), linear
 
 
 def real(model: str, batch: int, device: str, work: Path, timeout: float, cap: int | None = None) -> dict:
@@ -141,10 +152,8 @@ def main() -> int:
                 rows.append({"model": model, "batch": batch, "predicted_bytes": predicted, "real_bytes": peak,
                              "error": error, "real_error": measured.get("error"),
                              "predict_seconds": prediction["seconds"], "real_seconds": measured.get("seconds")})
-            fit = line(prediction["peaks"])
-            max_batch = max(1, math.floor((cap - fit["fixed"]) / fit["per_sample"])) if fit["per_sample"] > 0 else None
-            claim = {"model": model, "cap_bytes": cap, "max_batch": max_batch, "linear": fit["linear"],
-                     "fixed_bytes": fit["fixed"], "per_sample_bytes": fit["per_sample"]}
+            max_batch, linear = largest_batch(prediction["phase_peaks"], cap)
+            claim = {"model": model, "cap_bytes": cap, "max_batch": max_batch, "linear": linear}
             if max_batch:
                 above = math.ceil(max_batch * 1.1)
                 at = real(model, max_batch, device, work, args.timeout, cap)

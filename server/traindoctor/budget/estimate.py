@@ -79,8 +79,7 @@ def build_report(raw: dict[str, Any], gpu: Gpu, reserve: int, tolerance: float) 
                      "ops": base.get("timeline_ops", 0), "points": base.get("timeline", [])},
         "measure_seconds": raw.get("seconds"),
     }
-    if line.get("per_sample"):
-        report["max_batch"] = max(0, math.floor((capacity - line["fixed"]) / line["per_sample"]))
+    report["max_batch"] = largest_batch(line, capacity)
     if raw.get("error"):
         report["script_error"] = raw["error"]
     return report
@@ -108,40 +107,76 @@ def _by_module(base: dict[str, Any], top: int = 10) -> list[dict[str, Any]]:
 
 
 def _batch_line(results: list[dict[str, Any]], base: dict[str, Any], tolerance: float) -> dict[str, Any]:
-    """peak(batch) = fixed + per_sample * batch, from the base and the scaled steps; the third point checks it."""
+    """Per phase (forward, backward, optimizer), peak(batch) = fixed + per_sample * batch from the base
+    and the scaled steps, the third point checking it; the step's peak is the largest of the phase lines
+    (the phase that peaks can change with the batch, so the total alone is not a line)."""
     batch = base.get("batch_size")
     if not batch:
         return {"reason": "the batch does not come from a DataLoader, so the step was not measured at another "
                           "batch size"}
-    points = [(batch * r["batch_scale"], int(r["peak_bytes"])) for r in results
-              if not r.get("skipped") and not r.get("lever") and r.get("batch_scale")]
-    points = sorted(set(points))
+    steps = sorted({r["batch_scale"]: r for r in results if not r.get("skipped") and not r.get("lever")
+                    and r.get("batch_scale")}.items())
+    points = [(batch * scale, int(r["peak_bytes"])) for scale, r in steps]
     if len(points) < 2:
         skipped = [r.get("skipped") for r in results if r.get("name", "").startswith("batch") and r.get("skipped")]
         return {"reason": "only one batch size was measured" + (f" ({skipped[0]})" if skipped else ""),
                 "points": points}
-    (b1, p1), (b2, p2) = points[0], points[1]
-    per_sample = (p2 - p1) / (b2 - b1)
-    fixed = p1 - per_sample * b1
-    line: dict[str, Any] = {"points": points, "per_sample": per_sample, "fixed": fixed, "linear": None}
-    if len(points) >= 3:
-        b3, p3 = points[2]
-        predicted = fixed + per_sample * b3
-        deviation = abs(p3 - predicted) / p3
-        line["deviation"] = round(deviation, 4)
-        line["linear"] = deviation <= tolerance
-        if not line["linear"]:
-            # Use the two largest batches: the extrapolation goes that way.
-            (b1, p1), (b2, p2) = points[-2], points[-1]
-            line["per_sample"] = (p2 - p1) / (b2 - b1)
-            line["fixed"] = p1 - line["per_sample"] * b1
-            line["note"] = (f"peak memory is not linear in the batch (the third point is {deviation:.1%} off the "
-                            f"line through the first two): the largest batch is extrapolated from the two largest "
-                            f"measured batches and is unsure")
-    if line["per_sample"] <= 0:
-        line["per_sample"] = None
+    phases: dict[str, dict[str, Any]] = {}
+    for phase in ("forward", "backward", "optimizer"):
+        samples = [(batch * scale, int(r.get("phase_peaks", {}).get(phase, 0))) for scale, r in steps]
+        if any(peak == 0 for _, peak in samples):
+            continue
+        phases[phase] = _fit(samples, tolerance)
+    line: dict[str, Any] = {"points": points, "phases": phases,
+                            "linear": all(p["linear"] is not False for p in phases.values())}
+    checked = [p["deviation"] for p in phases.values() if "deviation" in p]
+    if checked:
+        line["deviation"] = max(checked)
+    bad = [name for name, p in phases.items() if p["linear"] is False]
+    if bad:
+        line["note"] = (f"the {', '.join(bad)} peak is not linear in the batch (the third point is "
+                        f"{max(phases[b]['deviation'] for b in bad):.1%} off the line through the first two): "
+                        f"the largest batch is extrapolated from the two largest measured batches and is unsure")
+    growing = {name: p for name, p in phases.items() if p["per_sample"] > 0}
+    if not growing:
         line["reason"] = "the peak did not grow with the batch"
+        return line
+    # The phase that grows fastest binds at large batches; report its line (the others are in `phases`).
+    binding = max(growing, key=lambda name: growing[name]["per_sample"])
+    line["binding_phase"] = binding
+    line["per_sample"] = growing[binding]["per_sample"]
+    line["fixed"] = growing[binding]["fixed"]
     return line
+
+
+def _fit(samples: list[tuple[int, int]], tolerance: float) -> dict[str, Any]:
+    (b1, p1), (b2, p2) = samples[0], samples[1]
+    per_sample = (p2 - p1) / (b2 - b1)
+    fit: dict[str, Any] = {"per_sample": per_sample, "fixed": p1 - per_sample * b1, "linear": None}
+    if len(samples) >= 3:
+        b3, p3 = samples[2]
+        deviation = abs(p3 - (fit["fixed"] + per_sample * b3)) / p3
+        fit["deviation"] = round(deviation, 4)
+        fit["linear"] = deviation <= tolerance
+        if not fit["linear"]:
+            (b1, p1), (b2, p2) = samples[-2], samples[-1]
+            fit["per_sample"] = (p2 - p1) / (b2 - b1)
+            fit["fixed"] = p1 - fit["per_sample"] * b1
+    return fit
+
+
+def largest_batch(line: dict[str, Any], capacity: int) -> int | None:
+    """The largest batch at which every phase's line stays within `capacity`."""
+    phases = line.get("phases") or {}
+    if not line.get("per_sample") or not phases:
+        return None
+    limits = []
+    for fit in phases.values():
+        if fit["per_sample"] > 0:
+            limits.append(math.floor((capacity - fit["fixed"]) / fit["per_sample"]))
+        elif fit["fixed"] > capacity:
+            limits.append(0)
+    return max(0, min(limits)) if limits else None
 
 
 def _levers(results: list[dict[str, Any]], base: dict[str, Any], peak: dict[str, int], line: dict[str, Any],
@@ -179,7 +214,8 @@ def _levers(results: list[dict[str, Any]], base: dict[str, Any], peak: dict[str,
     if line.get("per_sample") and base.get("batch_size", 0) >= 2:
         half = base["batch_size"] / 2
         grads = int(base["end"].get("gradients", 0))
-        estimate = line["fixed"] + line["per_sample"] * half + max(0, grads - peak.get("gradients", 0))
+        at_half = max(fit["fixed"] + fit["per_sample"] * half for fit in line["phases"].values())
+        estimate = at_half + max(0, grads - peak.get("gradients", 0))
         add("grad_accumulation_2", int(estimate),
             "from the measured batch line at half the batch, plus the gradients that stay alive between "
             "micro-batches; the effective batch is unchanged", False)

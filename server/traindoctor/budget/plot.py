@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..monitor.plot import PlotError
+from .render import size
 
 _COLORS = {"parameters": "#4c72b0", "buffers": "#8172b3", "gradients": "#dd8452", "optimizer_state": "#55a868",
            "activations": "#c44e52", "temporaries": "#937860"}
@@ -49,7 +50,8 @@ def plot(report: dict[str, Any], out: str | Path, title: str = "") -> Path:
     axis.set_xlabel(f"ops of one training step ({timeline['ops']} ops, sampled)")
     axis.set_ylabel("GiB")
     verdict = "fits" if report["fits"] else "does not fit"
-    axis.set_title(title or f"Peak {report['peak_bytes'] / gib:.2f} GiB in {report['peak_phase']}: {verdict}")
+    axis.set_title(title or f"Peak {size(report['peak_bytes'])} in the {report['peak_phase']} phase: {verdict} "
+                   f"on {report['gpu']['name']}")
     axis.legend(loc="upper left", fontsize=8, bbox_to_anchor=(0, 0.93))
     figure.tight_layout()
     out = Path(out)

@@ -20,6 +20,21 @@ def size(value: float | None) -> str:
     return f"{sign}{value / 1024:.1f} KiB"
 
 
+def _flop(value: int) -> str:
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if value >= scale:
+            return f"{value / scale:.2f} {unit}"
+    return f"{value} FLOP"
+
+
+def _seconds(value: float) -> str:
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e6:.0f} us"
+
+
 def render_text(report: dict[str, Any]) -> str:
     gpu = report["gpu"]
     lines = []
@@ -45,21 +60,21 @@ def render_text(report: dict[str, Any]) -> str:
             lines.append(f"  {module['name']:<40} {module['class']:<20} params {size(module['parameters']):>11}  "
                          f"activations {size(module['activations']):>11}")
     lines.append("")
-    tflop = report["flops"] / 1e12
     time = report.get("step_time_s")
-    lines.append(f"Compute: {tflop:.3f} TFLOP per step; at least {time * 1000:.1f} ms per step on {gpu['name']}"
-                 if time is not None else f"Compute: {tflop:.3f} TFLOP per step.")
+    lines.append(f"Compute: {_flop(report['flops'])} per step; at least {_seconds(time)} per step on {gpu['name']}"
+                 if time is not None else f"Compute: {_flop(report['flops'])} per step.")
     lines.append(f"  ({report['step_time_assumes']})")
     line = report["batch_line"]
     lines.append("")
     if report.get("max_batch") is not None:
         points = ", ".join(f"{b}: {size(p)}" for b, p in line["points"])
-        lines.append(f"Largest batch that fits: {report['max_batch']} (peak = {size(line['fixed'])} + "
-                     f"{size(line['per_sample'])} per sample; measured {points}).")
+        lines.append(f"Largest batch that fits: {report['max_batch']} (measured peaks at batch {points}; "
+                     f"the {line['binding_phase']} peak grows {size(line['per_sample'])} per sample).")
         if line.get("note"):
             lines.append(f"  {line['note']}")
         elif line.get("linear"):
-            lines.append(f"  The third point is {line['deviation']:.1%} off the line: linear in the batch.")
+            lines.append(f"  Each phase's peak is linear in the batch (the third point is at most "
+                         f"{line['deviation']:.1%} off its line).")
     else:
         lines.append(f"Largest batch: unknown ({line.get('reason', 'not measured')}).")
     if report["levers"]:

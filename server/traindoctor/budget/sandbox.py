@@ -256,3 +256,9 @@ class FakeWorld:
             return original(f, *args, **kwargs)
 
         self.patches.set(torch, "load", load)
+
+        def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
+            notes.add("checkpoint", "torch.save", "the script saves a checkpoint: fake tensors have no values, "
+                      "so nothing was written")
+
+        self.patches.set(torch, "save", save)

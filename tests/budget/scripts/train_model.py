@@ -176,7 +176,7 @@ def main() -> None:
     parser.add_argument("--model", choices=MODELS, required=True)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--report-peak", metavar="JSON")
     parser.add_argument("--memory-cap", type=int, metavar="BYTES")
     args = parser.parse_args()
