@@ -111,3 +111,26 @@ def test_bad_input_gets_one_line_and_exit_2(workdir):
     code, report, stderr = budget("--", PYTHON, str(failing), cwd=workdir)
     assert code == 2 and report is None
     assert stderr.strip().splitlines()[-1].startswith("traindoctor: ")
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp2"])
+def test_world_size_8_plans_per_rank_memory(strategy, workdir):
+    """A torchrun script (init_process_group("nccl"), one GPU per rank) on torch's fake process group."""
+    code, report, stderr = budget("--world-size", "8", "--no-levers", "--", PYTHON,
+                                  str(SCRIPTS / "train_distributed.py"), "--strategy", strategy, cwd=workdir)
+    assert report is not None, stderr
+    assert report["world_size"] == 8 and report["distributed"] == strategy
+    parameter_bytes = report["parameter_count"] * 4  # fp32
+    state = report["steady_state"]
+    if strategy == "ddp":
+        # replicas: every rank holds all parameters, AdamW's two moments, and the gradients plus DDP's buckets
+        assert state["parameters"] == pytest.approx(parameter_bytes, rel=0.01)
+        assert state["optimizer_state"] == pytest.approx(2 * parameter_bytes, rel=0.01)
+        assert state["gradients"] == pytest.approx(2 * parameter_bytes, rel=0.01)
+        assert any(note["kind"] == "DDP" for note in report["unaccounted"])
+    else:
+        # FSDP2: parameters, gradients and optimizer state sharded over 8 ranks
+        assert state["parameters"] == pytest.approx(parameter_bytes / 8, rel=0.02)
+        assert state["optimizer_state"] == pytest.approx(2 * parameter_bytes / 8, rel=0.02)
+        assert report["by_category"]["parameters"] > state["parameters"]  # a block's all-gathered parameters
+    assert any(note["kind"] == "process group" for note in report["unaccounted"])

@@ -14,6 +14,7 @@ time by a roofline over the same ops (each op bound by the GPU's math rate or it
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import json
@@ -176,6 +177,7 @@ class Monitor:
         self.closed = False
         self.error: str | None = None
         self.handles: list[Any] = []
+        self.gradient_buckets: list[Any] = []  # DDP's, counted with the gradients
 
     # --- installation -----------------------------------------------------------------
 
@@ -308,16 +310,56 @@ class Monitor:
         for name, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", str(world_size)),
                             ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29500")):
             os.environ.setdefault(name, value)
+        from torch.distributed.device_mesh import DeviceMesh
         from torch.nn.parallel import DistributedDataParallel
+        from torch.utils._python_dispatch import _disable_current_modes
 
-        ddp_init = DistributedDataParallel.__init__
-
-        @functools.wraps(ddp_init)
-        def ddp(self_: Any, module: Any, device_ids: Any = None, output_device: Any = None, *args: Any,
-                **kwargs: Any) -> None:
-            ddp_init(self_, module, None, None, *args, **kwargs)  # one fake CPU device: no device ids
+        def ddp(self_: Any, module: Any, *args: Any, gradient_as_bucket_view: bool = False, **kwargs: Any) -> None:
+            # DDP's C++ reducer reads parameter data (shape checks, the first broadcast), which fake tensors
+            # do not have. What it costs per rank is its gradient buckets: one flat copy of the gradients
+            # (none with gradient_as_bucket_view=True, where the gradients are views into the buckets).
+            torch.nn.Module.__init__(self_)
+            self_.module = module
+            self_.gradient_as_bucket_view = gradient_as_bucket_view
+            if not gradient_as_bucket_view:
+                for dtype in {p.dtype for p in module.parameters() if p.requires_grad}:
+                    count = sum(p.numel() for p in module.parameters() if p.requires_grad and p.dtype == dtype)
+                    monitor.gradient_buckets.append(torch.empty(count, dtype=dtype))
+            monitor.notes.add("DDP", "DistributedDataParallel", "DDP was modelled, not run: its gradient buckets "
+                              "are counted with the gradients; its all-reduce moves no data and its time is not "
+                              "estimated")
 
         self.world.patches.set(DistributedDataParallel, "__init__", ddp)
+        self.world.patches.set(DistributedDataParallel, "forward",
+                               lambda self_, *args, **kwargs: self_.module(*args, **kwargs))
+        self.world.patches.set(DistributedDataParallel, "no_sync", lambda self_: contextlib.nullcontext())
+        mesh_init = DeviceMesh.__init__
+
+        @functools.wraps(mesh_init)
+        def mesh(self_: Any, *args: Any, **kwargs: Any) -> None:
+            with _disable_current_modes():  # the mesh is host-side bookkeeping: real tensors
+                mesh_init(self_, *args, **kwargs)
+
+        self.world.patches.set(DeviceMesh, "__init__", mesh)
+        import importlib
+
+        import torch.distributed.device_mesh as device_mesh
+
+        init_mesh = device_mesh.init_device_mesh
+
+        @functools.wraps(init_mesh)
+        def init_device_mesh(*args: Any, **kwargs: Any) -> Any:
+            with _disable_current_modes():
+                return init_mesh(*args, **kwargs)
+
+        for name in ("torch.distributed.device_mesh", "torch.distributed.tensor", "torch.distributed",
+                     "torch.distributed.fsdp._fully_shard._fsdp_init"):
+            try:
+                owner = importlib.import_module(name)
+            except ImportError:
+                continue
+            if getattr(owner, "init_device_mesh", None) is init_mesh:  # imported by name there
+                self.world.patches.set(owner, "init_device_mesh", init_device_mesh)
 
     # --- the plan ---------------------------------------------------------------------
 
@@ -336,6 +378,8 @@ class Monitor:
         self.tracker = StepTracker(self)
         external = [r() for r in self.roots] + [r() for r in self.optimizers]
         self.tracker.track_external(*[x for x in external if x is not None])
+        for bucket in self.gradient_buckets:
+            self.tracker._update_and_maybe_create_winfos(bucket, mem_tracker_module._MemRefType.GRAD)
         self.tracker.__enter__()
 
     def _after_step(self, optimizer: Any) -> None:
