@@ -102,6 +102,15 @@ class StepTracker(MemTracker):
         self._peak_mem_snap = copy.deepcopy(current)
         self.peak_phase, self.peak_module, self.phase_peaks = self.phase, "", {}
 
+    def _update_peak_stats(self, peak_state: Any) -> None:
+        # The global peak only: MemTracker also keeps every active module's local peak, walking all
+        # modules at every op (O(modules) per op: most of the time of a 7B step). The report does not use
+        # those local peaks (by_module comes from each module's pre- and post-forward snapshots).
+        for dev, dev_snap in self._curr_mem_snap.items():
+            if self._peak_mem.get(dev, 0) < dev_snap["Total"]:
+                self._peak_mem[dev] = dev_snap["Total"]
+                self._peak_mem_snap[dev] = dict(dev_snap)
+
     def total(self) -> int:
         return sum(snap.get("Total", 0) for snap in self._curr_mem_snap.values())
 
@@ -532,6 +541,10 @@ class Monitor:
             entry["checkpointed"] = [name for name, _ in blocks]
             return None
         if lever == "foreach_off":
+            phases = base.get("phase_peaks") or {}
+            if phases.get("optimizer", 0) < base["peak_bytes"]:
+                return (f"the peak is in the {base['peak_phase']} phase, and foreach temporaries exist only "
+                        f"during the optimizer step: the lever cannot lower it")
             changed = False
             for ref in self.optimizers:
                 opt = ref()

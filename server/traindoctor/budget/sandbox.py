@@ -147,6 +147,19 @@ def _user_caller() -> str | None:
     return "?"
 
 
+def _convert(module: torch.nn.Module, dtype: torch.dtype) -> None:
+    """`module.to(dtype)` for fake parameters, which `Module._apply` cannot swap in place: new Parameter
+    objects (scripts convert before they build the optimizer) and buffers, floating point ones only."""
+    for owner in module.modules():
+        for name, param in list(owner._parameters.items()):
+            if param is not None and param.is_floating_point() and param.dtype != dtype:
+                with torch.no_grad():
+                    owner._parameters[name] = torch.nn.Parameter(param.to(dtype), requires_grad=param.requires_grad)
+        for name, buffer in list(owner._buffers.items()):
+            if buffer is not None and buffer.is_floating_point() and buffer.dtype != dtype:
+                owner._buffers[name] = buffer.to(dtype)
+
+
 class Patches:
     """Attributes replaced while the budget runs, restored by `undo`."""
 
@@ -177,9 +190,6 @@ class FakeWorld:
         self.patches = Patches()
 
     def enter(self) -> None:
-        # A module's dtype conversion (`.half()`, `.to(torch.bfloat16)`) cannot swap fake parameters in
-        # place; new Parameter objects can be made (before the optimizer exists, as scripts do it).
-        torch.__future__.set_overwrite_module_params_on_conversion(True)
         self._patch_cuda()
         self._patch_modules()
         self._patch_autocast()
@@ -219,17 +229,17 @@ class FakeWorld:
                 self.patches.set(cuda, name, answer)
 
     def _patch_modules(self) -> None:
-        module_to = torch.nn.Module.to
-
         def to(module: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
             device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
-            if dtype is None and memory_format is None:
-                return module  # everything already lives on the one fake device
-            return module_to(module, dtype=dtype) if memory_format is None else \
-                module_to(module, dtype=dtype, memory_format=memory_format)
+            if dtype is not None:
+                _convert(module, dtype)
+            return module  # everything already lives on the one fake device
 
         self.patches.set(torch.nn.Module, "to", to)
         self.patches.set(torch.nn.Module, "cuda", lambda module, *a, **k: module)
+        for name, dtype in (("half", torch.float16), ("bfloat16", torch.bfloat16), ("float", torch.float32),
+                            ("double", torch.float64)):
+            self.patches.set(torch.nn.Module, name, functools.partialmethod(to, dtype))
 
     def _patch_autocast(self) -> None:
         autocast = torch.amp.autocast_mode.autocast
