@@ -17,11 +17,15 @@ import torch
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
+    FakeTensor,
     FakeTensorMode,
     UnsupportedOperatorException,
+    unset_fake_temporarily,
 )
+from torch.utils._pytree import tree_leaves, tree_map
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.weak import WeakIdKeyDictionary
 
 aten = torch.ops.aten
 
@@ -69,7 +73,8 @@ class DeviceRedirect(TorchFunctionMode):
 class Stand_ins(TorchDispatchMode):  # noqa: N801 - reads as what it provides
     """Below the trackers, above FakeTensorMode: answers what fake tensors cannot, and notes it.
 
-    - a value (`.item()`, `float(t)`, `if t:`): 0 / False, so control flow driven by it is not followed;
+    - a value (`.item()`, `float(t)`, `if t:`): the real one for a tiny tensor computed from real values
+      (a length drawn with torch.randint), else 0 / False, so control flow driven by it is not followed;
     - an output shape that depends on values (nonzero, a boolean mask): its upper bound;
     - an op with no fake kernel (a custom extension): an output shaped like its first tensor input.
     """
@@ -77,11 +82,19 @@ class Stand_ins(TorchDispatchMode):  # noqa: N801 - reads as what it provides
     def __init__(self, notes: Notes) -> None:
         super().__init__()
         self.notes = notes
+        # Tiny tensors (sequence lengths, indices, masks drawn by the script) also get a real value, so
+        # `int(n)` of a length drawn with torch.randint is right; model-sized tensors stay fake.
+        self.shadows = WeakIdKeyDictionary()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         kwargs = kwargs or {}
+        if func is aten._local_scalar_dense.default and args[0] in self.shadows:
+            with unset_fake_temporarily():
+                return self.shadows[args[0]].item()
         try:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            self._shadow(func, args, kwargs, out)
+            return out
         except DataDependentOutputException:
             if func is not aten._local_scalar_dense.default:
                 raise
@@ -112,6 +125,26 @@ class Stand_ins(TorchDispatchMode):  # noqa: N801 - reads as what it provides
                            f"extension: its output was assumed to be like its first input {tuple(first.shape)} "
                            f"and its own workspace is not counted")
             return torch.empty_like(first)
+
+
+    def _shadow(self, func: Any, args: Any, kwargs: Any, out: Any) -> None:
+        outputs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+        if not outputs or any(t.numel() > SHADOW_LIMIT for t in outputs):
+            return
+        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if any(isinstance(t, FakeTensor) and t not in self.shadows for t in inputs):
+            return
+        real = lambda t: self.shadows.get(t, t) if isinstance(t, FakeTensor) else t  # noqa: E731
+        try:
+            with unset_fake_temporarily(), torch.no_grad():
+                result = func(*tree_map(real, args), **tree_map(real, kwargs))
+        except Exception:  # noqa: BLE001 - no value then; the fake result stands
+            return
+        for fake, value in zip(outputs, [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]):
+            self.shadows[fake] = value
+
+
+SHADOW_LIMIT = 4096  # elements
 
 
 def _upper_bound(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
