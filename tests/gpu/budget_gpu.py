@@ -107,7 +107,10 @@ def main() -> int:
     parser.add_argument("--out", required=True, help="where the JSON results go")
     parser.add_argument("--dry-run", action="store_true", help="on CPU: tiny batches, no GPU numbers")
     parser.add_argument("--models", default=None, help=f"comma-separated subset of {','.join(MODELS)}")
-    parser.add_argument("--cap-gib", type=float, default=4.0, help="memory cap for the largest-batch check")
+    parser.add_argument("--cap-gib", type=float, default=2.0, help="memory cap for the largest-batch check")
+    parser.add_argument("--budget-s", type=float, default=210,
+                        help="skip the remaining real runs after this many seconds (the whole check must stay "
+                             "under 4 minutes on one GPU)")
     parser.add_argument("--timeout", type=float, default=150, help="seconds per subprocess")
     args = parser.parse_args()
     import torch
@@ -145,6 +148,9 @@ def main() -> int:
                 continue
             prediction = predictions[model]
             for batch in (sizes[model], 2 * sizes[model]):
+                if time.monotonic() - started > args.budget_s:
+                    errors.append(f"{model} at batch {batch}: skipped, past --budget-s {args.budget_s:.0f}")
+                    continue
                 measured = real(model, batch, device, work, args.timeout)
                 predicted = prediction["peaks"].get(batch)
                 peak = measured.get("max_memory_allocated")
@@ -154,7 +160,9 @@ def main() -> int:
                              "predict_seconds": prediction["seconds"], "real_seconds": measured.get("seconds")})
             max_batch, linear = largest_batch(prediction["phase_peaks"], cap)
             claim = {"model": model, "cap_bytes": cap, "max_batch": max_batch, "linear": linear}
-            if max_batch:
+            if max_batch and time.monotonic() - started > args.budget_s:
+                errors.append(f"{model}: largest-batch check skipped, past --budget-s {args.budget_s:.0f}")
+            elif max_batch:
                 above = math.ceil(max_batch * 1.1)
                 at = real(model, max_batch, device, work, args.timeout, cap)
                 over = real(model, above, device, work, args.timeout, cap)
