@@ -13,7 +13,9 @@ from budget_helpers import PYTHON, SCRIPTS, budget, exact_step
 
 pytestmark = pytest.mark.slow
 
-BATCH = {"mlp": 16, "resnet18": 4, "gpt": 4, "unet": 4, "vit": 4}
+# The first five were written with the predictor (the dev half); lstm and mixer were added after it was
+# finished and run once (the held-out half: a cuDNN-free recurrent net, and dropout masks).
+BATCH = {"mlp": 16, "resnet18": 4, "gpt": 4, "unet": 4, "vit": 4, "lstm": 4, "mixer": 4}
 TOLERANCE = 0.05
 
 
@@ -22,7 +24,12 @@ def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("budget-accuracy")
 
 
-@pytest.mark.parametrize("name", sorted(BATCH))
+# Found on the held-out half: the workspace oneDNN's LSTM kernel keeps for backward is larger than its
+# fake (meta) kernel says, so saved activations come out 59 % low. Named in the report, not fixed.
+RNN_GAP = pytest.mark.xfail(strict=True, reason="kernel workspace of RNNs is not counted exactly")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=RNN_GAP) if n == "lstm" else n for n in sorted(BATCH)])
 def test_prediction_matches_exact_accounting(name, workdir):
     code, report, stderr = budget("--no-levers", "--", PYTHON, str(SCRIPTS / "train_model.py"), "--model", name,
                                   "--batch", str(BATCH[name]), "--device", "cuda", cwd=workdir)
@@ -35,6 +42,8 @@ def test_prediction_matches_exact_accounting(name, workdir):
         "optimizer_state": report["steady_state"]["optimizer_state"],
         "activations": report["activations_at_backward"],
     }
+    if name == "lstm":  # what the estimate cannot count is named (checked before the xfail's assertion)
+        assert any(note["kind"] == "kernel workspace" for note in report["unaccounted"]), report["unaccounted"]
     errors = {key: abs(predicted[key] - exact[key]) / exact[key] for key in predicted}
     print(name, {k: (predicted[k], exact[k], f"{errors[k]:.2%}") for k in predicted})
     assert all(error <= TOLERANCE for error in errors.values()), (predicted, exact, errors)

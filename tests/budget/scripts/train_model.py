@@ -21,7 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
-MODELS = ("mlp", "resnet18", "gpt", "unet", "vit")
+MODELS = ("mlp", "resnet18", "gpt", "unet", "vit", "lstm", "mixer")  # the last two: the held-out half
 
 
 class MLP(nn.Module):
@@ -147,25 +147,62 @@ class ViT(nn.Module):
         return self.head(self.ln(x[:, 0]))
 
 
+class LSTMLanguageModel(nn.Module):
+    def __init__(self, vocab: int = 2048, d: int = 256, layers: int = 2) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, d, num_layers=layers, batch_first=True, dropout=0.1)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        return self.head(self.lstm(self.embed(idx))[0])
+
+
+class MixerBlock(nn.Module):
+    def __init__(self, tokens: int, d: int) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.token_mlp = nn.Sequential(nn.Linear(tokens, 2 * tokens), nn.GELU(), nn.Dropout(0.1),
+                                       nn.Linear(2 * tokens, tokens))
+        self.channel_mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Dropout(0.1), nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        x = x + self.token_mlp(self.ln1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.channel_mlp(self.ln2(x))
+
+
+class Mixer(nn.Module):
+    def __init__(self, image: int = 64, patch: int = 8, d: int = 256, layers: int = 4, classes: int = 10) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, patch, patch)
+        self.blocks = nn.Sequential(*(MixerBlock((image // patch) ** 2, d) for _ in range(layers)))
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        x = self.blocks(self.patch(x).flatten(2).transpose(1, 2))
+        return self.head(x.mean(dim=1))
+
+
 def build(name: str) -> nn.Module:
-    return {"mlp": MLP, "resnet18": ResNet18, "gpt": GPT, "unet": UNet, "vit": ViT}[name]()
+    return {"mlp": MLP, "resnet18": ResNet18, "gpt": GPT, "unet": UNet, "vit": ViT, "lstm": LSTMLanguageModel,
+            "mixer": Mixer}[name]()
 
 
 def batch(name: str, size: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Synthetic inputs and targets for `size` samples."""
     if name == "mlp":
         return torch.randn(size, 784), torch.randint(0, 10, (size,))
-    if name in ("resnet18", "vit"):
+    if name in ("resnet18", "vit", "mixer"):
         return torch.randn(size, 3, 64, 64), torch.randint(0, 10, (size,))
-    if name == "gpt":
+    if name in ("gpt", "lstm"):
         tokens = torch.randint(0, 2048, (size, 129))
         return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
     return torch.randn(size, 1, 64, 64), torch.randn(size, 1, 64, 64)
 
 
 def loss_of(name: str, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    if name == "gpt":
-        return F.cross_entropy(out.view(-1, out.size(-1)), target.view(-1))
+    if name in ("gpt", "lstm"):
+        return F.cross_entropy(out.reshape(-1, out.size(-1)), target.reshape(-1))
     if name == "unet":
         return F.mse_loss(out, target)
     return F.cross_entropy(out, target)
