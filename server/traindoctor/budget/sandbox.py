@@ -314,3 +314,10 @@ class FakeWorld:
                       "so nothing was written")
 
         self.patches.set(torch, "save", save)
+
+        def compile(model: Any = None, *args: Any, **kwargs: Any) -> Any:  # noqa: A001 - torch's name
+            notes.add("torch.compile", "torch.compile", "torch.compile was not applied: the estimate is for eager "
+                      "mode (compiled graphs often keep fewer activations and fuse temporaries away)")
+            return model if model is not None else (lambda fn: fn)
+
+        self.patches.set(torch, "compile", compile)

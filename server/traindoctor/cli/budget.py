@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="plan per-rank memory for N ranks (torch's fake process group; the script's own "
                              "init_process_group, DDP or fully_shard decide the strategy)")
     parser.add_argument("--no-levers", action="store_true", help="measure only the step and the batch line")
-    parser.add_argument("--timeout", type=float, metavar="S", default=None,
-                        help="stop the command after S seconds (default: no limit)")
+    parser.add_argument("--timeout", type=float, metavar="S", default=900,
+                        help="stop the command after S seconds (default: 900; a script that never makes an "
+                             "optimizer step would otherwise run to its end)")
     parser.add_argument("--runs-dir", metavar="DIR", default=None,
                         help="where run records go (default: .traindoctor/runs in the current directory)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="python train.py ARGS | python -m module ARGS")
