@@ -106,7 +106,7 @@ def main() -> int:
     print(f"7B decoder ({report['parameter_count'] / 1e9:.2f}B parameters, bf16, AdamW, batch 1 x 2048): "
           f"peak {report['peak_bytes'] / gib:.1f} GiB on {report['gpu']['name']}, fits: {report['fits']}, "
           f"largest batch {report['max_batch']}, {report['flops'] / 1e12:.1f} TFLOP per step")
-    print(f"  by category (GiB): " + ", ".join(f"{k} {v / gib:.1f}" for k, v in report["by_category"].items()))
+    print("  by category (GiB): " + ", ".join(f"{k} {v / gib:.1f}" for k, v in report["by_category"].items()))
     for lever in report["levers"]:
         if lever.get("peak_bytes") is not None:
             print(f"  lever {lever['name']}: {lever['peak_bytes'] / gib:.1f} GiB")

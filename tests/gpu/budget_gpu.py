@@ -195,7 +195,7 @@ def _print_table(result: dict) -> None:
         error = f"{row['error']:+8.1%}" if row["error"] is not None else f"{'-':>8}"
         predicted = f"{row['predicted_bytes'] / mib:14.1f}" if row["predicted_bytes"] else f"{'-':>14}"
         print(f"{row['model']:<9} {row['batch']:>6} {predicted} {real_mib} {error}")
-    print(f"largest batch under the cap (predicted), real run at it and at +10%:")
+    print("largest batch under the cap (predicted), real run at it and at +10%:")
     for claim in result["claims"]:
         print(f"  {claim['model']:<9} cap {claim['cap_bytes'] / mib:.0f} MiB: max batch {claim['max_batch']} "
               f"-> {claim.get('at_max')}; {claim.get('batch_plus_10pct')} -> {claim.get('at_plus_10pct')}"
