@@ -29,6 +29,8 @@ export class DiagnosisPanel implements vscode.Disposable {
       this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string; fix?: string }) => {
         if (message.type === 'open' && typeof message.path === 'string') {
           void openFrame(message.path, message.line ?? 1);
+        } else if (message.type === 'estimateMemory' && typeof message.path === 'string') {
+          void vscode.commands.executeCommand('traindoctor.estimateMemory', vscode.Uri.file(message.path));
         } else if (message.type === 'rerunWithAnomalyDetection') {
           void vscode.commands.executeCommand('traindoctor.rerunWithAnomalyDetection');
         } else if (message.type === 'applyFix' && typeof message.path === 'string' && typeof message.code === 'string') {
@@ -140,6 +142,16 @@ function tensorsTable(details: Record<string, unknown> | undefined): string {
   return `<h2>Tensors in the failing frame</h2><table class="tensors"><tr><th>name</th><th>shape</th><th>dtype</th><th>device</th><th>NaN</th><th>inf</th></tr>${rows}</table>`;
 }
 
+/** An out-of-memory diagnosis of a script in the workspace: run `traindoctor budget` on it (on click only). */
+function estimateButton(details: Record<string, unknown> | undefined): string {
+  const budget = details?.budget as { script?: string } | undefined;
+  if (!budget?.script) {
+    return '';
+  }
+  return `<p class="estimate-offer"><button class="estimate-memory" data-path="${escape(budget.script)}">Estimate what fits</button> ` +
+    'one training step of this script with fake tensors: the largest batch that fits and the levers, re-estimated.</p>';
+}
+
 function anomalyRerunButton(options: PanelOptions): string {
   if (!options.anomalyRerun) {
     return '';
@@ -192,7 +204,7 @@ ${anomalyRerunButton(options)}
 <h2>Root cause</h2><p class="root-cause">${escape(d.root_cause)}</p>
 ${evidence ? `<h2>Evidence</h2><ul class="evidence">${evidence}</ul>` : ''}
 ${tensorsTable(d.details)}
-${fixes ? `<h2>Fixes</h2>${applyFixButton(d.details)}<ol class="fixes">${fixes}</ol>` : ''}
+${fixes ? `<h2>Fixes</h2>${applyFixButton(d.details)}${estimateButton(d.details)}<ol class="fixes">${fixes}</ol>` : ''}
 ${related ? `<h2>Related findings</h2><ul>${related}</ul>` : ''}
 ${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
 <script nonce="${nonce}">
@@ -201,6 +213,12 @@ ${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
    button.addEventListener('click', () => {
      button.disabled = true;
      vscode.postMessage({ type: 'rerunWithAnomalyDetection' });
+   });
+ }
+ for (const button of document.querySelectorAll('button.estimate-memory')) {
+   button.addEventListener('click', () => {
+     button.disabled = true;
+     vscode.postMessage({ type: 'estimateMemory', path: button.dataset.path });
    });
  }
  for (const button of document.querySelectorAll('button.apply-fix')) {

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { AnomalyRerun } from './anomalyRerun';
+import { registerBudgetCommand } from './budgetPanel';
 import { DEBUG_TYPE, DebugpyAdapterFactory, runWithDiagnosis, TraindoctorConfigurationProvider } from './debugAdapter';
 import { LiveDiagnosisTrackerFactory } from './debugTracker';
 import { DiagnosisPanel } from './diagnosisPanel';
@@ -48,6 +49,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand('traindoctor.rerunWithAnomalyDetection', () => anomalyRerun.rerun()),
     ...registerMonitorCommands(panel),
+    ...registerBudgetCommand(),
     vscode.commands.registerCommand('traindoctor.lintWorkspace', requireServer((s) => s.executeCommand('traindoctor.lintWorkspace'))),
     vscode.commands.registerCommand('traindoctor.clearDiagnosis', async () => {
       decorations.clear();

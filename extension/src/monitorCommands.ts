@@ -33,7 +33,7 @@ export function registerMonitorCommands(panel: DiagnosisPanel): vscode.Disposabl
   ];
 }
 
-async function currentScript(resource?: vscode.Uri): Promise<{ file: string; folder?: vscode.WorkspaceFolder } | undefined> {
+export async function currentScript(resource?: vscode.Uri): Promise<{ file: string; folder?: vscode.WorkspaceFolder } | undefined> {
   if (!vscode.workspace.isTrusted) {
     void vscode.window.showErrorMessage('traindoctor does not run Python in an untrusted workspace.');
     return undefined;

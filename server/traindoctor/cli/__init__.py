@@ -17,7 +17,7 @@ from . import errors
 
 # Sub-command modules, imported lazily so `traindoctor rules` does not pay for
 # pygls or debugpy.
-_COMMANDS = ("check", "rules", "diagnose", "run", "serve", "watch", "overfit", "repro", "curves")
+_COMMANDS = ("check", "rules", "diagnose", "run", "serve", "watch", "overfit", "repro", "curves", "budget")
 
 
 def build_parser() -> argparse.ArgumentParser:

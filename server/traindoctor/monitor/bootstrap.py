@@ -4,9 +4,10 @@
     python bootstrap.py -m package ARGS      (as `python -m package ARGS`)
 
 The monitor's settings come as JSON in the TRAINDOCTOR_MONITOR environment
-variable (written by `traindoctor watch|overfit|repro`). Run as a file, not as
+variable (written by `traindoctor watch|overfit|repro|budget`). Run as a file, not as
 `-m traindoctor...`, so the user's interpreter needs torch but not traindoctor;
-the collector next to this file is loaded by path.
+the collector is loaded by path: hooks.py next to this file, or the file named by
+the settings' "collector" (budget's), which exposes the same `Monitor` and `StopRun`.
 """
 
 from __future__ import annotations
@@ -20,15 +21,17 @@ import types
 CONFIG_VARIABLE = "TRAINDOCTOR_MONITOR"
 
 
-def _load_hooks():
-    """hooks.py, compiled under a `<frozen ...>` file name: debuggers (debugpy's justMyCode) and
+def _load_hooks(path: str | None = None):
+    """hooks.py (or `path`), compiled under a `<frozen ...>` file name: debuggers (debugpy's justMyCode) and
     traceback readers (traindoctor's own) then treat the monitor's frames as library code, so a
     stop at a NaN shows the user's `optimizer.step()` line, not the hook that raised."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks.py")
+    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks.py")
+    package = os.path.basename(os.path.dirname(path))
+    stem = os.path.splitext(os.path.basename(path))[0]
     with open(path, encoding="utf-8") as handle:
         # Like the standard library's `<frozen runpy>`: source held in memory, not the user's code.
-        code = compile(handle.read(), "<frozen traindoctor.monitor.hooks>", "exec")
-    module = types.ModuleType("traindoctor_monitor_hooks")
+        code = compile(handle.read(), f"<frozen traindoctor.{package}.{stem}>", "exec")
+    module = types.ModuleType(f"traindoctor_{package}_{stem}")
     module.__file__ = path
     sys.modules[module.__name__] = module
     exec(code, module.__dict__)
@@ -42,8 +45,10 @@ def main() -> None:
     config = json.loads(os.environ.pop(CONFIG_VARIABLE, "{}") or "{}")
     config.setdefault("run_dir", os.path.join(".traindoctor", "runs", f"pid-{os.getpid()}"))
     try:
-        hooks = _load_hooks()
+        hooks = _load_hooks(config.get("collector"))
     except ImportError as exc:  # an interpreter without torch: the command still runs as under plain python
+        if config.get("collector"):  # ... but a budget without its collector would only run the script
+            sys.exit(f"traindoctor: this interpreter cannot import torch ({exc}): nothing to estimate")
         print(f"traindoctor: no step monitor: this interpreter cannot import torch ({exc}); "
               f"running the command without it", file=sys.stderr, flush=True)
         hooks = None

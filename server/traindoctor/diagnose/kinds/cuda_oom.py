@@ -1,7 +1,8 @@
 """Hooks of the `cuda-oom` kind (rules/signatures/*.yaml with kind: cuda-oom).
 
 `derive`: sizes in bytes, fragmentation, memory used by other processes.
-`refine`: the sizes go to details["memory_bytes"]; an evaluation function on the stack without no_grad.
+`refine`: the sizes go to details["memory_bytes"]; an evaluation function on the stack without no_grad;
+  for a script in the workspace, the `traindoctor budget` command that estimates what fits (details["budget"]).
 `enrich_live`: the memory arithmetic (model, optimizer state, activations) from the probes.
 """
 
@@ -54,11 +55,35 @@ def refine(failure: Failure) -> None:
         failure.details["memory_bytes"] = failure.facts.pop("sizes_bytes")
     from .. import source
 
+    _offer_budget(failure)
     function = source.eval_function(failure.frames, source.user_sources(failure.frames, failure.base_dir))
     if function:
         failure.facts["eval_function"] = function
         failure.evidence.append(f"the OOM happens in {function}(), an evaluation step that keeps autograd graphs "
                                 "(no torch.no_grad())")
+
+
+def _offer_budget(failure: Failure) -> None:
+    """When the failing program is a script in the workspace: the `traindoctor budget` command that
+    estimates, before the next run, the largest batch that fits this GPU and the cheapest lever.
+    It runs the user's code, so it is only offered (details["budget"]), never started here."""
+    import shlex
+
+    from ..correlate import resolve
+
+    entry = next((frame for frame in failure.frames if frame.is_user), None)
+    script = resolve(entry.path, failure.base_dir) if entry is not None else None
+    if script is None or entry.function != "<module>":
+        return
+    try:
+        shown = script.resolve().relative_to(failure.base_dir.resolve())
+    except ValueError:
+        return  # not in the workspace
+    total = failure.details.get("memory_bytes", {}).get("total") or failure.facts.get("sizes_bytes", {}).get("total")
+    memory = f"{total / (1 << 30):.2f}GiB" if total else None
+    command = ["traindoctor", "budget", *(["--gpu-memory", memory] if memory else []), "--", "python", str(shown)]
+    failure.facts["budget_command"] = shlex.join(command)
+    failure.details["budget"] = {"script": str(script), "gpu_memory": memory, "command": command}
 
 
 def enrich_live(live: Live) -> None:
