@@ -13,7 +13,7 @@ import libcst as cst
 
 from .collect import BlockAnalysis
 from .facts import CATEGORIES, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Seed
-from .names import Names
+from .names import Names, dotted_name
 from .vocab import vocab
 
 # Object kinds a constructor makes (by qualified name).
@@ -49,9 +49,11 @@ class FileModel:
             self.calls.setdefault(call.callee, []).append(call)
         self.constants = dict(self.facts["constants"])
         self.module_names = {name for top in self.facts["layout"] for name in top.names}
-        self._summaries: dict[str, object] = {}
+        # Filled by values.py, which owns how a value is computed: qualname -> the Value a
+        # function returns, id(block analysis) -> the evaluator of that block's module-level names.
+        self.summaries: dict[str, object] = {}
         self.memo: dict[Hashable, object] = {}  # file-wide conclusions rules draw once per lint (remembered)
-        self._values: dict[int, object] = {}
+        self.evaluators: dict[int, object] = {}
         self.global_defs: dict[str, list[BlockAnalysis]] = {}
         for index, analysis in enumerate(analyses):
             analysis.index = index
@@ -62,12 +64,11 @@ class FileModel:
 
     def lint_done(self) -> None:
         """Forget the conclusions of this lint (kept: the facts and versions the next lint
-        compares against). Training and Values refer back to the model: left in place, that
+        compares against). Training and Values (held in `memo`, `evaluators`) refer back to the model: left in place, that
         cycle keeps every parse tree alive until the cycle collector walks them all."""
         self.memo.clear()
-        self._values.clear()
-        self._summaries.clear()
-        self.__dict__.pop("training", None)
+        self.evaluators.clear()
+        self.summaries.clear()
 
     def version_key(self, categories: Sequence[str]) -> tuple[int, ...]:
         return tuple(self.versions[c] for c in categories)
@@ -208,51 +209,6 @@ class FileModel:
         sites = self.calls.get(key, ())
         return bool(sites) and all(site.in_no_grad for site in sites)
 
-    def summary(self, info: FuncInfo):
-        """The joined Value of the function's returned expressions (values.Value)."""
-        if info.qualname in self._summaries:
-            return self._summaries[info.qualname]
-        from .values import UNKNOWN, Values, join
-
-        self._summaries[info.qualname] = UNKNOWN  # recursion guard
-        _, analysis = self.function_home[info.qualname]
-        node = info.node
-        values = Values(self, analysis, None)
-        result = UNKNOWN
-        returns = [r for r in _returns(node) if r.value is not None]  # type: ignore[arg-type]
-        for index, ret in enumerate(returns):
-            value = values.of(ret.value, 10**9, function=node, klass=info.klass)  # type: ignore[arg-type]
-            result = value if index == 0 else join(result, value)
-        self._summaries[info.qualname] = result
-        return result
-
-    def global_value(self, name: str, before: BlockAnalysis | None):
-        """The value of a module-level name bound (outside top-level loops) in another
-        block: the last binding above `before` (a module-level use), or the last one."""
-        homes = self.global_defs.get(name)
-        if not homes:
-            return None
-        candidates = [a for a in homes if before is None or a.index < before.index]
-        if not candidates or candidates[-1] is before:
-            return None
-        home = candidates[-1]
-        values = self._values.get(id(home))
-        if values is None:
-            from .values import Values
-
-            values = self._values[id(home)] = Values(self, home, None)
-        definition = home.module_scope.lookup(name, 10**9)
-        if definition is None or definition.value is None:
-            return None
-        return values._definition(definition, None, "", 30)  # type: ignore[attr-defined]
-
-    @functools.cached_property
-    def training(self):
-        """Training structure: loops, ordered training events, helpers (analysis/training.py)."""
-        from .training import Training
-
-        return Training(self)
-
     # -- randomness ------------------------------------------------------------------------
 
     @functools.cached_property
@@ -309,12 +265,6 @@ def _by_class(facts, kind: type, attr: str) -> dict[str, list]:
     return found
 
 
-def _returns(function: cst.FunctionDef) -> list[cst.Return]:
-    from .collect import _returns as returns
-
-    return returns(function)
-
-
 def dataset_classes_of(model: FileModel, values_scope, expr: cst.BaseExpression | None, at: int,
                        klass: str, depth: int = 0) -> list[str]:
     """In-file classes of the dataset `expr` evaluates to, through local names,
@@ -333,8 +283,6 @@ def dataset_classes_of(model: FileModel, values_scope, expr: cst.BaseExpression 
         return [last] if last in model.classes else []
     if isinstance(expr, cst.Subscript):
         return dataset_classes_of(model, values_scope, expr.value, at, klass, depth + 1)
-    from .names import dotted_name
-
     name = dotted_name(expr)
     if name is None:
         return []

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
-from .collect import BlockAnalysis, Scope
+from ..walk import iter_nodes
+from .collect import BlockAnalysis
 from .names import arg, dotted_name
+from .scopes import Scope, returns
 from .vocab import vocab
 
 
@@ -153,6 +155,41 @@ class Values:
             return LossCall(self.model.names.qualify(found.origin.func) or "", found.origin, shared=True)
         return None
 
+    def summary(self, info) -> Value:
+        """The joined Value of an in-file function's returned expressions (a FuncInfo),
+        once per lint (kept in the model's `summaries`)."""
+        summaries = self.model.summaries
+        if info.qualname in summaries:
+            return summaries[info.qualname]
+        summaries[info.qualname] = UNKNOWN  # recursion guard
+        _, analysis = self.model.function_home[info.qualname]
+        values = Values(self.model, analysis, None)
+        result = UNKNOWN
+        for index, ret in enumerate(r for r in returns(info.node) if r.value is not None):
+            value = values.of(ret.value, 10**9, function=info.node, klass=info.klass)
+            result = value if index == 0 else join(result, value)
+        summaries[info.qualname] = result
+        return result
+
+    def global_value(self, name: str, before: BlockAnalysis | None) -> Value | None:
+        """The value of a module-level name bound (outside top-level loops) in another
+        block: the last binding above `before` (a module-level use), or the last one."""
+        model = self.model
+        homes = model.global_defs.get(name)
+        if not homes:
+            return None
+        candidates = [a for a in homes if before is None or a.index < before.index]
+        if not candidates or candidates[-1] is before:
+            return None
+        home = candidates[-1]
+        values = model.evaluators.get(id(home))
+        if values is None:
+            values = model.evaluators[id(home)] = Values(model, home, None)
+        definition = home.module_scope.lookup(name, 10**9)
+        if definition is None or definition.value is None:
+            return None
+        return values._definition(definition, None, "", 30)
+
     def of(self, expr: cst.BaseExpression, at: int, function: cst.FunctionDef | None = None, klass: str = "",
            depth: int = 40) -> Value:
         key = (id(expr), at)
@@ -229,7 +266,7 @@ class Values:
         if definition is None and function is not None and name not in scope.defs:
             definition = self.analysis.module_scope.lookup(name, at if function is None else 10**9)
         if definition is None and "." not in name and name not in scope.defs:
-            found = self.model.global_value(name, self.analysis if function is None else None)
+            found = self.global_value(name, self.analysis if function is None else None)
             if found is not None:
                 return found
         backward = scope.backward.get(name)
@@ -505,7 +542,7 @@ class Values:
         if local is None or local.how == "param":
             info = self.model.function(name, klass)
             if info is not None:
-                summary = self.model.summary(info)
+                summary = self.summary(info)
                 return replace(summary, origin=call) if summary.grad else summary
             kind = self.model.kind_of_callee(self.model.names.qualify(func) or name)
             if kind in ("model", "dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss",
@@ -535,7 +572,7 @@ class Values:
                 klass = qualified.rsplit(".", 1)[-1]
                 info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
                 if info is not None:
-                    summary = self.model.summary(info)
+                    summary = self.summary(info)
                     if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
                         return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
             return Value("tensor", "known", "output", origin=call)
@@ -622,8 +659,6 @@ def _reads_no_grad_binding(scope, definition) -> bool:
     has no history, even if another binding of it (in the training loop) is backpropagated."""
     if definition.value is None:
         return False
-    from ..walk import iter_nodes
-
     return any(isinstance(node, cst.Name) and scope.bound_without_grad(node.value, definition.order - 1)
                for node in iter_nodes(definition.value))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.names import dotted_name
 from ..fixes import with_method
 from ..rule import FixSpec, Related, Replace, Rule

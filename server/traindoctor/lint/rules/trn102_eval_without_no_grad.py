@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
@@ -22,7 +22,7 @@ class EvalWithoutNoGrad(RoutineRule):
     READS = ("names", "objects", "classes", "functions", "calls", "globals", "training")
 
     def check(self, routine: Routine) -> None:
-        training = self.model.training
+        training = self.training
         if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks) + ("test",)) or \
                 any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
             return
@@ -65,7 +65,7 @@ class EvalWithoutNoGrad(RoutineRule):
         if any(isinstance(node, cst.Yield) for node in _nodes(function)):
             return None
         info = self.model.function(routine.qualname)
-        safe = info is None or not info.returns or not self.model.summary(info).tensor_with_history  # type: ignore[attr-defined]
+        safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history
         return FixSpec(f"Decorate `{function.name.value}` with `@{torch}.no_grad()`",
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.environment import describe, torch_version, workers_reseed_numpy
 from ..analysis.model import dataset_classes_of, lineage_of, reachable_methods
 from ..analysis.randomness import arg, is_false

@@ -18,7 +18,7 @@ class SamplerWithoutSetEpoch(RoutineRule):
     CODE = "TRN203"
 
     def check(self, routine: Routine) -> None:
-        training = self.model.training
+        training = self.training
         if "set_epoch" in training.event_kinds:
             return
         events = list(routine.events)

@@ -21,7 +21,7 @@ class MissingZeroGrad(RoutineRule):
     READS = ("names", "objects", "training")
 
     def check(self, routine: Routine) -> None:
-        training = self.model.training
+        training = self.training
         for index in training.step_loops(routine, through_calls=True):
             pairs = training.expanded(routine, index)
             events = [e for _, e in pairs]
@@ -61,4 +61,4 @@ class MissingZeroGrad(RoutineRule):
         if obj is None:
             return False
         cls = obj.callee.rsplit(".", 1)[-1]
-        return any(r.has("zero_grad") for r in self.model.training.routines(f"{cls}.step"))
+        return any(r.has("zero_grad") for r in self.training.routines(f"{cls}.step"))

@@ -21,7 +21,7 @@ class EvalModeLeak(RoutineRule):
     CODE = "TRN703"
 
     def check(self, routine: Routine) -> None:
-        training, reported = self.model.training, set()
+        training, reported = self.training, set()
         for loop in reversed(routine.loops):  # innermost first
             pairs = training.expanded(routine, loop.index)
             if not any(e.kind in BACKWARD or e.kind in STEP for _, e in pairs):

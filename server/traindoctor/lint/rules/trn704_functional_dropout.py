@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.model import lineage_members, reachable_methods
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
