@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ..walk import child_nodes, iter_nodes
+from .flow import FlowGraph, accumulates
 from .names import dotted_name
 
 
@@ -45,6 +46,7 @@ class Scope:
     trains: bool = False
     loop_iters: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(for loop) -> what it iterates
     _closures: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
+    _flow: FlowGraph | None = field(default=None, repr=False, compare=False)
 
     def lookup(self, name: str, at: int) -> Def | None:
         found = None
@@ -57,6 +59,19 @@ class Scope:
         """Rebound (not accumulated: `+=`, `x = x + ...`) inside `loop`."""
         return any(id(loop) in d.loops and d.how != "aug" and not accumulates(name, d.value)
                    for d in self.defs.get(name, ()))
+
+    def flow(self, root: cst.CSTNode) -> FlowGraph:
+        """The control-flow graph of the scope: `root` is its FunctionDef, or the block's
+        Module for module-level code. Built on the first question, then kept."""
+        if self._flow is None:
+            self._flow = FlowGraph(root.body.body if isinstance(root, cst.FunctionDef) else root.body)
+        return self._flow
+
+    def rebound_every_iteration(self, name: str, loop: cst.CSTNode, stmt: cst.CSTNode, root: cst.CSTNode) -> bool:
+        """`name` gets a new value on every path around the loop before `stmt` (in it) runs
+        again: what `stmt` adds to it does not outlive the iteration. A reset under an `if`
+        in the loop is not one."""
+        return self.bound_in_loop(name, loop) and not self.flow(root).survives_iteration(stmt, name)
 
     def feeds_backward(self) -> frozenset[str]:
         """Names the backpropagated values were computed from (transitively)."""
@@ -105,10 +120,6 @@ def grad_disabled(walk) -> bool:
             if isinstance(node, cst.FunctionDef):
                 return False
     return False
-
-
-def accumulates(name: str, value: cst.BaseExpression | None) -> bool:
-    return isinstance(value, cst.BinaryOperation) and name in (dotted_name(value.left), dotted_name(value.right))
 
 
 def targets(target: cst.BaseExpression) -> list[tuple[cst.BaseExpression, int | None]]:

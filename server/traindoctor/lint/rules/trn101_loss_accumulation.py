@@ -76,11 +76,10 @@ class LossAccumulationKeepsGraph(Rule):
         if accumulator is None or loop is None or not self.gradient_flows():
             return
         base = accumulator.split("[")[0]
-        if self.scope().bound_in_loop(base, loop) and how in ("+=", "="):
-            return  # rebound every iteration: does not outlive it
-        if how in _LIST_METHODS or how in _METER_METHODS:
-            if self.scope().bound_in_loop(base, loop):
-                return
+        statement = stmt if how in ("+=", "=") else self.walk.parent  # the call's `Expr` statement
+        root = self.walk.function or self.walk.stack[0]
+        if self.scope().rebound_every_iteration(base, loop, statement, root):
+            return  # rebound on every path around the loop: does not outlive the iteration
         found = self.values(value)
         if not found.tensor_with_history:
             return
