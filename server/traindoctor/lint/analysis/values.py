@@ -8,8 +8,10 @@
   sum over a batch's samples: correct counts, reduction="sum", mean * batch size) | size (a batch's number
   of samples) | samples (a data set's: `len(loader.dataset)`, accumulated sizes) | batches (`len(loader)`,
   `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
-- `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask) or "safe" (kept away
-  from 0 by construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal).
+- `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask | selected: a ReLU's
+  output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
+  not inf) or "safe" (kept away from 0 by construction or a guard: clamp, where, + eps, max(x, eps),
+  an exp, a positive literal).
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class LossCall:
     shared: bool = False  # the object is bound to a name: other calls may use it too
 
 
+# Reasons a sum or mean of the value keeps (a sum of ReLU outputs is 0 where each is, and its
+# backward still reaches them only through ReLU's).
+_ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected")
 UNKNOWN = Value()
 SCALAR = Value("scalar")
 _GRAD_RANK = {"": 0, "likely": 1, "known": 2}
@@ -226,7 +231,7 @@ class Values:
             inner = sub(expr.value)
             if inner.elements is not None:
                 return inner.elements
-            return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero") else "") \
+            return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero", "selected") else "") \
                 if inner.kind != "object" else UNKNOWN
         if t is cst.BinaryOperation:
             return self._binary(expr, sub)
@@ -394,7 +399,7 @@ class Values:
             if method in v.pass_through_methods:
                 return receiver
             if method in ("sum", "mean"):
-                zero = "count" if receiver.zero == "mask" else receiver.zero if receiver.zero in ("squares", "zero") \
+                zero = "count" if receiver.zero == "mask" else receiver.zero if receiver.zero in _ZERO_KEPT_BY_SUMS \
                     else ""
                 return replace(receiver, prob="", zero=zero, unit=_reduced(method, call, receiver))
             if method in ("std", "var"):
@@ -406,7 +411,7 @@ class Values:
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
                                receiver.zero)
             if method in ("relu", "abs", "square") and not call.args:
-                return replace(receiver, prob="", zero="squares" if method != "relu" else "zero")
+                return replace(receiver, prob="", zero="squares" if method != "relu" else "selected")
             if method in ("masked_fill", "masked_fill_", "where"):
                 return replace(receiver, zero="safe")
             if receiver.grad:
@@ -436,6 +441,8 @@ class Values:
                 inner = sub(first) if first is not None else UNKNOWN
                 kind = "scalar" if qualified in ("max", "math.exp") else "tensor"
                 return Value(kind, inner.grad, zero="safe")
+            if qualified in v.selecting_zero:
+                return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="selected")
             if qualified in v.zero_at_zero:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero="squares" if qualified in ("torch.abs", "torch.square")
@@ -449,7 +456,7 @@ class Values:
             if qualified in v.sums:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero="count" if inner.zero == "mask" else
-                             inner.zero if inner.zero in ("squares", "zero") else "",
+                             inner.zero if inner.zero in _ZERO_KEPT_BY_SUMS else "",
                              unit=_reduced(last, call, inner, 1))
             if qualified in ("sum", "min"):
                 first = arg(call, 0)
@@ -618,7 +625,7 @@ class Values:
             base = replace(base, kind="scalar")
         if isinstance(op, cst.Subtract):
             one = _number(expr.left)
-            if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero",)):
+            if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero", "selected")):
                 return replace(base, prob="", zero="mask" if right.zero == "mask" else "zero")
             return replace(base, prob="", zero="")
         if isinstance(op, cst.Power):
@@ -645,7 +652,7 @@ class Values:
             rz = right.zero or ("zero" if right.prob in ("softmax", "sigmoid", "prob") else "")
             if not lz or not rz or lz == rz == "squares":
                 return replace(base, prob="", zero="")  # x**2 + c**2: c is usually a positive constant
-            return replace(base, prob="", zero="zero")
+            return replace(base, prob="", zero="selected" if lz == rz == "selected" else "zero")
         if isinstance(op, cst.Divide):
             if left.zero in ("squares", "spread"):
                 return replace(base, prob="", zero=left.zero)
