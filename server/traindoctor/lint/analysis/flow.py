@@ -35,7 +35,8 @@ class FlowGraph:
         self._index: dict[int, int] = {}
         self._loops: list[tuple[int, list[int]]] = []  # (head, break nodes) of the enclosing loops
         self._raisers: list[list[int]] = []  # per enclosing try body: nodes a handler is entered after
-        self._sequence(body, [])
+        self.returns: list[int] = []
+        self.exits: list[int] = self._sequence(body, [])  # falling off the end; returns are added
 
     # -- queries ------------------------------------------------------------------------
 
@@ -72,6 +73,30 @@ class FlowGraph:
         some path: no rebinding of the name on every path around the loop."""
         return any(node is stmt for node in self.reaching(stmt, name))
 
+    def outlives_call(self, stmt: cst.CSTNode, name: str) -> bool:
+        """What `stmt` leaves in `name` reaches the end of the function (a return, or the
+        last statement) on some path: no rebinding of the name after it on every path."""
+        start = self._index.get(id(stmt))
+        if start is None:
+            return False
+        successors: list[list[int]] = [[] for _ in self.nodes]
+        for index, preds in enumerate(self.preds):
+            for pred in preds:
+                successors[pred].append(index)
+        ends = set(self.exits) | set(self.returns)
+        seen, stack = set(), [start]
+        while stack:
+            index = stack.pop()
+            if index in seen:
+                continue
+            seen.add(index)
+            if index != start and binding(self.nodes[index], name) == "kill":
+                continue
+            if index in ends:
+                return True
+            stack.extend(successors[index])
+        return False
+
     # -- construction ---------------------------------------------------------------------
 
     def _new(self, node: cst.CSTNode, preds: Iterable[int]) -> int:
@@ -98,7 +123,10 @@ class FlowGraph:
         kind = type(stmt)
         if kind is cst.SimpleStatementLine:
             return self._sequence(stmt.body, frontier)
-        if kind in (cst.Return, cst.Raise):
+        if kind is cst.Return:
+            self.returns.append(self._new(stmt, frontier))
+            return []
+        if kind is cst.Raise:
             self._new(stmt, frontier)
             return []
         if kind is cst.Break:

@@ -108,6 +108,18 @@ class FileModel:
                     changed = True
         return frozenset(found)
 
+    @functools.cached_property
+    def step_functions(self) -> frozenset[str]:
+        """In-file functions a framework's own loop calls once per batch, so that their body is
+        a loop body: the step methods of LightningModule / HF Trainer subclasses, and the
+        process functions handed to an ignite Engine."""
+        found = {f.text for f in self.facts["program"] if isinstance(f, Marker) and f.kind == "step-fn"
+                 and f.text in self.function_home}
+        for base, methods in vocab().training_step_methods.items():
+            for klass in self._subclasses(frozenset((base,))):
+                found.update(f"{klass}.{m}" for m in methods if f"{klass}.{m}" in self.function_home)
+        return frozenset(found)
+
     # -- objects -----------------------------------------------------------------------
 
     def kind_of_callee(self, callee: str) -> str | None:

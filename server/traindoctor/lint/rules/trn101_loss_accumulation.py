@@ -24,7 +24,7 @@ _NUMBER_FUNCTIONS = {"print", "float", "int", "round", "str", "format", "abs", "
 
 class LossAccumulationKeepsGraph(Rule):
     CODE = "TRN101"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program")
     MODULE_HOOK_JUDGES_VISITS = True  # leave_Module judges the sites the visits collected
 
     def __init__(self, *args) -> None:
@@ -73,12 +73,17 @@ class LossAccumulationKeepsGraph(Rule):
 
     def _consider(self, stmt: cst.CSTNode, value: cst.BaseExpression, accumulator: str | None, how: str) -> None:
         loop = self.walk.innermost_loop()
-        if accumulator is None or loop is None or not self.gradient_flows():
+        if accumulator is None or not self.gradient_flows():
             return
         base = accumulator.split("[")[0]
         statement = stmt if how in ("+=", "=") else self.walk.parent  # the call's `Expr` statement
         root = self.walk.function or self.walk.stack[0]
-        if self.scope().rebound_every_iteration(base, loop, statement, root):
+        if loop is None:
+            # a training_step / an engine's process function: the framework's loop calls it per batch
+            loop = self._step_function(base)
+            if loop is None or not self.scope().flow(loop).outlives_call(statement, base):
+                return
+        elif self.scope().rebound_every_iteration(base, loop, statement, root):
             return  # rebound on every path around the loop: does not outlive the iteration
         found = self.values(value)
         if not found.tensor_with_history:
@@ -86,6 +91,17 @@ class LossAccumulationKeepsGraph(Rule):
         if how in _METER_METHODS and (found.role != "loss" or not self._meter_keeps_graph(stmt, how)):
             return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
         self._pending[-1].append((stmt, value, base, how, found, loop))
+
+    def _step_function(self, accumulator: str) -> cst.FunctionDef | None:
+        """The enclosing function when a framework calls it once per batch and `accumulator`
+        outlives the call (an attribute such as `self.total`, or a global/nonlocal name)."""
+        function = self.walk.function
+        if function is None or self.walk.qualname() not in self.model.step_functions:
+            return None
+        if "." in accumulator or any(type(node) in (cst.Global, cst.Nonlocal) and any(
+                n.name.value == accumulator for n in node.names) for node in _nodes(function.body)):
+            return function
+        return None
 
     # -- judged when the scope ends (is the accumulator backpropagated or returned later?) --
 
