@@ -40,6 +40,9 @@ class Event:
     conditional: bool = False  # under an if/try/except inside its innermost loop (or its function)
     no_grad: bool = False  # inside a no_grad/inference_mode region (or after set_grad_enabled(False))
     args: tuple[str, ...] = ()  # kind == "call": positional argument sources
+    bound: str = ""  # the name the call's result is bound to (`x = call(...)`)
+    returned: bool = False  # the call is what a `return` returns
+    keywords: tuple[tuple[str, str], ...] = ()  # kind == "call": (keyword, argument source)
     node: Node = _node()  # the call (or assignment)
     stmt: Node = _node()  # the statement holding it, directly in a block body
 
@@ -215,8 +218,12 @@ class _Collector:
         def first() -> str:
             return _code(node.args[0].value) if node.args else ""
 
-        def make(kind: str, receiver: str, arg: str = "", args: tuple[str, ...] = ()) -> Event:
-            return Event(kind, receiver, arg, loops, cond, no_grad, args, node, stmt)
+        bound = _bound_name(root, node)
+        returned = type(root) is cst.Return and root.value is node
+
+        def make(kind: str, receiver: str, arg: str = "", args: tuple[str, ...] = (),
+                 keywords: tuple[tuple[str, str], ...] = ()) -> Event:
+            return Event(kind, receiver, arg, loops, cond, no_grad, args, bound, returned, keywords, node, stmt)
 
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.empty_cache":
@@ -266,7 +273,6 @@ class _Collector:
                 inner = self.names.qualify(func.value.func) or ""
                 if inner.startswith("torch.") and inner.rsplit(".", 1)[-1] in self.v.training_constant_creators:
                     return make("host_transfer", inner, first() if method == "to" else "cuda")
-        bound = _bound_name(root, node)
         last = qualified.rsplit(".", 1)[-1]
         if qualified.startswith(tuple(self.v.optimizer_prefixes)) and last[:1].isupper() or \
                 qualified.startswith(tuple(self.v.scheduler_prefixes)):
@@ -287,7 +293,8 @@ class _Collector:
                 "." not in callee or (callee.startswith("self.") and callee.count(".") == 1) or
                 callee.endswith(".forward")):
             return make("call", callee, "", tuple(_arg_text(a.value) for a in node.args if a.keyword is None
-                                                  and not a.star))
+                                                  and not a.star),
+                        tuple((a.keyword.value, _arg_text(a.value)) for a in node.args if a.keyword is not None))
         return None
 
 

@@ -13,6 +13,7 @@ import libcst as cst
 
 from .collect import BlockAnalysis
 from .facts import CATEGORIES, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Seed
+from ..walk import iter_nodes
 from .names import Names, dotted_name
 from .vocab import vocab
 
@@ -119,6 +120,12 @@ class FileModel:
             for klass in self._subclasses(frozenset((base,))):
                 found.update(f"{klass}.{m}" for m in methods if f"{klass}.{m}" in self.function_home)
         return frozenset(found)
+
+    def is_unit_test(self, qualname: str) -> bool:
+        """A test a test runner collects: named `test*` (or a method of a `Test*` class) and
+        asserting something (`assert`, `self.assert*`, `pytest.*`, `*.testing.*`). A training
+        script's `def test(model, loader)` evaluation loop is not one."""
+        return self.remembered(("unit-test", qualname), lambda: _is_unit_test(self, qualname))
 
     # -- objects -----------------------------------------------------------------------
 
@@ -359,3 +366,21 @@ def _lineage_of(model: FileModel, klass: str) -> list[str]:
         lineage.append(current)
         todo.extend(b.rsplit(".", 1)[-1] for b in model.classes[current].bases)
     return lineage
+
+
+def _is_unit_test(model: FileModel, qualname: str) -> bool:
+    found = model.function_home.get(qualname)
+    if found is None:
+        return False
+    info = found[0]
+    if not (info.name.startswith("test") or info.klass.startswith("Test")):
+        return False
+    for node in iter_nodes(info.node):
+        if type(node) is cst.Assert:
+            return True
+        if type(node) is cst.Call:
+            callee = model.names.qualify(node.func) or dotted_name(node.func) or ""
+            last = callee.rsplit(".", 1)[-1]
+            if last.startswith("assert") or callee.startswith("pytest.") or ".testing." in callee:
+                return True
+    return False

@@ -24,6 +24,7 @@ import libcst as cst
 
 from .events import BACKWARD, STEP, Event, Routine, block_routine  # noqa: F401  (BACKWARD, STEP: for rules)
 from .model import FileModel
+from .names import dotted_name
 from .vocab import vocab
 
 
@@ -72,17 +73,59 @@ class Training:
             return []
         params = [p for p in target.params if p not in ("self", "cls")]
         mapping = {p: a for p, a in zip(params, event.args) if dotted_name_text(a)}
+        mapping.update((p, a) for p, a in event.keywords if p in params and dotted_name_text(a))
         found = []
         for inner in target.events:
             head, dot, rest = inner.receiver.partition(".")
             if head in mapping:
                 inner = _renamed(inner, mapping[head] + dot + rest)
             if inner.kind == "call":
-                inner = _renamed(inner, inner.receiver, tuple(mapping.get(a, a) for a in inner.args))
+                inner = replace(inner, args=tuple(mapping.get(a, a) for a in inner.args),
+                                keywords=tuple((k, mapping.get(a, a)) for k, a in inner.keywords))
                 found.append(inner)
                 found.extend(self.effects(inner, target, depth + 1))
             else:
                 found.append(inner)
+        return found
+
+    def returns(self, qualname: str, depth: int = 0) -> frozenset[str]:
+        """What an in-file function returns, among the objects training events build:
+        "sampler" (a shuffling DistributedSampler) and "distributed-loader" (a DataLoader
+        over one), also through the helpers it calls. Once per lint."""
+        key = ("training.returns", qualname)
+        if key in self.model.memo or depth > 4:
+            return self.model.memo.get(key, frozenset())  # type: ignore[return-value]
+        self.model.memo[key] = frozenset()  # recursion guard
+        found: set[str] = set()
+        info = self.model.function(qualname)
+        names = {dotted_name(r) for r in info.returns} if info is not None else set()
+        for routine in self.routines(qualname):
+            samplers: set[str] = set()
+            for event in self.with_returned_objects(routine, depth + 1):
+                if event.kind == "sampler" and event.arg != "shuffle=False":
+                    samplers.add(event.bound)
+                    if event.returned or (event.bound and event.bound in names):
+                        found.add("sampler")
+                elif event.kind == "loader" and (event.arg in samplers or "DistributedSampler(" in event.arg):
+                    if event.returned or (event.bound and event.bound in names):
+                        found.add("distributed-loader")
+        self.model.memo[key] = result = frozenset(found)
+        return result
+
+    def with_returned_objects(self, routine: Routine, depth: int = 0) -> list[Event]:
+        """The routine's events, with each call of an in-file helper that returns a sampler or a
+        distributed DataLoader (see `returns`) standing for building one, bound where it is."""
+        found = []
+        for event in routine.events:
+            target = self.callee(event, routine) if event.kind == "call" else None
+            kinds = self.returns(target.qualname, depth) if target is not None and target is not routine \
+                else frozenset()
+            if "sampler" in kinds:
+                event = replace(event, kind="sampler", receiver=event.bound, arg="")
+            elif "distributed-loader" in kinds:
+                found.append(replace(event, kind="sampler", receiver="", arg="", bound=""))
+                event = replace(event, kind="loader", receiver=event.bound, arg="DistributedSampler(")
+            found.append(event)
         return found
 
     def expanded(self, routine: Routine, loop: int | None = None) -> list[tuple[Event, Event]]:

@@ -36,7 +36,8 @@ class Value:
     zero: str = ""
     obj: str = ""  # for kind "object": model | loss | softmax | sigmoid | sequential | ...
     origin: cst.CSTNode | None = field(default=None, compare=False)
-    elements: "Value | None" = None
+    elements: "Value | None" = None  # for a container: what each element is (joined)
+    items: "tuple[Value, ...] | None" = None  # for a tuple or list display (a function's `return a, b`): each one
     unit: str = ""
 
     @property
@@ -66,8 +67,12 @@ def join(a: Value, b: Value) -> Value:
     """What a value is when it may be either (branches, `+`, accumulation)."""
     kind = a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
     grad = a if _GRAD_RANK[a.grad] >= _GRAD_RANK[b.grad] else b
+    items = tuple(join(x, y) for x, y in zip(a.items, b.items)) \
+        if a.items is not None and b.items is not None and len(a.items) == len(b.items) else None
+    elements = join(a.elements, b.elements) if a.elements is not None and b.elements is not None else None
     return Value(kind, grad.grad, grad.role, a.prob if a.prob == b.prob else "", "", "", grad.origin,
-                 unit=a.unit if a.unit == b.unit else "")
+                 elements if kind == "container" else None, unit=a.unit if a.unit == b.unit else "",
+                 items=items if kind == "container" else None)
 
 
 def _number(node: cst.BaseExpression) -> float | None:
@@ -229,6 +234,10 @@ class Values:
                     isinstance(index, cst.Index) and _number(index.value) == 0:
                 return Value("scalar", unit="size")
             inner = sub(expr.value)
+            position = _number(index.value) if isinstance(index, cst.Index) else None
+            if inner.items is not None and position is not None and position == int(position) and \
+                    -len(inner.items) <= position < len(inner.items):
+                return inner.items[int(position)]  # out[1] of `return logits, loss`
             if inner.elements is not None:
                 return inner.elements
             return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero", "selected") else "") \
@@ -245,7 +254,10 @@ class Values:
             return join(sub(expr.body), sub(expr.orelse))
         if t in (cst.List, cst.Tuple, cst.Set):
             items = [sub(e.value) for e in expr.elements]
-            return self._container(items)
+            found = self._container(items)
+            if t is not cst.Set and not any(type(e) is cst.StarredElement for e in expr.elements):
+                found = replace(found, items=tuple(items))
+            return found
         if t is cst.Dict:
             return self._container([sub(e.value) for e in expr.elements if isinstance(e, cst.DictElement)])
         if t in (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString):
@@ -355,8 +367,14 @@ class Values:
                     value.func.attr.value in ("items", "values") and definition.index != 0:
                 container = self.of(value.func.value, at, function, klass, depth - 1)
                 return container.elements or UNKNOWN
-            return bound.elements or UNKNOWN
+            element = bound.elements
+            if element is not None and definition.index is not None and element.items is not None and \
+                    definition.index < len(element.items):
+                return element.items[definition.index]  # for loss, out in results: each position's own facts
+            return element or UNKNOWN
         if definition.index is not None:
+            if bound.items is not None and definition.index < len(bound.items):
+                return bound.items[definition.index]  # preds, loss = step(...) of `return preds, loss`
             if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in self.v.wrappers:
                 positional = [a.value for a in value.args if a.keyword is None and not a.star]
                 return self.of(positional[definition.index], at, function, klass, depth - 1) \

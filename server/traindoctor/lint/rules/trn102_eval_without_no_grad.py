@@ -3,7 +3,8 @@ calling backward or an optimizer step) calls the model outside no_grad/
 inference_mode, so every forward pass records an autograd graph it never uses.
 
 Quiet in functions decorated with or only called under no_grad, in Lightning's
-validation/test/predict hooks (Lightning disables grad), in tests, and where the
+validation/test/predict hooks (Lightning disables grad), in unit tests (a script's
+own `def test(model, loader)` loop is not one), and where the
 code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
 `autograd.grad`)."""
 
@@ -23,7 +24,8 @@ class EvalWithoutNoGrad(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks) + ("test",)) or \
+        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
+                self.model.is_unit_test(routine.qualname) or \
                 any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
             return
         info = self.model.function(routine.qualname) if routine.node is not None else None
