@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from traindoctor.config import Config
 from traindoctor.lint import lint_source
+from traindoctor.lint.analysis.vocab import vocab
 
 CONFIG = Config()
 
@@ -62,3 +63,33 @@ def test_the_relu_cases_really_have_zero_gradient():
     z = torch.zeros(3, requires_grad=True)
     (torch.sqrt(torch.relu(z)) - torch.sqrt(torch.relu(-z))).sum().backward()
     assert z.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+# -- where float32 saturates: the numbers TRN402's messages state (rules/vocab/values.yaml) ------------
+
+
+def _first(xs: torch.Tensor, values: torch.Tensor) -> float:
+    return xs[torch.isinf(values)][0].item()
+
+
+def test_log_one_minus_sigmoid_is_minus_inf_from_the_stated_logit():
+    xs = torch.arange(10.0, 30.0, 0.01)
+    first = _first(xs, torch.log(1 - torch.sigmoid(xs)))
+    assert abs(first - vocab().fp32_sigmoid_saturation_logit) < 0.02
+    source = _TEMPLATE.format(expr="torch.log(1 - torch.sigmoid(z))")
+    [found] = [f for f in lint_source(source, "l.py", CONFIG).findings if f.code == "TRN402"]
+    assert f"{vocab().fp32_sigmoid_saturation_logit:g}" in found.message
+
+
+def test_log_sigmoid_underflows_below_the_stated_logit():
+    xs = -torch.arange(80.0, 100.0, 0.01)
+    assert abs(_first(xs, torch.log(torch.sigmoid(xs))) - vocab().fp32_sigmoid_underflow_logit) < 0.02
+
+
+def test_softmax_underflows_at_the_stated_gap():
+    gaps = torch.arange(80, 130)
+    zero = [g.item() for g in gaps if torch.softmax(torch.tensor([0.0, -float(g)]), 0)[1].item() == 0.0]
+    assert zero[0] == vocab().fp32_softmax_underflow_gap
+    source = _TEMPLATE.format(expr="torch.log(torch.softmax(z, dim=0))")
+    [found] = [f for f in lint_source(source, "l.py", CONFIG).findings if f.code == "TRN402"]
+    assert f"about {vocab().fp32_softmax_underflow_gap} below the largest" in found.message

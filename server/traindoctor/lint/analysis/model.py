@@ -146,6 +146,8 @@ class FileModel:
         if v.starts("scheduler_prefixes", callee):
             return "scheduler"
         if v.starts("model_constructors", callee):
+            if callee.startswith("torch.nn.") and not last[:1].isupper() and callee not in v.module_returning_functions:
+                return None  # a torch.nn function that is not a class: `_pair(3)` is a tuple of ints
             return "model"
         if callee.endswith(tuple(v.model_factory_suffixes)):  # AutoModel.from_pretrained, not a Pipeline's
             owner = callee.rsplit(".", 2)[-2] if callee.count(".") >= 1 else ""
