@@ -93,3 +93,56 @@ def test_softmax_underflows_at_the_stated_gap():
     source = _TEMPLATE.format(expr="torch.log(torch.softmax(z, dim=0))")
     [found] = [f for f in lint_source(source, "l.py", CONFIG).findings if f.code == "TRN402"]
     assert f"about {vocab().fp32_softmax_underflow_gap} below the largest" in found.message
+
+
+# -- what can really be exactly 0 (TRN406, strict) -------------------------------------------------------
+
+_POOL = '''import torch
+import torch.nn as nn
+
+
+class Pool(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 4)
+
+    def forward(self, x, mask):
+{body}
+'''
+
+DIVISIONS = {
+    # the norm of a learned projection: never exactly 0 (a zero input still gets the bias)
+    "projection-norm": ("        z = self.proj(x)\n        return z / z.norm(dim=-1, keepdim=True)", False),
+    # the norm of the raw input: a zero row (padding) is exactly 0
+    "input-norm": ("        return x / x.norm(dim=-1, keepdim=True)", True),
+    # a count whose zeros were replaced in place
+    "count-masked-fill": ("        counts = mask.sum(1)\n        counts.masked_fill_(counts == 0, 1)\n"
+                          "        return (x * mask.unsqueeze(-1)).sum(1) / counts.unsqueeze(-1)", False),
+    "count-clamp": ("        counts = mask.sum(1)\n        counts.clamp_(min=1)\n"
+                    "        return (x * mask.unsqueeze(-1)).sum(1) / counts.unsqueeze(-1)", False),
+    "count-plus-is-zero": ("        counts = mask.sum(1)\n"
+                           "        return (x * mask.unsqueeze(-1)).sum(1) / (counts + (counts == 0)).unsqueeze(-1)",
+                           False),
+    "count-unguarded": ("        counts = mask.sum(1)\n"
+                        "        return (x * mask.unsqueeze(-1)).sum(1) / counts.unsqueeze(-1)", True),
+}
+
+
+@pytest.mark.parametrize("name", list(DIVISIONS))
+def test_trn406_reports_exactly_the_divisions_that_can_be_by_zero(name):
+    body, can_be_zero = DIVISIONS[name]
+    source = _POOL.format(body=body)
+    config = Config(select=("strict",))
+    reported = any(f.code == "TRN406" for f in lint_source(source, "p.py", config).findings)
+    assert reported == can_be_zero, name
+    # torch agrees: with an all-zero input row and an empty mask row, the result is finite exactly when
+    # the rule is quiet (the projection's bias keeps its norm above 0)
+    namespace: dict = {}
+    exec(compile(source, "p.py", "exec"), namespace)
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 8)  # batch, tokens, features
+    x[0] = 0.0
+    mask = torch.ones(3, 5)
+    mask[0] = 0.0
+    out = namespace["Pool"]()(x, mask)
+    assert torch.isfinite(out).all().item() != can_be_zero, name

@@ -18,6 +18,10 @@ from .events import block_routine, training_facts
 from .vocab import vocab
 
 
+# In-place methods that replace a tensor's zeros (given a mask or a positive minimum).
+_ZEROS_REPLACED_IN_PLACE = frozenset(("masked_fill_", "clamp_", "clamp_min_", "clip_"))
+
+
 class BlockAnalysis:
     """Facts and scopes of one parsed block."""
 
@@ -241,6 +245,8 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         self._training_candidate(node)
         func = node.func
         qualified = self.names.qualify(func)
+        if type(func) is cst.Attribute and func.attr.value in _ZEROS_REPLACED_IN_PLACE:
+            self.scope().guarded |= names_in(func.value)  # n.masked_fill_(n == 0, 1), n.clamp_(min=1)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in self.v.backward_methods:

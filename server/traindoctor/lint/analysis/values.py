@@ -423,7 +423,7 @@ class Values:
             if method in ("std", "var"):
                 return replace(receiver, prob="", zero="spread")
             if method == "norm":
-                return replace(receiver, prob="", zero="norm")
+                return replace(receiver, prob="", zero="" if _learned_output(receiver) else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
@@ -468,7 +468,8 @@ class Values:
             if qualified in v.spreads:
                 return Value("tensor", zero="spread")
             if qualified in v.norms:
-                return Value("tensor", zero="norm")
+                inner = sub(arg(call, 0, "input") or call)
+                return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "norm")
             if qualified in v.counts:
                 return Value("tensor", zero="count")
             if qualified in v.sums:
@@ -666,6 +667,8 @@ class Values:
         if isinstance(op, cst.Add):
             if "safe" in (left.zero, right.zero) or positive_constant(expr.left) or positive_constant(expr.right):
                 return replace(base, prob="", zero="safe")
+            if _tests_zero(expr.right, expr.left) or _tests_zero(expr.left, expr.right):
+                return replace(base, prob="", zero="safe")  # n + (n == 0): 1 where n is 0
             lz = left.zero or ("zero" if left.prob in ("softmax", "sigmoid", "prob") else "")
             rz = right.zero or ("zero" if right.prob in ("softmax", "sigmoid", "prob") else "")
             if not lz or not rz or lz == rz == "squares":
@@ -677,6 +680,25 @@ class Values:
             lz = left.zero or ("zero" if left.prob and left.prob != "logits" else "")
             return replace(base, prob="", zero="zero" if lz and lz != "safe" else "")
         return replace(base, prob="", zero="")
+
+
+def _learned_output(value: Value) -> bool:
+    """The output of a learned module (a Linear, a model or its encode method): its norm is
+    0 only for an input in the layer's null space and a zero bias, which training never
+    produces. A ReLU's output, a mask or a square can be all zeros."""
+    return value.role == "output" and value.grad == "known" and value.zero not in ("selected", "zero", "mask",
+                                                                                   "squares")
+
+
+def _tests_zero(test: cst.BaseExpression, name: cst.BaseExpression) -> bool:
+    """`test` is `(name == 0)` (maybe cast: `.float()`, `.int()`, `.to(x)`, `.type_as(x)`)."""
+    while type(test) is cst.Call and type(test.func) is cst.Attribute and \
+            test.func.attr.value in ("float", "int", "long", "double", "half", "to", "type_as"):
+        test = test.func.value
+    target = dotted_name(name)
+    return type(test) is cst.Comparison and target is not None and dotted_name(test.left) == target and \
+        len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.Equal and \
+        _number(test.comparisons[0].comparator) == 0.0
 
 
 def _reads_no_grad_binding(scope, definition) -> bool:
