@@ -242,3 +242,14 @@ def test_trn101_quiet_when_the_reset_runs_every_iteration(source):
                                "            train_loss = 0.0\n", "        train_loss = 0.0\n")
     assert fixed != source
     assert not [f for f in lint_source(fixed, "t.py", CONFIG).findings if f.code == "TRN101"]
+
+
+def test_trn101_quiet_on_a_running_loss_reset_with_each_accumulated_step():
+    """Gradient accumulation: the sum lives for one optimizer step's window, reset with the step."""
+    source = _FAQ.replace("        if step % log_every == 0:\n            print(total_loss / log_every)\n"
+                          "            total_loss = 0\n", "").replace(
+        "        optimizer.step()\n        total_loss += loss\n",
+        "        total_loss += loss\n        if (step + 1) % 4 == 0:\n            optimizer.step()\n"
+        "            print(total_loss.item())\n            total_loss = 0\n")
+    assert "optimizer.step()\n            print" in source
+    assert not [f for f in lint_source(source, "t.py", CONFIG).findings if f.code == "TRN101"]

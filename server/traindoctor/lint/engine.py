@@ -413,7 +413,7 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
     rules = [rule for rule in all_rules() if _wanted(rule, config, path)]
     names = Names(tuple(alias for p in parsed for alias in p.aliases))
     analyses = [p.analysis(names) for p in parsed]
-    model = FileModel(names, analyses, cache.model)
+    model = FileModel(names, analyses, cache.model, path)
     cache.model = model
     owners: dict[int, int] = {}
     for index, analysis in enumerate(analyses):

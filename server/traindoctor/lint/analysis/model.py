@@ -23,8 +23,10 @@ _KIND_LISTS = (("softmax_modules", "softmax"), ("sigmoid_modules", "sigmoid"), (
 
 
 class FileModel:
-    def __init__(self, names: Names, analyses: Sequence[BlockAnalysis], previous: "FileModel | None") -> None:
+    def __init__(self, names: Names, analyses: Sequence[BlockAnalysis], previous: "FileModel | None",
+                 path: str = "") -> None:
         self.names = names
+        self.path = path  # the linted file: its project's pins decide the torch version (environment.py)
         self.analyses = analyses
         merged: dict[str, list] = {key: [] for key in CATEGORIES}
         self.function_home: dict[str, tuple[FuncInfo, BlockAnalysis]] = {}

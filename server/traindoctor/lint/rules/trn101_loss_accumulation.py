@@ -12,7 +12,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.scopes import code
+from ..analysis.flow import accumulates
 from ..analysis.names import dotted_name
+from ..analysis.vocab import vocab
 from ..fixes import with_method
 from ..rule import FixSpec, Related, Replace, Rule
 
@@ -83,14 +85,28 @@ class LossAccumulationKeepsGraph(Rule):
             loop = self._step_function(base)
             if loop is None or not self.scope().flow(loop).outlives_call(statement, base):
                 return
-        elif self.scope().rebound_every_iteration(base, loop, statement, root):
-            return  # rebound on every path around the loop: does not outlive the iteration
+        elif self.scope().rebound_every_iteration(base, loop, statement, root) or \
+                self._reset_with_each_step(base, loop):
+            return  # rebound on every path around the loop (or each optimizer step): does not outlive it
         found = self.values(value)
         if not found.tensor_with_history:
             return
         if how in _METER_METHODS and (found.role != "loss" or not self._meter_keeps_graph(stmt, how)):
             return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
         self._pending[-1].append((stmt, value, base, how, found, loop))
+
+    def _reset_with_each_step(self, name: str, loop: cst.CSTNode) -> bool:
+        """Every reset of `name` in the loop sits under an `if` that also steps the optimizer:
+        a gradient-accumulation window's running loss, kept for that window only (a reset
+        under a logging `if` is not one: the sum grows for the whole interval)."""
+        resets, windows = [], []
+        for node in _nodes(loop):
+            if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name for t in node.targets) and \
+                    not accumulates(name, node.value):
+                resets.append(node)
+            elif isinstance(node, cst.If) and _steps(node.body):
+                windows.append(node)
+        return bool(resets) and all(any(_contains(w.body, r) for w in windows) for r in resets)
 
     def _step_function(self, accumulator: str) -> cst.FunctionDef | None:
         """The enclosing function when a framework calls it once per batch and `accumulator`
@@ -188,3 +204,19 @@ def _nodes(root: cst.CSTNode):
     from ..walk import iter_nodes
 
     return iter_nodes(root)
+
+
+def _steps(body: cst.CSTNode) -> bool:
+    """An optimizer's (or a GradScaler's) `.step()` is called in `body`."""
+    v = vocab()
+    for node in _nodes(body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "step":
+            receiver = (dotted_name(node.func.value) or "").rsplit(".", 1)[-1]
+            if v.pattern("training_optimizer_pattern").search(receiver) or \
+                    v.pattern("training_scaler_pattern").search(receiver):
+                return True
+    return False
+
+
+def _contains(body: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return any(inner is node for inner in _nodes(body))

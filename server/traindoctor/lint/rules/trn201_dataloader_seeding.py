@@ -34,7 +34,7 @@ class UnseededDataLoaderWorkers(Rule):
         workers = arg(node, "num_workers", positions["num_workers"])
         if workers is None or self._is_zero(workers):
             return
-        version = torch_version()
+        version = torch_version(self.model.path)
         init_fn = arg(node, "worker_init_fn", positions["worker_init_fn"])
         if init_fn is not None and not is_false(init_fn):
             self._check_constant_reseed(node, init_fn, version)
