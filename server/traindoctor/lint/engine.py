@@ -353,7 +353,7 @@ def _findings_for(
                 code=info.code,
                 name=info.name,
                 mode=info.mode,
-                severity=config.severity_for(info.code, info.severity),
+                severity=config.severity_for(info.code, info.severity, path),
                 message=report.message or info.message,
                 path=path,
                 range=where,
