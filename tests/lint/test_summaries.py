@@ -182,6 +182,32 @@ def main(dataset, model, optimizer):
 '''
 
 
+HELPERS_701 = '''import torch
+import torch.nn.functional as F
+
+
+def train_epoch(model, loader, opt):
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+
+
+def update(model, x, y, opt):
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+
+
+def main(model, loader, opt):
+    for epoch in range(10):
+        train_epoch(model, loader, opt)
+    for x, y in loader:
+        update(model, x, y, opt)
+    for x, y in loader:
+        update(model, x, y, opt)
+'''
+
 
 def test_a_criterion_built_in_init_is_a_loss_wherever_it_is_used():
     [found] = _found(INIT_CRITERION, "TRN101")
@@ -235,3 +261,16 @@ def test_a_distributed_sampler_handed_through_helpers(source):
                            "    for epoch in range(10):\n        loader.sampler.set_epoch(epoch)\n")
     assert fixed != source and not _found(fixed, "TRN203")
     assert not _found(source.replace("shuffle=True", "shuffle=False"), "TRN203")
+
+
+def test_trn701_one_finding_per_bug_with_related_locations():
+    found = sorted(_found(HELPERS_701, "TRN701"), key=lambda f: f.range.start.line)
+    # train_epoch's own loop (not again at main's epoch loop that calls it); update() once, at its
+    # first calling loop, with the helper's backward and the other calling loop as related locations
+    assert [f.range.start.line + 1 for f in found] == [8, 22]
+    related = [(r.range.start.line + 1, r.message) for r in found[1].related]
+    assert related == [(14, "backward() is called here, in the helper"),
+                       (24, "the helper is also called every iteration here")]
+    fixed = HELPERS_701.replace("    loss.backward()\n    opt.step()\n", "    opt.zero_grad()\n    loss.backward()\n"
+                                "    opt.step()\n")
+    assert [f.range.start.line + 1 for f in _found(fixed, "TRN701")] == [8]

@@ -384,6 +384,9 @@ def _fact_nodes(facts: object) -> Iterator[cst.CSTNode]:
                 node = getattr(fact, attr, None)
                 if node is not None:
                     yield node
+            for event in getattr(fact, "events", ()):  # a training Routine's: related locations in helpers
+                if event.node is not None:
+                    yield event.node
 
 
 @contextlib.contextmanager
