@@ -75,8 +75,8 @@ class Config:
         for key, value in self.severity:
             if code == key:
                 return value
-        if path is not None and self.test_severity is not None and is_test_file(self.relative(path)) and \
-                _RANK[self.test_severity] < _RANK[default]:
+        if path is not None and self.test_severity is not None and _RANK[self.test_severity] < _RANK[default] \
+                and _is_test_path(self.root, path):
             return self.test_severity
         return default
 
@@ -117,6 +117,12 @@ class Config:
 
 
 _RANK = {Severity.HINT: 0, Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3}
+
+
+@functools.lru_cache(maxsize=256)
+def _is_test_path(root: Path | None, path: str) -> bool:
+    """is_test_file of `path` relative to the configuration's folder (asked once per finding)."""
+    return is_test_file(Config(root=root).relative(path))
 
 
 def is_test_file(path: str) -> bool:

@@ -36,6 +36,7 @@ def _version_for(folder: str) -> tuple[int, int] | None:
     return version
 
 
+@functools.lru_cache(maxsize=256)
 def _folder_of(path: str | None) -> Path | None:
     if not path or path.startswith("<"):
         return None

@@ -85,8 +85,9 @@ class LossAccumulationKeepsGraph(Rule):
             loop = self._step_function(base)
             if loop is None or not self.scope().flow(loop).outlives_call(statement, base):
                 return
-        elif self.scope().rebound_every_iteration(base, loop, statement, root) or \
-                self._reset_with_each_step(base, loop):
+        elif self.scope().bound_in_loop(base, loop) and (
+                self.scope().rebound_every_iteration(base, loop, statement, root) or
+                self._reset_with_each_step(base, loop)):
             return  # rebound on every path around the loop (or each optimizer step): does not outlive it
         found = self.values(value)
         if not found.tensor_with_history:

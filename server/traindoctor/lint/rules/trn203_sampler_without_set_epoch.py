@@ -21,8 +21,8 @@ class SamplerWithoutSetEpoch(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if "set_epoch" in training.event_kinds:
-            return
+        if "set_epoch" in training.event_kinds or "sampler" not in training.event_kinds:
+            return  # no DistributedSampler is built anywhere in the file (nor in a helper here)
         events = training.with_returned_objects(routine)  # `sampler = make_sampler(ds)` builds one too
         if routine.node is None:  # module-level code: the samplers and loaders of earlier blocks too
             earlier = training.routines("")
