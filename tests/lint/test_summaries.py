@@ -208,6 +208,27 @@ def main(model, loader, opt):
         update(model, x, y, opt)
 '''
 
+GRAD_LEFT_OFF = '''import torch
+import torch.nn.functional as F
+
+
+def evaluate(model, loader):
+    torch.set_grad_enabled(False)
+    model.eval()
+    return sum(model(x).sum().item() for x, _ in loader)
+
+
+def train(model, loader, val_loader, optimizer):
+    for epoch in range(10):
+        model.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+        evaluate(model, val_loader)
+'''
+
 
 def test_a_criterion_built_in_init_is_a_loss_wherever_it_is_used():
     [found] = _found(INIT_CRITERION, "TRN101")
@@ -274,3 +295,26 @@ def test_trn701_one_finding_per_bug_with_related_locations():
     fixed = HELPERS_701.replace("    loss.backward()\n    opt.step()\n", "    opt.zero_grad()\n    loss.backward()\n"
                                 "    opt.step()\n")
     assert [f.range.start.line + 1 for f in _found(fixed, "TRN701")] == [8]
+
+
+def test_a_helper_that_leaves_autograd_off():
+    [found] = _found(GRAD_LEFT_OFF, "TRN603")
+    assert found.range.start.line + 1 == 19 and "`evaluate(...)` leaves autograd off" in found.message
+    assert [r.range.start.line + 1 for r in found.related] == [6]
+    # torch agrees: the second epoch's backward raises
+    import torch
+
+    namespace: dict = {}
+    exec(compile(GRAD_LEFT_OFF, "g.py", "exec"), namespace)
+    model = torch.nn.Linear(4, 3)
+    loader = [(torch.randn(2, 4), torch.tensor([0, 1]))]
+    try:
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            namespace["train"](model, loader, loader, torch.optim.SGD(model.parameters(), lr=0.1))
+    finally:
+        torch.set_grad_enabled(True)
+    restored = GRAD_LEFT_OFF.replace("    return sum(", "    torch.set_grad_enabled(True)\n    return sum(")
+    assert not _found(restored, "TRN603")
+    scoped = GRAD_LEFT_OFF.replace("    torch.set_grad_enabled(False)\n    model.eval()\n    return sum(",
+                                   "    model.eval()\n    with torch.no_grad():\n        return sum(")
+    assert scoped != GRAD_LEFT_OFF and not _found(scoped, "TRN603")

@@ -8,8 +8,9 @@ receiver = the scaler), step (an optimizer's), scaler_step (arg = the optimizer)
 scaler_update, unscale, sched_step, other_step (deepspeed engines...), clip, eval,
 train, set_epoch, build_optimizer, build_scheduler, build_model, sampler (a
 DistributedSampler bound to `receiver`), loader (a DataLoader; arg = its sampler),
-empty_cache, host_transfer (`torch.zeros(..).to(dev)`; arg = the device), call
-(a call of a plain/dotted name: receiver = the callee, args = argument sources).
+empty_cache, host_transfer (`torch.zeros(..).to(dev)`; arg = the device), grad_mode
+(`torch.set_grad_enabled(...)` as a statement; arg = "off" | "on"), call (a call of a
+plain/dotted name: receiver = the callee, args = argument sources).
 """
 
 from __future__ import annotations
@@ -141,6 +142,8 @@ class _Collector:
                         self.names.qualify(small.value.func) == "torch.set_grad_enabled" and small.value.args:
                     arg = small.value.args[0].value
                     no_grad = isinstance(arg, cst.Name) and arg.value == "False"
+                    self.events.append(Event("grad_mode", "", "off" if no_grad else "on", loops, cond, no_grad, (),
+                                             node=small.value, stmt=stmt))
                     continue
                 self._expr(small, stmt, loops, cond, no_grad)
             return no_grad

@@ -112,6 +112,15 @@ class Training:
         self.model.memo[key] = result = frozenset(found)
         return result
 
+    def leaves_grad_off(self, qualname: str) -> Event | None:
+        """The `set_grad_enabled(False)` an in-file function leaves in force when it returns:
+        its last unconditional grad-mode switch outside loops turns autograd off."""
+        for routine in self.routines(qualname):
+            switches = [e for e in routine.events if e.kind == "grad_mode" and not e.loops and not e.conditional]
+            if switches and switches[-1].arg == "off":
+                return switches[-1]
+        return None
+
     def with_returned_objects(self, routine: Routine, depth: int = 0) -> list[Event]:
         """The routine's events, with each call of an in-file helper that returns a sampler or a
         distributed DataLoader (see `returns`) standing for building one, bound where it is."""
