@@ -229,6 +229,22 @@ def train(model, loader, val_loader, optimizer):
         evaluate(model, val_loader)
 '''
 
+SDPA = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Attention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.attn_drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p)
+'''
+
 
 def test_a_criterion_built_in_init_is_a_loss_wherever_it_is_used():
     [found] = _found(INIT_CRITERION, "TRN101")
@@ -318,3 +334,29 @@ def test_a_helper_that_leaves_autograd_off():
     scoped = GRAD_LEFT_OFF.replace("    torch.set_grad_enabled(False)\n    model.eval()\n    return sum(",
                                    "    model.eval()\n    with torch.no_grad():\n        return sum(")
     assert scoped != GRAD_LEFT_OFF and not _found(scoped, "TRN603")
+
+
+def test_attention_dropout_not_gated_on_the_module_mode():
+    import torch
+
+    from traindoctor.lint import fix_source
+
+    [found] = _found(SDPA, "TRN704")
+    assert "dropout_p=self.attn_drop.p" in found.message
+    fixed, count = fix_source(SDPA, "a.py", CONFIG)
+    assert count == 1 and not _found(fixed, "TRN704")
+
+    def eval_outputs(source):
+        namespace: dict = {}
+        exec(compile(source, "a.py", "exec"), namespace)
+        torch.manual_seed(0)
+        module = namespace["Attention"](8).eval()
+        x = torch.randn(2, 5, 8)
+        return module(x), module(x)
+
+    first, second = eval_outputs(SDPA)  # torch agrees: dropout runs in eval mode
+    assert not torch.equal(first, second)
+    first, second = eval_outputs(fixed)
+    assert torch.equal(first, second)
+    gated = SDPA.replace("dropout_p=self.attn_drop.p", "dropout_p=self.attn_drop.p if self.training else 0.0")
+    assert not _found(gated, "TRN704") and not _found(SDPA.replace("self.attn_drop.p", "0.0"), "TRN704")
