@@ -96,3 +96,30 @@ def test_a_notebook_with_megabytes_of_images_is_linted_by_its_code(tmp_path):
     result = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", str(notebook)],
                             capture_output=True, text=True, timeout=120)
     assert [f["code"] for f in json.loads(result.stdout)] == ["TRN101"], result.stderr
+
+
+LINEAR_PROBE = '''import torch
+import torch.nn.functional as F
+
+
+def train_probe(backbone, head, loader, optimizer):
+    """Linear probe: the backbone stays in eval mode, only the head is trained."""
+    for epoch in range(10):
+        for x, y in loader:
+            backbone.eval()
+            optimizer.zero_grad()
+            loss = F.cross_entropy(head(backbone(x)), y)
+            loss.backward()
+            optimizer.step()
+'''
+
+
+@pytest.mark.parametrize("intent", ["    \"\"\"Linear probe: the backbone stays in eval mode, only the head is trained.\"\"\"\n",
+                                    "    # keep the frozen backbone in eval: BatchNorm statistics must not move\n"])
+def test_a_documented_eval_mode_is_intent(intent):
+    source = LINEAR_PROBE.replace(
+        "    \"\"\"Linear probe: the backbone stays in eval mode, only the head is trained.\"\"\"\n", intent)
+    assert not [f for f in lint_source(source, "p.py", Config()).findings if f.code == "TRN703"]
+    undocumented = LINEAR_PROBE.replace(
+        "    \"\"\"Linear probe: the backbone stays in eval mode, only the head is trained.\"\"\"\n", "")
+    assert [f for f in lint_source(undocumented, "p.py", Config()).findings if f.code == "TRN703"]
