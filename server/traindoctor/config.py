@@ -6,6 +6,7 @@ select = ["TRN1", "TRN301"]        # code prefixes, rule names, or "strict" (def
 ignore = ["TRN202"]
 exclude = ["legacy/**", "*_pb2.py"]
 lint-on-change = true               # language server: lint while typing
+test-severity = "info"              # findings in test files are at most this severe ("default": unchanged)
 [tool.traindoctor.severity]
 TRN201 = "error"
 [tool.traindoctor.per-file-ignores]
@@ -46,6 +47,7 @@ class Config:
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] = ()
     lint_on_change: bool = True
+    test_severity: Severity | None = Severity.INFO  # cap for findings in test files; None: no cap
     root: Path | None = field(default=None, compare=False)  # folder of the pyproject.toml
 
     def enabled(self, code: str, name: str = "", path: str | None = None, rule_set: str = "default") -> bool:
@@ -67,10 +69,15 @@ class Config:
                     return False
         return True
 
-    def severity_for(self, code: str, default: Severity) -> Severity:
+    def severity_for(self, code: str, default: Severity, path: str | None = None) -> Severity:
+        """A configured severity for the code, else the rule's; in a test file (tests/, test_*.py,
+        *_test.py, conftest.py) the rule's is lowered to `test_severity`."""
         for key, value in self.severity:
             if code == key:
                 return value
+        if path is not None and self.test_severity is not None and _RANK[self.test_severity] < _RANK[default] \
+                and _is_test_path(self.root, path):
+            return self.test_severity
         return default
 
     def is_excluded(self, path: str) -> bool:
@@ -109,6 +116,24 @@ class Config:
         return updated
 
 
+_RANK = {Severity.HINT: 0, Severity.INFO: 1, Severity.WARNING: 2, Severity.ERROR: 3}
+
+
+@functools.lru_cache(maxsize=256)
+def _is_test_path(root: Path | None, path: str) -> bool:
+    """is_test_file of `path` relative to the configuration's folder (asked once per finding)."""
+    return is_test_file(Config(root=root).relative(path))
+
+
+def is_test_file(path: str) -> bool:
+    """A unit test or its fixtures: in a `tests`/`test` folder (one of the three nearest, so that
+    a checkout under /home/me/test/ is not all tests), or named like one."""
+    parts = PurePosixPath(Path(path).as_posix()).parts
+    name = parts[-1] if parts else ""
+    return any(p in ("tests", "test") for p in parts[-4:-1]) or name.startswith("test_") or \
+        name.endswith("_test.py") or name == "conftest.py"
+
+
 def _glob(rel: str, pattern: str) -> bool:
     if fnmatch.fnmatch(rel, pattern) or PurePosixPath(rel).match(pattern):
         return True
@@ -144,6 +169,11 @@ def parse_table(table: dict[str, Any], root: Path | None = None) -> Config:
     if not isinstance(pfi, dict):
         raise ConfigError("[tool.traindoctor.per-file-ignores] must be a table")
     lint_on_change = table.get("lint-on-change", table.get("lint_on_change", True))
+    test_severity = table.get("test-severity", table.get("test_severity", "info"))
+    if str(test_severity).lower() == "default":
+        capped = None
+    else:
+        capped = _severities({"test-severity": test_severity})["TEST-SEVERITY"]
     return Config(
         select=_codes(_str_list(table, "select")),
         ignore=_codes(_str_list(table, "ignore")),
@@ -154,6 +184,7 @@ def parse_table(table: dict[str, Any], root: Path | None = None) -> Config:
         ),
         exclude=_str_list(table, "exclude"),
         lint_on_change=bool(lint_on_change),
+        test_severity=capped,
         root=root,
     )
 

@@ -117,7 +117,7 @@ SAVE_LOAD = (
 
 @pytest.mark.parametrize("version, fires", [((2, 5), False), ((2, 6), True), ((2, 13), True), (None, False)])
 def test_trn602_is_version_aware(monkeypatch, version, fires):
-    monkeypatch.setattr(trn602_weights_only_load, "torch_version", lambda: version)
+    monkeypatch.setattr(trn602_weights_only_load, "torch_version", lambda path=None: version)
     found = codes(SAVE_LOAD, "TRN602")
     assert bool(found) == fires
     if fires:

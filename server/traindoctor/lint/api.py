@@ -14,7 +14,8 @@ from .engine import LintCache, LintError, collector_paused, ignores_file, lint_b
 
 # Larger files are generated code or data, not training scripts; parsing them
 # would stall the editor.
-MAX_BYTES = 2_000_000
+MAX_BYTES = 2_000_000  # of code: what is parsed
+MAX_NOTEBOOK_BYTES = 64_000_000  # of a whole .ipynb, embedded outputs included (its code must fit MAX_BYTES)
 
 
 @dataclass(frozen=True)
@@ -62,12 +63,12 @@ def lint_source(
     return LintResult(path, tuple(findings))
 
 
-def read_source(path: Path) -> str:
+def read_source(path: Path, limit: int = MAX_BYTES) -> str:
     """The file's text, or LintError with a one-line reason."""
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise LintError(f"too large to lint ({size / 1e6:.1f} MB > {MAX_BYTES / 1e6:.0f} MB)")
+        if size > limit:
+            raise LintError(f"too large to lint ({size / 1e6:.1f} MB > {limit / 1e6:.0f} MB)")
         data = path.read_bytes()
     except OSError as exc:
         raise LintError(f"cannot read: {exc.strerror or exc}") from None

@@ -356,7 +356,7 @@ def _findings_for(
                 code=info.code,
                 name=info.name,
                 mode=info.mode,
-                severity=config.severity_for(info.code, info.severity),
+                severity=config.severity_for(info.code, info.severity, path),
                 message=report.message or info.message,
                 path=path,
                 range=where,
@@ -425,6 +425,9 @@ def _fact_nodes(facts: object) -> Iterator[cst.CSTNode]:
                 node = getattr(fact, attr, None)
                 if node is not None:
                     yield node
+            for event in getattr(fact, "events", ()):  # a training Routine's: related locations in helpers
+                if event.node is not None:
+                    yield event.node
 
 
 @contextlib.contextmanager
@@ -454,7 +457,7 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
     rules = [rule for rule in all_rules() if _wanted(rule, config, path)]
     names = Names(tuple(alias for p in parsed for alias in p.aliases))
     analyses = [p.analysis(names) for p in parsed]
-    model = FileModel(names, analyses, cache.model)
+    model = FileModel(names, analyses, cache.model, path)
     cache.model = model
     owners: dict[int, int] = {}
     for index, analysis in enumerate(analyses):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .analysis.collect import code
+from .analysis.scopes import code
 from .analysis.model import FileModel
 from .rule import InsertAfter, InsertBefore, Replace
 

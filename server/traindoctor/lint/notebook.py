@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 from ..config import Config
 from ..model import Finding, Range
-from .api import LintResult, fix_source, lint_source, read_source
+from .api import MAX_NOTEBOOK_BYTES, LintResult, fix_source, lint_source, read_source
 from .blocks import source_lines
 from .diff import unified_diff
 from .engine import LintCache, LintError
@@ -273,7 +273,7 @@ def check_notebook(path: Path, config: Config, mode: str) -> tuple[LintResult, s
     Returns the result (findings per cell), the diff text and the number of fixes."""
     name = str(path)
     try:
-        notebook = parse_notebook(read_source(path))
+        notebook = parse_notebook(read_source(path, MAX_NOTEBOOK_BYTES))  # images do not count: its code does
     except LintError as exc:
         return LintResult(name, error=str(exc)), "", 0
     program = program_from_cells(notebook.code_cells)

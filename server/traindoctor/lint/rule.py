@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, Sequence, Union
 import libcst as cst
 
 from ..catalog import RuleInfo, get_rule
+from .analysis.training import Training, training_of
 from .context import WalkState
 from .walk import handled_types
 
@@ -124,6 +125,11 @@ class Rule(cst.BatchableCSTVisitor):
 
     def scope(self):
         return self.analysis.scope_of(self.walk.function)
+
+    @property
+    def training(self) -> "Training":
+        """The file's training structure (analysis/training.py), built once per lint."""
+        return training_of(self.model)
 
     def gradient_flows(self) -> bool:
         """False inside no_grad/inference_mode, and in functions only called there."""

@@ -3,91 +3,23 @@ scopes (reaching definitions, backward calls, returns), cached with the block.""
 
 from __future__ import annotations
 
-import builtins
-from dataclasses import dataclass, field
-
 import libcst as cst
 
 from ..context import WalkState
-from ..walk import child_nodes, iter_nodes, walk
+from ..walk import iter_nodes, walk
 from .facts import BlockFacts, CallSite, ClassInfo, Expressions, FuncInfo, Marker, Obj, TopLevel
 from .names import Names, dotted_name
 from .padding import PaddingFacts
 from .program import ProgramFacts
 from .randomness import SeedingFacts
-from .training import Training, training_facts
+from .scopes import (BUILTINS, DEFINITIONS, IMPORTS, NAME_BINDERS, SEQUENCES, Def, Scope, code,
+                     grad_disabled, names_in, returns, targets)
+from .events import block_routine, training_facts
 from .vocab import vocab
 
 
-@dataclass(frozen=True)
-class Def:
-    """One binding of a name: `value` is what it was bound to (None: unknown),
-    `index` the position in a tuple target, `how` assign | aug | iter | param | other."""
-
-    order: int  # visible to uses whose order is >= this
-    how: str
-    value: cst.BaseExpression | None
-    index: int | None
-    loops: tuple[int, ...]  # ids of the loops (in this scope) around the binding
-    grad_off: bool = False  # bound where autograd records nothing (no_grad/inference_mode, not re-enabled)
-    op: str = ""  # for `aug`: the operator's libcst class ("AddAssign", ...)
-
-
-@dataclass
-class Scope:
-    node: cst.CSTNode | None
-    qualname: str
-    defs: dict[str, list[Def]] = field(default_factory=dict)
-    backward: dict[str, cst.CSTNode] = field(default_factory=dict)  # name -> its backward() call
-    # name -> the values bound to it; the names they read are found when asked (most scopes never are)
-    sources: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
-    returned: set[str] = field(default_factory=set)
-    guarded: set[str] = field(default_factory=set)  # names tested by an `if`, `while` or `assert`
-    training_loops: set[int] = field(default_factory=set)
-    trains: bool = False
-    loop_iters: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(for loop) -> what it iterates
-    _closures: dict[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
-
-    def lookup(self, name: str, at: int) -> Def | None:
-        found = None
-        for definition in self.defs.get(name, ()):
-            if definition.order <= at:
-                found = definition
-        return found
-
-    def bound_in_loop(self, name: str, loop: cst.CSTNode) -> bool:
-        """Rebound (not accumulated: `+=`, `x = x + ...`) inside `loop`."""
-        return any(id(loop) in d.loops and d.how != "aug" and not _accumulates(name, d.value)
-                   for d in self.defs.get(name, ()))
-
-    def feeds_backward(self) -> frozenset[str]:
-        """Names the backpropagated values were computed from (transitively)."""
-        return self._computed_from("backward", self.backward)
-
-    def feeds_return(self) -> frozenset[str]:
-        """Names the returned values were computed from (transitively)."""
-        return self._computed_from("returned", self.returned)
-
-    def bound_without_grad(self, name: str, at: int) -> bool:
-        """The binding of `name` visible at `at` was made with autograd off (no_grad/inference_mode)."""
-        definition = self.lookup(name, at)
-        return definition is not None and definition.grad_off
-
-    def _computed_from(self, key: str, names) -> frozenset[str]:
-        """Asked by rules once collection is over, when the scope no longer changes."""
-        cached = self._closures.get(key)
-        if cached is not None:
-            return cached
-        found = set(names)
-        frontier = list(found)
-        while frontier:
-            for value in self.sources.get(frontier.pop(), ()):
-                for source in _names_in(value):
-                    if source not in found:
-                        found.add(source)
-                        frontier.append(source)
-        self._closures[key] = closure = frozenset(found)
-        return closure
+# In-place methods that replace a tensor's zeros (given a mask or a positive minimum).
+_ZEROS_REPLACED_IN_PLACE = frozenset(("masked_fill_", "clamp_", "clamp_min_", "clip_"))
 
 
 class BlockAnalysis:
@@ -110,7 +42,7 @@ class BlockAnalysis:
         self.facts = collector.result()
         # What decides which rules can report on the block (Rule.applies_to): its node types,
         # and whether it has module-level training code.
-        self.shape = _shared((self.node_types, Training.block_routine(self) is not None))
+        self.shape = _shared((self.node_types, block_routine(self) is not None))
 
     def scope_of(self, function: cst.FunctionDef | None) -> Scope:
         return self.module_scope if function is None else self.scopes.get(id(function), self.module_scope)
@@ -140,68 +72,6 @@ def _without_leading_lines(text: str) -> str:
         start = end + 1
 
 
-def grad_disabled(walk: WalkState) -> bool:
-    """Autograd is off here: the innermost grad-mode `with` (or the function's
-    decorator) up to the enclosing function disables it, and no `enable_grad()`/
-    `set_grad_enabled(...)` inside it turns it back on."""
-    for node in reversed(walk.stack):
-        if isinstance(node, (cst.With, cst.FunctionDef)):
-            if walk.disables_grad(node):
-                return True
-            items = [i.item for i in node.items] if isinstance(node, cst.With) else \
-                [d.decorator for d in node.decorators]
-            for item in items:
-                func = item.func if isinstance(item, cst.Call) else item
-                if (walk.names.qualify(func) or "").endswith(("enable_grad", "set_grad_enabled")):
-                    return False
-            if isinstance(node, cst.FunctionDef):
-                return False
-    return False
-
-
-def _accumulates(name: str, value: cst.BaseExpression | None) -> bool:
-    return isinstance(value, cst.BinaryOperation) and name in (dotted_name(value.left), dotted_name(value.right))
-
-
-def _targets(target: cst.BaseExpression) -> list[tuple[cst.BaseExpression, int | None]]:
-    if type(target) in _SEQUENCES:
-        return [(element.value, i) for i, element in enumerate(target.elements)]
-    return [(target, None)]
-
-
-def _names_in(expr: cst.CSTNode) -> set[str]:
-    if type(expr) is cst.Name:
-        return {expr.value}  # type: ignore[attr-defined]
-    if type(expr) in _NAMELESS:
-        return set()
-    found: set[str] = set()
-    for node in iter_nodes(expr):
-        if type(node) is cst.Name:
-            found.add(node.value)  # type: ignore[attr-defined]
-        elif type(node) is cst.Attribute:
-            name = dotted_name(node)
-            if name is not None:
-                found.add(name)
-    return found
-
-
-_NAMELESS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)
-# Exact-type tests on the hot paths: isinstance against a libcst class goes through
-# ABCMeta.__instancecheck__, a Python call (a tenth of the analysis of one-line statements).
-_SEQUENCES = (cst.Tuple, cst.List)
-_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
-_IMPORTS = (cst.Import, cst.ImportFrom)
-_NAME_BINDERS = (cst.AssignTarget, cst.For, cst.AugAssign, cst.AnnAssign, cst.AsName)
-_BUILTINS = frozenset(dir(builtins))  # print(...), len(...): never in-file functions
-
-
-def code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
-
-
-_EMPTY = cst.Module(body=[])
-
-
 class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisitor):
     def __init__(self, owner: BlockAnalysis, names: Names) -> None:
         super().__init__()
@@ -220,14 +90,14 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
 
     def bind(self, target: cst.BaseExpression, how: str, value: cst.BaseExpression | None,
              index: int | None = None, op: str = "") -> None:
-        if type(target) in _SEQUENCES:
+        if type(target) in SEQUENCES:
             parts: list = [None] * len(target.elements)
-            if type(value) in _SEQUENCES and len(value.elements) == len(target.elements):
+            if type(value) in SEQUENCES and len(value.elements) == len(target.elements):
                 parts = [e.value for e in value.elements]
-                for (element, i), part in zip(_targets(target), parts):
+                for (element, i), part in zip(targets(target), parts):
                     self.bind(element, how, part)
                 return
-            for element, i in _targets(target):
+            for element, i in targets(target):
                 self.bind(element, how, value, i)
             return
         if type(target) is cst.StarredElement:
@@ -264,14 +134,14 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         scope = self.scope()
         for target in node.targets:
             self.bind(target.target, "assign", node.value)
-            for name in _names_in(target.target):
+            for name in names_in(target.target):
                 scope.sources.setdefault(name, []).append(node.value)
         self._record_binding(node, [t.target for t in node.targets], node.value)
         for target in node.targets:  # x[x == 0] = 1: zeros replaced
             t = target.target
             if type(t) is cst.Subscript and any(isinstance(e.slice, cst.Index) and
                                                    isinstance(e.slice.value, cst.Comparison) for e in t.slice):
-                scope.guarded |= _names_in(t.value)
+                scope.guarded |= names_in(t.value)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -293,27 +163,27 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             self.bind(node.asname.name, "other", None)
 
     def visit_If(self, node: cst.If) -> None:
-        self.scope().guarded |= _names_in(node.test)
+        self.scope().guarded |= names_in(node.test)
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        self.scope().guarded |= _names_in(node.test)
+        self.scope().guarded |= names_in(node.test)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self.scope().guarded |= _names_in(node.test)
+        self.scope().guarded |= names_in(node.test)
 
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None:
-            self.scope().returned |= _names_in(node.value)
+            self.scope().returned |= names_in(node.value)
 
     # -- module-level objects and constants -----------------------------------------
 
-    def _record_binding(self, stmt: cst.CSTNode, targets: list[cst.BaseExpression],
+    def _record_binding(self, stmt: cst.CSTNode, bound: list[cst.BaseExpression],
                         assigned: cst.BaseExpression) -> None:
         walk, function, klass = self.walk, self.walk.function, self.walk.klass
         at_module = function is None and klass is None
-        for target in targets:  # `a, b = c, d = x, y`: each target pairs with what is assigned
-            pairs = [(expr, assigned) for expr, _ in _targets(target)]
-            if type(target) in _SEQUENCES and type(assigned) in _SEQUENCES \
+        for target in bound:  # `a, b = c, d = x, y`: each target pairs with what is assigned
+            pairs = [(expr, assigned) for expr, _ in targets(target)]
+            if type(target) in SEQUENCES and type(assigned) in SEQUENCES \
                     and len(assigned.elements) == len(target.elements):
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, assigned.elements)]
             for expr, value in pairs:
@@ -375,6 +245,8 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         self._training_candidate(node)
         func = node.func
         qualified = self.names.qualify(func)
+        if type(func) is cst.Attribute and func.attr.value in _ZEROS_REPLACED_IN_PLACE:
+            self.scope().guarded |= names_in(func.value)  # n.masked_fill_(n == 0, 1), n.clamp_(min=1)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in self.v.backward_methods:
@@ -386,7 +258,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         if isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                                           and func.value.value == "self"):
             callee = func.value if isinstance(func, cst.Name) else f"self.{func.attr.value}"  # type: ignore[union-attr]
-            if callee not in _BUILTINS:
+            if callee not in BUILTINS:
                 self.lists["calls"].append(CallSite(callee, self.walk.in_no_grad, node=node))
         if qualified is not None and qualified.endswith("GradScaler"):
             self.lists["precision"].append(Marker("grad-scaler", qualified))
@@ -403,11 +275,11 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
                     and receiver.func.attr.value == "scale" and receiver.args:
                 receiver = receiver.args[0].value
-            names = _names_in(receiver)
+            names = names_in(receiver)
         elif (self.names.qualify(func.value) or "").startswith("torch.autograd"):
-            names = _names_in(node.args[0].value) if node.args else set()
+            names = names_in(node.args[0].value) if node.args else set()
         else:
-            names = _names_in(node.args[0].value) if node.args else _names_in(func.value)
+            names = names_in(node.args[0].value) if node.args else names_in(func.value)
         for name in names:
             scope.backward.setdefault(name, node)
         self._note_training()
@@ -431,9 +303,9 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         for info in self.functions:
             node = info["node"]
             scope = self.owner.scopes[id(node)]
-            returns = Expressions(stmt.value for stmt in _returns(node) if stmt.value is not None)
+            returned = Expressions(stmt.value for stmt in returns(node) if stmt.value is not None)
             self.lists["functions"].append(FuncInfo(info["qualname"], node.name.value, info["klass"],
-                                                    info["params"], returns, info["no_grad"] or
+                                                    info["params"], returned, info["no_grad"] or
                                                     self.walk.disables_grad(node), scope.trains, node))
         for index, stmt in enumerate(module.body):
             lines = (list(module.header) if index == 0 else []) + list(stmt.leading_lines)
@@ -442,7 +314,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
                 if line.comment is not None:
                     break
                 blanks += 1
-            is_import = type(stmt) is cst.SimpleStatementLine and any(type(s) in _IMPORTS for s in stmt.body)
+            is_import = type(stmt) is cst.SimpleStatementLine and any(type(s) in IMPORTS for s in stmt.body)
             self.lists["layout"].append(TopLevel(is_import, tuple(sorted(_bound_names(stmt))), blanks, stmt))
 
     def result(self) -> BlockFacts:
@@ -493,23 +365,9 @@ def training_root(stack: list[cst.CSTNode]) -> cst.CSTNode | None:
     return None
 
 
-def _returns(function: cst.FunctionDef) -> list[cst.Return]:
-    """The function's own return statements (not those of nested functions)."""
-    found = []
-    stack: list[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if type(node) is cst.Return:
-            found.append(node)  # type: ignore[arg-type]
-        elif type(node) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda) and \
-                not isinstance(node, cst.BaseExpression):
-            stack.extend(child_nodes(node))
-    return found
-
-
 def _bound_names(stmt: cst.CSTNode) -> set[str]:
     """Names a top-level statement binds in the module namespace (also inside if/try/for/with)."""
-    if type(stmt) in _DEFINITIONS:
+    if type(stmt) in DEFINITIONS:
         return {stmt.name.value}
     found: set[str] = set()
     # A simple line binds only through its targets and imports: its values are not walked
@@ -517,9 +375,9 @@ def _bound_names(stmt: cst.CSTNode) -> set[str]:
     nodes = stmt.body if type(stmt) is cst.SimpleStatementLine else iter_nodes(stmt)
     for node in nodes:
         kind = type(node)
-        if kind in _DEFINITIONS:
+        if kind in DEFINITIONS:
             found.add(node.name.value)
-        elif kind in _IMPORTS and type(node.names) is not cst.ImportStar:
+        elif kind in IMPORTS and type(node.names) is not cst.ImportStar:
             for alias in node.names:
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     found.add(alias.asname.name.value)
@@ -528,7 +386,7 @@ def _bound_names(stmt: cst.CSTNode) -> set[str]:
         elif kind is cst.Assign:
             for target in node.targets:
                 found |= _target_names(target.target)
-        elif kind in _NAME_BINDERS:
+        elif kind in NAME_BINDERS:
             target = getattr(node, "target", None) or getattr(node, "name", None)
             if target is not None:
                 found |= _target_names(target)

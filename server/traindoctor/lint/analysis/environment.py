@@ -1,5 +1,11 @@
-"""The torch version the rules reason about: the installed one (read without
-importing torch), else the project's pinned requirement, else None (unknown)."""
+"""The torch version the rules reason about, for the linted file: the torch requirement of
+its own project (the nearest pyproject.toml, requirements*.txt, setup.cfg, setup.py or
+environment.yml above the file that names torch), else the installed torch (read without
+importing it), else None (unknown). Not the working folder's project: `check` of another
+checkout, or the editor's workspace, lints files that run with their own pins.
+
+An exact pin (`==`, `~=`, `===`) is the version; a lower bound (`>=`) is the installed
+version when that satisfies it, else the bound."""
 
 from __future__ import annotations
 
@@ -8,28 +14,66 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-_PIN = re.compile(r"""["']?\btorch\s*(?:==|>=|~=|===)\s*v?(\d+)\.(\d+)""")
+_PIN = re.compile(r"""["']?\btorch\s*(==|>=|~=|===)\s*v?(\d+)\.(\d+)""")
+_PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py", "environment.yml")
+
+
+def torch_version(path: str | None = None) -> tuple[int, int] | None:
+    """The torch (major, minor) for the file at `path` (None: the installed one)."""
+    folder = _folder_of(path)
+    return _version_for(str(folder) if folder is not None else "")
 
 
 @functools.cache
-def torch_version(start: str = ".") -> tuple[int, int] | None:
+def _version_for(folder: str) -> tuple[int, int] | None:
+    installed = _installed()
+    pin = _project_pin(Path(folder)) if folder else None
+    if pin is None:
+        return installed
+    operator, version = pin
+    if operator == ">=" and installed is not None and installed >= version:
+        return installed
+    return version
+
+
+@functools.lru_cache(maxsize=256)
+def _folder_of(path: str | None) -> Path | None:
+    if not path or path.startswith("<"):
+        return None
+    try:
+        found = Path(path).resolve()
+    except (OSError, RuntimeError):
+        return None
+    return found if found.is_dir() else found.parent if found.parent.is_dir() else None
+
+
+def _project_pin(folder: Path) -> tuple[str, tuple[int, int]] | None:
+    """The torch requirement of the nearest project file above `folder` that names one."""
+    for candidate in (folder, *folder.parents):
+        try:
+            names = sorted(p.name for p in candidate.glob("requirements*.txt")) + list(_PROJECT_FILES)
+        except OSError:
+            continue
+        for name in names:
+            project = candidate / name
+            if not project.is_file():
+                continue
+            try:
+                match = _PIN.search(project.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+            if match:
+                return match.group(1), (int(match.group(2)), int(match.group(3)))
+    return None
+
+
+@functools.cache
+def _installed() -> tuple[int, int] | None:
     try:
         parts = metadata.version("torch").split(".")
         return int(parts[0]), int(re.match(r"\d+", parts[1]).group())  # type: ignore[union-attr]
     except (metadata.PackageNotFoundError, ValueError, IndexError, AttributeError):
-        pass
-    folder = Path(start).resolve()
-    for candidate in (folder, *folder.parents):
-        for name in ("pyproject.toml", "requirements.txt", "setup.cfg", "setup.py", "environment.yml"):
-            path = candidate / name
-            if path.is_file():
-                try:
-                    match = _PIN.search(path.read_text(encoding="utf-8", errors="replace"))
-                except OSError:
-                    continue
-                if match:
-                    return int(match.group(1)), int(match.group(2))
-    return None
+        return None
 
 
 def describe(version: tuple[int, int] | None) -> str:

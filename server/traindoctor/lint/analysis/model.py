@@ -13,7 +13,8 @@ import libcst as cst
 
 from .collect import BlockAnalysis
 from .facts import CATEGORIES, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Seed
-from .names import Names
+from ..walk import iter_nodes
+from .names import Names, dotted_name
 from .vocab import vocab
 
 # Object kinds a constructor makes (by qualified name).
@@ -22,8 +23,10 @@ _KIND_LISTS = (("softmax_modules", "softmax"), ("sigmoid_modules", "sigmoid"), (
 
 
 class FileModel:
-    def __init__(self, names: Names, analyses: Sequence[BlockAnalysis], previous: "FileModel | None") -> None:
+    def __init__(self, names: Names, analyses: Sequence[BlockAnalysis], previous: "FileModel | None",
+                 path: str = "") -> None:
         self.names = names
+        self.path = path  # the linted file: its project's pins decide the torch version (environment.py)
         self.analyses = analyses
         merged: dict[str, list] = {key: [] for key in CATEGORIES}
         self.function_home: dict[str, tuple[FuncInfo, BlockAnalysis]] = {}
@@ -49,9 +52,11 @@ class FileModel:
             self.calls.setdefault(call.callee, []).append(call)
         self.constants = dict(self.facts["constants"])
         self.module_names = {name for top in self.facts["layout"] for name in top.names}
-        self._summaries: dict[str, object] = {}
+        # Filled by values.py, which owns how a value is computed: qualname -> the Value a
+        # function returns, id(block analysis) -> the evaluator of that block's module-level names.
+        self.summaries: dict[str, object] = {}
         self.memo: dict[Hashable, object] = {}  # file-wide conclusions rules draw once per lint (remembered)
-        self._values: dict[int, object] = {}
+        self.evaluators: dict[int, object] = {}
         self.global_defs: dict[str, list[BlockAnalysis]] = {}
         for index, analysis in enumerate(analyses):
             analysis.index = index
@@ -62,12 +67,11 @@ class FileModel:
 
     def lint_done(self) -> None:
         """Forget the conclusions of this lint (kept: the facts and versions the next lint
-        compares against). Training and Values refer back to the model: left in place, that
+        compares against). Training and Values (held in `memo`, `evaluators`) refer back to the model: left in place, that
         cycle keeps every parse tree alive until the cycle collector walks them all."""
         self.memo.clear()
-        self._values.clear()
-        self._summaries.clear()
-        self.__dict__.pop("training", None)
+        self.evaluators.clear()
+        self.summaries.clear()
 
     def version_key(self, categories: Sequence[str]) -> tuple[int, ...]:
         return tuple(self.versions[c] for c in categories)
@@ -107,6 +111,24 @@ class FileModel:
                     changed = True
         return frozenset(found)
 
+    @functools.cached_property
+    def step_functions(self) -> frozenset[str]:
+        """In-file functions a framework's own loop calls once per batch, so that their body is
+        a loop body: the step methods of LightningModule / HF Trainer subclasses, and the
+        process functions handed to an ignite Engine."""
+        found = {f.text for f in self.facts["program"] if isinstance(f, Marker) and f.kind == "step-fn"
+                 and f.text in self.function_home}
+        for base, methods in vocab().training_step_methods.items():
+            for klass in self._subclasses(frozenset((base,))):
+                found.update(f"{klass}.{m}" for m in methods if f"{klass}.{m}" in self.function_home)
+        return frozenset(found)
+
+    def is_unit_test(self, qualname: str) -> bool:
+        """A test a test runner collects: named `test*` (or a method of a `Test*` class) and
+        asserting something (`assert`, `self.assert*`, `pytest.*`, `*.testing.*`). A training
+        script's `def test(model, loader)` evaluation loop is not one."""
+        return self.remembered(("unit-test", qualname), lambda: _is_unit_test(self, qualname))
+
     # -- objects -----------------------------------------------------------------------
 
     def kind_of_callee(self, callee: str) -> str | None:
@@ -126,6 +148,8 @@ class FileModel:
         if v.starts("scheduler_prefixes", callee):
             return "scheduler"
         if v.starts("model_constructors", callee):
+            if callee.startswith("torch.nn.") and not last[:1].isupper() and callee not in v.module_returning_functions:
+                return None  # a torch.nn function that is not a class: `_pair(3)` is a tuple of ints
             return "model"
         if callee.endswith(tuple(v.model_factory_suffixes)):  # AutoModel.from_pretrained, not a Pipeline's
             owner = callee.rsplit(".", 2)[-2] if callee.count(".") >= 1 else ""
@@ -208,51 +232,6 @@ class FileModel:
         sites = self.calls.get(key, ())
         return bool(sites) and all(site.in_no_grad for site in sites)
 
-    def summary(self, info: FuncInfo):
-        """The joined Value of the function's returned expressions (values.Value)."""
-        if info.qualname in self._summaries:
-            return self._summaries[info.qualname]
-        from .values import UNKNOWN, Values, join
-
-        self._summaries[info.qualname] = UNKNOWN  # recursion guard
-        _, analysis = self.function_home[info.qualname]
-        node = info.node
-        values = Values(self, analysis, None)
-        result = UNKNOWN
-        returns = [r for r in _returns(node) if r.value is not None]  # type: ignore[arg-type]
-        for index, ret in enumerate(returns):
-            value = values.of(ret.value, 10**9, function=node, klass=info.klass)  # type: ignore[arg-type]
-            result = value if index == 0 else join(result, value)
-        self._summaries[info.qualname] = result
-        return result
-
-    def global_value(self, name: str, before: BlockAnalysis | None):
-        """The value of a module-level name bound (outside top-level loops) in another
-        block: the last binding above `before` (a module-level use), or the last one."""
-        homes = self.global_defs.get(name)
-        if not homes:
-            return None
-        candidates = [a for a in homes if before is None or a.index < before.index]
-        if not candidates or candidates[-1] is before:
-            return None
-        home = candidates[-1]
-        values = self._values.get(id(home))
-        if values is None:
-            from .values import Values
-
-            values = self._values[id(home)] = Values(self, home, None)
-        definition = home.module_scope.lookup(name, 10**9)
-        if definition is None or definition.value is None:
-            return None
-        return values._definition(definition, None, "", 30)  # type: ignore[attr-defined]
-
-    @functools.cached_property
-    def training(self):
-        """Training structure: loops, ordered training events, helpers (analysis/training.py)."""
-        from .training import Training
-
-        return Training(self)
-
     # -- randomness ------------------------------------------------------------------------
 
     @functools.cached_property
@@ -309,12 +288,6 @@ def _by_class(facts, kind: type, attr: str) -> dict[str, list]:
     return found
 
 
-def _returns(function: cst.FunctionDef) -> list[cst.Return]:
-    from .collect import _returns as returns
-
-    return returns(function)
-
-
 def dataset_classes_of(model: FileModel, values_scope, expr: cst.BaseExpression | None, at: int,
                        klass: str, depth: int = 0) -> list[str]:
     """In-file classes of the dataset `expr` evaluates to, through local names,
@@ -333,8 +306,6 @@ def dataset_classes_of(model: FileModel, values_scope, expr: cst.BaseExpression 
         return [last] if last in model.classes else []
     if isinstance(expr, cst.Subscript):
         return dataset_classes_of(model, values_scope, expr.value, at, klass, depth + 1)
-    from .names import dotted_name
-
     name = dotted_name(expr)
     if name is None:
         return []
@@ -399,3 +370,21 @@ def _lineage_of(model: FileModel, klass: str) -> list[str]:
         lineage.append(current)
         todo.extend(b.rsplit(".", 1)[-1] for b in model.classes[current].bases)
     return lineage
+
+
+def _is_unit_test(model: FileModel, qualname: str) -> bool:
+    found = model.function_home.get(qualname)
+    if found is None:
+        return False
+    info = found[0]
+    if not (info.name.startswith("test") or info.klass.startswith("Test")):
+        return False
+    for node in iter_nodes(info.node):
+        if type(node) is cst.Assert:
+            return True
+        if type(node) is cst.Call:
+            callee = model.names.qualify(node.func) or dotted_name(node.func) or ""
+            last = callee.rsplit(".", 1)[-1]
+            if last.startswith("assert") or callee.startswith("pytest.") or ".testing." in callee:
+                return True
+    return False

@@ -9,8 +9,9 @@ from typing import Iterable
 import libcst as cst
 
 from .facts import Marker, Pad
-from ..walk import child_nodes
+from ..walk import child_nodes, iter_nodes
 from .names import dotted_name
+from .scopes import returns
 from .vocab import vocab
 
 IGNORE = "-100"
@@ -174,9 +175,6 @@ def padded_targets(model) -> tuple[str, ...]:
 def expansions(model, scope, expr: cst.BaseExpression, at: int, depth: int = 3):
     """Every node of `expr`, then of what its names were bound to in `scope` before `at`, and of
     what an in-file function it names returns (a collate function), up to `depth` bindings deep."""
-    from .collect import _returns
-    from ..walk import iter_nodes
-
     stack, seen = [(expr, depth)], 0
     while stack and seen < 200:
         node, left = stack.pop()
@@ -189,7 +187,7 @@ def expansions(model, scope, expr: cst.BaseExpression, at: int, depth: int = 3):
                     stack.append((definition.value, left - 1))
                 elif definition is None and model.function(inner.value) is not None:
                     info = model.function(inner.value)
-                    stack.extend((r.value, left - 1) for r in _returns(info.node) if r.value is not None)
+                    stack.extend((r.value, left - 1) for r in returns(info.node) if r.value is not None)
 
 
 def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth: int = 6) -> bool:

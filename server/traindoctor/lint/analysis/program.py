@@ -1,5 +1,6 @@
-"""Program-level facts: what `torch.save` writes (for weights-only loading) and
-which functions `torch.multiprocessing.spawn`/`start_processes` start."""
+"""Program-level facts: what `torch.save` writes (for weights-only loading),
+which functions `torch.multiprocessing.spawn`/`start_processes` start, and which
+an engine calls once per batch (ignite's `Engine(process_function)`)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,7 @@ class ProgramFacts:
             target = arg(node, 0, "fn")
             if isinstance(target, cst.Name):
                 out.append(Marker("spawn-fn", target.value, node))
+        elif qualified in v.training_engines:
+            target = arg(node, 0, "process_function")
+            if isinstance(target, cst.Name):
+                out.append(Marker("step-fn", target.value, node))

@@ -32,6 +32,8 @@ def classify_seed(qualified: str, call: cst.Call) -> str | None:
     v = vocab()
     if qualified in v.seed_calls:
         return v.seed_calls[qualified]
+    if qualified in v.seed_all_functions:
+        return "all"
     if qualified == "torch.use_deterministic_algorithms":
         first = arg(call, "mode", 0)
         return None if first is None or is_false(first) else "determinism"

@@ -1,11 +1,7 @@
-"""Training structure: per function (and per block of module-level code) its loops
-and the ordered training events in them, plus the file-wide queries rules ask.
+"""Training structure across a file: the queries rules ask about the `Routine` facts
+of events.py, across blocks and through in-file helpers:
 
-Collected once per block (`training_facts`, cached with the block like every
-other category) as typed `Routine` facts; `Training` (FileModel.training) answers
-questions across blocks and through in-file helpers:
-
-    t = model.training                                   # Training, built once per lint
+    t = training_of(model)                               # Training, built once per lint
     routine = t.routine_at(function_node)                # a FunctionDef's Routine
     routine = Training.block_routine(analysis)           # a block's module-level code
     routine.loops, routine.events, routine.events_in(i)  # Loop facts; ordered Events
@@ -15,365 +11,32 @@ questions across blocks and through in-file helpers:
     t.training_functions, t.only_reached_from_eval(q)    # file-wide function facts
     same_object("self.model", "model.module")            # loose receiver identity
 
-Event kinds: zero_grad, backward, scaled_backward (scaler.scale(l).backward();
-receiver = the scaler), step (an optimizer's), scaler_step (arg = the optimizer),
-scaler_update, unscale, sched_step, other_step (deepspeed engines...), clip, eval,
-train, set_epoch, build_optimizer, build_scheduler, build_model, sampler (a
-DistributedSampler bound to `receiver`), loader (a DataLoader; arg = its sampler),
-empty_cache, host_transfer (`torch.zeros(..).to(dev)`; arg = the device), call
-(a call of a plain/dotted name: receiver = the callee, args = argument sources).
+The top layer of the analysis: it reads the file model (model.py).
 """
 
 from __future__ import annotations
 
-import builtins
 import functools
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from dataclasses import replace
 
 import libcst as cst
 
-from .names import Names, dotted_name
+from .events import BACKWARD, STEP, Event, Routine, block_routine  # noqa: F401  (BACKWARD, STEP: for rules)
+from .model import FileModel
+from .names import dotted_name
 from .vocab import vocab
 
-if TYPE_CHECKING:
-    from .model import FileModel
 
-Node = Optional[cst.CSTNode]
-
-
-def _node() -> Node:
-    return field(default=None, compare=False, hash=False, repr=False)  # type: ignore[return-value]
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: str
-    receiver: str  # dotted receiver / bound name / callee ("" when none)
-    arg: str = ""  # see the module docstring
-    loops: tuple[int, ...] = ()  # indices (Routine.loops) of the enclosing loops, outermost first
-    conditional: bool = False  # under an if/try/except inside its innermost loop (or its function)
-    no_grad: bool = False  # inside a no_grad/inference_mode region (or after set_grad_enabled(False))
-    args: tuple[str, ...] = ()  # kind == "call": positional argument sources
-    node: Node = _node()  # the call (or assignment)
-    stmt: Node = _node()  # the statement holding it, directly in a block body
-
-
-@dataclass(frozen=True)
-class Loop:
-    index: int
-    parent: int  # enclosing loop's index, -1 at the routine's top
-    target: str  # `for` target source ("" for while)
-    iter: str  # iterable (or while test) source
-    node: Node = _node()
-
-
-@dataclass(frozen=True)
-class Routine:
-    qualname: str  # "Class.method", "function", "" for module-level code
-    klass: str
-    params: tuple[str, ...]
-    no_grad: bool  # decorated with no_grad/inference_mode
-    loops: tuple[Loop, ...]
-    events: tuple[Event, ...]  # in source order
-    node: Node = _node()  # the FunctionDef (None: module-level code of one block)
-
-    def events_in(self, loop: int) -> list[Event]:
-        return [e for e in self.events if loop in e.loops]
-
-    def innermost(self, event: Event) -> int:
-        return event.loops[-1] if event.loops else -1
-
-    def has(self, kind: str) -> bool:
-        return any(e.kind == kind for e in self.events)
-
-
-BACKWARD = ("backward", "scaled_backward")
-STEP = ("step", "scaler_step")
-
-
-def _v(key: str):
-    return vocab().raw[key]
-
-
-def training_facts(module: cst.Module, names: Names, text: str | None,
-                   candidates: dict[int, list[cst.CSTNode]]) -> tuple[Routine, ...]:
-    """`candidates`: id(root) -> the calls and assignments under that root (a small statement or a
-    loop/if/with header), in source order; the block's collect walk gathers them, so that events
-    are found without a second traversal of every expression (see collect.training_root)."""
-    if text is not None and not any(word in text for word in _WORDS):
-        return ()
-    collector = _Collector(names, candidates)
-    collector.routine(module.body, "", "", (), False, None)
-    return tuple(collector.routines)
-
-
-_WORDS = ("backward", ".grad", ".step(", ".eval(", ".train(", "zero_grad", "set_epoch", "Sampler", "empty_cache", ".to(",
-          ".cuda(", "optim", "GradScaler", "scaler", "DataLoader", "for ", "while ")
-
-
-class _Collector:
-    def __init__(self, names: Names, candidates: dict[int, list[cst.CSTNode]]) -> None:
-        self.names = names
-        self.candidates = candidates
-        self.routines: list[Routine] = []
-        self.loops: list[Loop] = []
-        self.events: list[Event] = []
-        self.v = vocab()
-
-    def routine(self, body, qualname: str, klass: str, params: tuple[str, ...], no_grad: bool,
-                node: cst.FunctionDef | None) -> None:
-        outer = (self.loops, self.events)
-        self.loops, self.events = [], []
-        self._body(body, (), False, no_grad, qualname, klass)
-        loops, events = self.loops, self.events
-        self.loops, self.events = outer
-        if node is None and not events and not loops:
-            return
-        self.routines.append(Routine(qualname, klass, params, no_grad, tuple(loops), tuple(events), node))
-
-    def _body(self, body, loops: tuple[int, ...], cond: bool, no_grad: bool, qualname: str, klass: str) -> bool:
-        """Statements in order; returns the no_grad state after them (set_grad_enabled(False))."""
-        for stmt in body:
-            no_grad = self._stmt(stmt, loops, cond, no_grad, qualname, klass)
-        return no_grad
-
-    def _stmt(self, stmt, loops, cond, no_grad, qualname, klass) -> bool:
-        if isinstance(stmt, cst.FunctionDef):
-            self._function(stmt, klass, qualname)
-            return no_grad
-        if isinstance(stmt, cst.ClassDef):
-            for item in stmt.body.body:
-                if isinstance(item, cst.FunctionDef):
-                    self._function(item, stmt.name.value, "")
-            return no_grad
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and \
-                        self.names.qualify(small.value.func) == "torch.set_grad_enabled" and small.value.args:
-                    arg = small.value.args[0].value
-                    no_grad = isinstance(arg, cst.Name) and arg.value == "False"
-                    continue
-                self._expr(small, stmt, loops, cond, no_grad)
-            return no_grad
-        if isinstance(stmt, (cst.For, cst.While)):
-            is_for = isinstance(stmt, cst.For)
-            header = stmt.iter if is_for else stmt.test
-            self._expr(header, stmt, loops, cond, no_grad)
-            index = len(self.loops)
-            self.loops.append(Loop(index, loops[-1] if loops else -1, _code(stmt.target) if is_for else "",
-                                   _code(header), stmt))
-            self._body(stmt.body.body, loops + (index,), False, no_grad, qualname, klass)
-            if stmt.orelse is not None:
-                self._body(stmt.orelse.body.body, loops, True, no_grad, qualname, klass)
-            return no_grad
-        if isinstance(stmt, cst.If):
-            self._expr(stmt.test, stmt, loops, cond, no_grad)
-            self._body(stmt.body.body, loops, True, no_grad, qualname, klass)
-            orelse = stmt.orelse
-            if orelse is not None:
-                if isinstance(orelse, cst.If):
-                    self._stmt(orelse, loops, True, no_grad, qualname, klass)
-                else:
-                    self._body(orelse.body.body, loops, True, no_grad, qualname, klass)
-            return no_grad
-        if isinstance(stmt, cst.With):
-            inner = no_grad or any(_disables_grad(self.names, item.item) for item in stmt.items)
-            for item in stmt.items:
-                self._expr(item.item, stmt, loops, cond, no_grad)
-            self._body(stmt.body.body, loops, cond, inner, qualname, klass)
-            return no_grad
-        if isinstance(stmt, (cst.Try, cst.TryStar)):
-            self._body(stmt.body.body, loops, cond, no_grad, qualname, klass)
-            for handler in stmt.handlers:
-                self._body(handler.body.body, loops, True, no_grad, qualname, klass)
-            for extra in (stmt.orelse, stmt.finalbody):
-                if extra is not None:
-                    self._body(extra.body.body, loops, cond, no_grad, qualname, klass)
-            return no_grad
-        if isinstance(stmt, cst.Match):
-            for case in stmt.cases:
-                self._body(case.body.body, loops, True, no_grad, qualname, klass)
-        return no_grad
-
-    def _function(self, node: cst.FunctionDef, klass: str, outer: str) -> None:
-        params = node.params
-        names = tuple(p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
-        qualname = f"{klass}.{node.name.value}" if klass else node.name.value
-        no_grad = any(_disables_grad(self.names, d.decorator) for d in node.decorators)
-        self.routine(node.body.body if isinstance(node.body, cst.IndentedBlock) else [], qualname, klass, names,
-                     no_grad, node)
-
-    # -- events in one statement's expressions ----------------------------------------
-
-    def _expr(self, root, stmt, loops, cond, no_grad) -> None:
-        found: list[Event] = []
-        for node in self.candidates.get(id(root), ()):
-            kind = type(node)
-            if kind is cst.Call:
-                event = self._call(node, root, loops, cond, no_grad, stmt)  # type: ignore[arg-type]
-                if event is not None:
-                    found.append(event)
-            elif kind is cst.Assign:
-                for target in node.targets:  # type: ignore[attr-defined]
-                    t = target.target
-                    if type(t) is cst.Attribute and t.attr.value == "grad":  # p.grad = None / = g
-                        found.append(Event("zero_grad", dotted_name(t.value) or "", "", loops, cond, no_grad, (),
-                                           node, stmt))
-        if len(found) > 1:  # several in one statement: in evaluation order (arguments before the call)
-            rank = {id(n): i for i, n in enumerate(_evaluation_order(root))}
-            found.sort(key=lambda e: rank.get(id(e.node), -1))
-        self.events.extend(found)
-
-    def _call(self, node: cst.Call, root, loops, cond, no_grad, stmt) -> Event | None:
-        func = node.func
-        def first() -> str:
-            return _code(node.args[0].value) if node.args else ""
-
-        def make(kind: str, receiver: str, arg: str = "", args: tuple[str, ...] = ()) -> Event:
-            return Event(kind, receiver, arg, loops, cond, no_grad, args, node, stmt)
-
-        qualified = self.names.qualify(func) or ""
-        if qualified == "torch.cuda.empty_cache":
-            return make("empty_cache", "")
-        if qualified.rsplit(".", 1)[-1] in self.v.training_clip_functions:
-            owner = dotted_name(func.value) or "" if isinstance(func, cst.Attribute) else ""
-            return make("clip", "" if qualified.startswith("torch.") else owner, first())
-        if isinstance(func, cst.Attribute):
-            method = func.attr.value
-            receiver = dotted_name(func.value) or ""
-            last = receiver.rsplit(".", 1)[-1]
-            if method in _v("training_zero_grad_methods"):
-                return make("zero_grad", receiver)
-            if method in _v("training_grad_reset_methods") and \
-                    receiver.endswith((".grad", ".grad.data")):
-                return make("zero_grad", receiver)
-            if method in self.v.backward_methods:
-                value = func.value
-                if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and \
-                        value.func.attr.value == "scale":
-                    return make("scaled_backward", dotted_name(value.func.value) or "", _code(value.args[0].value)
-                                if value.args else "")
-                return make("backward", receiver, first())
-            if method == "step":
-                scheduler = self.v.pattern("training_scheduler_pattern")
-                if self.v.pattern("training_scaler_pattern").search(last):
-                    return make("scaler_step", receiver, first())
-                if self.v.pattern("training_optimizer_pattern").search(last) and \
-                        not scheduler.search(last.replace("lr_", "")):
-                    return make("step", receiver, first())
-                if scheduler.search(last):
-                    return make("sched_step", receiver, first())
-                return make("other_step", receiver, first())
-            if method == "update" and self.v.pattern("training_scaler_pattern").search(last):
-                return make("scaler_update", receiver)
-            if method == "unscale_":
-                return make("unscale", receiver, first())
-            if method in ("eval", "train") and not receiver:  # model.to(device).train()
-                receiver = _through_moves(func.value)
-            if method in ("eval", "train") and receiver and len(node.args) <= (method == "train") and \
-                    all(a.keyword is None for a in node.args):
-                off = method == "train" and node.args and _code(node.args[0].value) == "False"
-                return make("eval" if method == "eval" or off else "train", receiver)
-            if method == "set_epoch":
-                return make("set_epoch", receiver, first())
-            if method in ("to", "cuda") and isinstance(func.value, cst.Call):
-                inner = self.names.qualify(func.value.func) or ""
-                if inner.startswith("torch.") and inner.rsplit(".", 1)[-1] in self.v.training_constant_creators:
-                    return make("host_transfer", inner, first() if method == "to" else "cuda")
-        bound = _bound_name(root, node)
-        last = qualified.rsplit(".", 1)[-1]
-        if qualified.startswith(tuple(self.v.optimizer_prefixes)) and last[:1].isupper() or \
-                qualified.startswith(tuple(self.v.scheduler_prefixes)):
-            scheduler = "lr_scheduler" in qualified or qualified.startswith(tuple(self.v.scheduler_prefixes))
-            return make("build_scheduler" if scheduler else "build_optimizer", bound, qualified)
-        if last in ("DistributedSampler", "ElasticDistributedSampler"):
-            shuffle = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "shuffle"), "")
-            return make("sampler", bound, f"shuffle={shuffle}" if shuffle else "")
-        if qualified in self.v.dataloaders:
-            sampler = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "sampler"), "")
-            return make("loader", bound, sampler)
-        if qualified.startswith(tuple(self.v.model_constructors)) and last[:1].isupper():
-            return make("build_model", bound, qualified)
-        callee = dotted_name(func)
-        if callee is not None and self.v.pattern("training_zeroing_function_pattern").search(callee.rsplit(".", 1)[-1]):
-            return make("zero_grad", _arg_text(node.args[0].value) if node.args else callee)  # zero_grad(params)
-        if callee is not None and not qualified.startswith("torch.") and callee not in _BUILTINS and (
-                "." not in callee or (callee.startswith("self.") and callee.count(".") == 1) or
-                callee.endswith(".forward")):
-            return make("call", callee, "", tuple(_arg_text(a.value) for a in node.args if a.keyword is None
-                                                  and not a.star))
-        return None
-
-
-def _arg_text(node: cst.BaseExpression) -> str:
-    name = dotted_name(node)
-    if name is not None:
-        return name
-    return _code(node) if type(node) in (cst.Call, cst.Subscript) and len(getattr(node, "args", ())) < 4 else ""
-
-
-def _through_moves(node: cst.BaseExpression) -> str:
-    """`model.to(device)` / `model.cuda()` / `model.eval()`: the module the chain starts from."""
-    while type(node) is cst.Call and type(node.func) is cst.Attribute and \
-            node.func.attr.value in _v("training_module_moves"):
-        node = node.func.value
-    return dotted_name(node) or ""
-
-
-def _evaluation_order(root: cst.CSTNode) -> list[cst.CSTNode]:
-    """Nodes under `root` children first (a call's arguments before the call), lambdas skipped."""
-    from ..walk import child_nodes
-
-    found: list[cst.CSTNode] = []
-    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            found.append(node)
-            continue
-        if isinstance(node, (cst.Lambda, cst.FunctionDef)):
-            continue
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(child_nodes(node)))
-    return found
-
-
-def _bound_name(root, call: cst.Call) -> str:
-    if isinstance(root, (cst.Assign, cst.AnnAssign)) and getattr(root, "value", None) is call:
-        target = root.targets[0].target if isinstance(root, cst.Assign) else root.target
-        return dotted_name(target) or ""
-    return ""
-
-
-def _disables_grad(names: Names, expr: cst.BaseExpression) -> bool:
-    if isinstance(expr, cst.Call):
-        target = names.qualify(expr.func) or ""
-        if target == "torch.set_grad_enabled":
-            return bool(expr.args) and isinstance(expr.args[0].value, cst.Name) and \
-                expr.args[0].value.value == "False"
-        expr = expr.func
-    target = names.qualify(expr) or ""
-    return target in vocab().no_grad_contexts or target.endswith((".no_grad", ".inference_mode")) or \
-        target in ("no_grad", "inference_mode")
-
-
-_EMPTY = cst.Module(body=[])
-_BUILTINS = frozenset(dir(builtins))
-
-
-def _code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
-
-
-# --- file-wide queries ---------------------------------------------------------------
+def training_of(model: FileModel) -> "Training":
+    """The file's training structure, built once per lint."""
+    return model.remembered("training", lambda: Training(model))
 
 
 class Training:
     """The training structure of a file (FileModel.training)."""
 
-    def __init__(self, model: "FileModel") -> None:
+    def __init__(self, model: FileModel) -> None:
         self.model = model
         self.all: tuple[Routine, ...] = tuple(model.facts["training"])  # type: ignore[arg-type]
         self.by_name: dict[str, list[Routine]] = {}
@@ -389,10 +52,7 @@ class Training:
     def routine_at(self, function: cst.FunctionDef | None) -> Routine | None:
         return self.by_node.get(id(function)) if function is not None else None
 
-    @staticmethod
-    def block_routine(analysis) -> Routine | None:
-        """The module-level code of one block (a BlockAnalysis)."""
-        return next((r for r in analysis.facts.training if not r.qualname and r.node is None), None)
+    block_routine = staticmethod(block_routine)
 
     def callee(self, event: Event, routine: Routine) -> Routine | None:
         """The in-file function a `call` event calls (plain name or self.method)."""
@@ -413,17 +73,68 @@ class Training:
             return []
         params = [p for p in target.params if p not in ("self", "cls")]
         mapping = {p: a for p, a in zip(params, event.args) if dotted_name_text(a)}
+        mapping.update((p, a) for p, a in event.keywords if p in params and dotted_name_text(a))
         found = []
         for inner in target.events:
             head, dot, rest = inner.receiver.partition(".")
             if head in mapping:
                 inner = _renamed(inner, mapping[head] + dot + rest)
             if inner.kind == "call":
-                inner = _renamed(inner, inner.receiver, tuple(mapping.get(a, a) for a in inner.args))
+                inner = replace(inner, args=tuple(mapping.get(a, a) for a in inner.args),
+                                keywords=tuple((k, mapping.get(a, a)) for k, a in inner.keywords))
                 found.append(inner)
                 found.extend(self.effects(inner, target, depth + 1))
             else:
                 found.append(inner)
+        return found
+
+    def returns(self, qualname: str, depth: int = 0) -> frozenset[str]:
+        """What an in-file function returns, among the objects training events build:
+        "sampler" (a shuffling DistributedSampler) and "distributed-loader" (a DataLoader
+        over one), also through the helpers it calls. Once per lint."""
+        key = ("training.returns", qualname)
+        if key in self.model.memo or depth > 4:
+            return self.model.memo.get(key, frozenset())  # type: ignore[return-value]
+        self.model.memo[key] = frozenset()  # recursion guard
+        found: set[str] = set()
+        info = self.model.function(qualname)
+        names = {dotted_name(r) for r in info.returns} if info is not None else set()
+        for routine in self.routines(qualname):
+            samplers: set[str] = set()
+            for event in self.with_returned_objects(routine, depth + 1):
+                if event.kind == "sampler" and event.arg != "shuffle=False":
+                    samplers.add(event.bound)
+                    if event.returned or (event.bound and event.bound in names):
+                        found.add("sampler")
+                elif event.kind == "loader" and (event.arg in samplers or "DistributedSampler(" in event.arg):
+                    if event.returned or (event.bound and event.bound in names):
+                        found.add("distributed-loader")
+        self.model.memo[key] = result = frozenset(found)
+        return result
+
+    def leaves_grad_off(self, qualname: str) -> Event | None:
+        """The `set_grad_enabled(False)` an in-file function leaves in force when it returns:
+        its last unconditional grad-mode switch outside loops turns autograd off."""
+        for routine in self.routines(qualname):
+            switches = [e for e in routine.events if e.kind == "grad_mode" and not e.loops and not e.conditional]
+            if switches and switches[-1].arg == "off":
+                return switches[-1]
+        return None
+
+    def with_returned_objects(self, routine: Routine, depth: int = 0) -> list[Event]:
+        """The routine's events, with each call of an in-file helper that returns a sampler or a
+        distributed DataLoader (see `returns`) standing for building one, bound where it is."""
+        found = []
+        for event in routine.events:
+            target = self.callee(event, routine) if event.kind == "call" else None
+            kinds = self.returns(target.qualname, depth) if target is not None and target is not routine \
+                else frozenset()
+            if "sampler" in kinds:
+                event = replace(event, kind="sampler", receiver=event.bound, arg="")
+            elif "distributed-loader" in kinds:
+                found.append(replace(event, kind="sampler", receiver="", arg="", bound=""))
+                event = replace(event, kind="loader", receiver=event.bound, arg="DistributedSampler(")
+            found.append(event)
         return found
 
     def expanded(self, routine: Routine, loop: int | None = None) -> list[tuple[Event, Event]]:
@@ -511,8 +222,6 @@ def _inside(routine: Routine, inner: int, outer: int) -> bool:
 
 
 def _renamed(event: Event, receiver: str, args: tuple[str, ...] | None = None) -> Event:
-    from dataclasses import replace
-
     return replace(event, receiver=receiver, args=event.args if args is None else args)
 
 

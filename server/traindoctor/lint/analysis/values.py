@@ -8,8 +8,10 @@
   sum over a batch's samples: correct counts, reduction="sum", mean * batch size) | size (a batch's number
   of samples) | samples (a data set's: `len(loader.dataset)`, accumulated sizes) | batches (`len(loader)`,
   `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
-- `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask) or "safe" (kept away
-  from 0 by construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal).
+- `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask | selected: a ReLU's
+  output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
+  not inf) or "safe" (kept away from 0 by construction or a guard: clamp, where, + eps, max(x, eps),
+  an exp, a positive literal).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
-from .collect import BlockAnalysis, Scope
+from ..walk import iter_nodes
+from .collect import BlockAnalysis
 from .names import arg, dotted_name
+from .scopes import Scope, returns
 from .vocab import vocab
 
 
@@ -32,7 +36,8 @@ class Value:
     zero: str = ""
     obj: str = ""  # for kind "object": model | loss | softmax | sigmoid | sequential | ...
     origin: cst.CSTNode | None = field(default=None, compare=False)
-    elements: "Value | None" = None
+    elements: "Value | None" = None  # for a container: what each element is (joined)
+    items: "tuple[Value, ...] | None" = None  # for a tuple or list display (a function's `return a, b`): each one
     unit: str = ""
 
     @property
@@ -50,6 +55,9 @@ class LossCall:
     shared: bool = False  # the object is bound to a name: other calls may use it too
 
 
+# Reasons a sum or mean of the value keeps (a sum of ReLU outputs is 0 where each is, and its
+# backward still reaches them only through ReLU's).
+_ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected")
 UNKNOWN = Value()
 SCALAR = Value("scalar")
 _GRAD_RANK = {"": 0, "likely": 1, "known": 2}
@@ -59,8 +67,12 @@ def join(a: Value, b: Value) -> Value:
     """What a value is when it may be either (branches, `+`, accumulation)."""
     kind = a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
     grad = a if _GRAD_RANK[a.grad] >= _GRAD_RANK[b.grad] else b
+    items = tuple(join(x, y) for x, y in zip(a.items, b.items)) \
+        if a.items is not None and b.items is not None and len(a.items) == len(b.items) else None
+    elements = join(a.elements, b.elements) if a.elements is not None and b.elements is not None else None
     return Value(kind, grad.grad, grad.role, a.prob if a.prob == b.prob else "", "", "", grad.origin,
-                 unit=a.unit if a.unit == b.unit else "")
+                 elements if kind == "container" else None, unit=a.unit if a.unit == b.unit else "",
+                 items=items if kind == "container" else None)
 
 
 def _number(node: cst.BaseExpression) -> float | None:
@@ -153,6 +165,41 @@ class Values:
             return LossCall(self.model.names.qualify(found.origin.func) or "", found.origin, shared=True)
         return None
 
+    def summary(self, info) -> Value:
+        """The joined Value of an in-file function's returned expressions (a FuncInfo),
+        once per lint (kept in the model's `summaries`)."""
+        summaries = self.model.summaries
+        if info.qualname in summaries:
+            return summaries[info.qualname]
+        summaries[info.qualname] = UNKNOWN  # recursion guard
+        _, analysis = self.model.function_home[info.qualname]
+        values = Values(self.model, analysis, None)
+        result = UNKNOWN
+        for index, ret in enumerate(r for r in returns(info.node) if r.value is not None):
+            value = values.of(ret.value, 10**9, function=info.node, klass=info.klass)
+            result = value if index == 0 else join(result, value)
+        summaries[info.qualname] = result
+        return result
+
+    def global_value(self, name: str, before: BlockAnalysis | None) -> Value | None:
+        """The value of a module-level name bound (outside top-level loops) in another
+        block: the last binding above `before` (a module-level use), or the last one."""
+        model = self.model
+        homes = model.global_defs.get(name)
+        if not homes:
+            return None
+        candidates = [a for a in homes if before is None or a.index < before.index]
+        if not candidates or candidates[-1] is before:
+            return None
+        home = candidates[-1]
+        values = model.evaluators.get(id(home))
+        if values is None:
+            values = model.evaluators[id(home)] = Values(model, home, None)
+        definition = home.module_scope.lookup(name, 10**9)
+        if definition is None or definition.value is None:
+            return None
+        return values._definition(definition, None, "", 30)
+
     def of(self, expr: cst.BaseExpression, at: int, function: cst.FunctionDef | None = None, klass: str = "",
            depth: int = 40) -> Value:
         key = (id(expr), at)
@@ -187,9 +234,13 @@ class Values:
                     isinstance(index, cst.Index) and _number(index.value) == 0:
                 return Value("scalar", unit="size")
             inner = sub(expr.value)
+            position = _number(index.value) if isinstance(index, cst.Index) else None
+            if inner.items is not None and position is not None and position == int(position) and \
+                    -len(inner.items) <= position < len(inner.items):
+                return inner.items[int(position)]  # out[1] of `return logits, loss`
             if inner.elements is not None:
                 return inner.elements
-            return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero") else "") \
+            return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero", "selected") else "") \
                 if inner.kind != "object" else UNKNOWN
         if t is cst.BinaryOperation:
             return self._binary(expr, sub)
@@ -203,7 +254,10 @@ class Values:
             return join(sub(expr.body), sub(expr.orelse))
         if t in (cst.List, cst.Tuple, cst.Set):
             items = [sub(e.value) for e in expr.elements]
-            return self._container(items)
+            found = self._container(items)
+            if t is not cst.Set and not any(type(e) is cst.StarredElement for e in expr.elements):
+                found = replace(found, items=tuple(items))
+            return found
         if t is cst.Dict:
             return self._container([sub(e.value) for e in expr.elements if isinstance(e, cst.DictElement)])
         if t in (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString):
@@ -229,7 +283,7 @@ class Values:
         if definition is None and function is not None and name not in scope.defs:
             definition = self.analysis.module_scope.lookup(name, at if function is None else 10**9)
         if definition is None and "." not in name and name not in scope.defs:
-            found = self.model.global_value(name, self.analysis if function is None else None)
+            found = self.global_value(name, self.analysis if function is None else None)
             if found is not None:
                 return found
         backward = scope.backward.get(name)
@@ -313,8 +367,14 @@ class Values:
                     value.func.attr.value in ("items", "values") and definition.index != 0:
                 container = self.of(value.func.value, at, function, klass, depth - 1)
                 return container.elements or UNKNOWN
-            return bound.elements or UNKNOWN
+            element = bound.elements
+            if element is not None and definition.index is not None and element.items is not None and \
+                    definition.index < len(element.items):
+                return element.items[definition.index]  # for loss, out in results: each position's own facts
+            return element or UNKNOWN
         if definition.index is not None:
+            if bound.items is not None and definition.index < len(bound.items):
+                return bound.items[definition.index]  # preds, loss = step(...) of `return preds, loss`
             if isinstance(value, cst.Call) and (dotted_name(value.func) or "").rsplit(".", 1)[-1] in self.v.wrappers:
                 positional = [a.value for a in value.args if a.keyword is None and not a.star]
                 return self.of(positional[definition.index], at, function, klass, depth - 1) \
@@ -357,19 +417,19 @@ class Values:
             if method in v.pass_through_methods:
                 return receiver
             if method in ("sum", "mean"):
-                zero = "count" if receiver.zero == "mask" else receiver.zero if receiver.zero in ("squares", "zero") \
+                zero = "count" if receiver.zero == "mask" else receiver.zero if receiver.zero in _ZERO_KEPT_BY_SUMS \
                     else ""
                 return replace(receiver, prob="", zero=zero, unit=_reduced(method, call, receiver))
             if method in ("std", "var"):
                 return replace(receiver, prob="", zero="spread")
             if method == "norm":
-                return replace(receiver, prob="", zero="norm")
+                return replace(receiver, prob="", zero="" if _learned_output(receiver) else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
                                receiver.zero)
             if method in ("relu", "abs", "square") and not call.args:
-                return replace(receiver, prob="", zero="squares" if method != "relu" else "zero")
+                return replace(receiver, prob="", zero="squares" if method != "relu" else "selected")
             if method in ("masked_fill", "masked_fill_", "where"):
                 return replace(receiver, zero="safe")
             if receiver.grad:
@@ -399,6 +459,8 @@ class Values:
                 inner = sub(first) if first is not None else UNKNOWN
                 kind = "scalar" if qualified in ("max", "math.exp") else "tensor"
                 return Value(kind, inner.grad, zero="safe")
+            if qualified in v.selecting_zero:
+                return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="selected")
             if qualified in v.zero_at_zero:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero="squares" if qualified in ("torch.abs", "torch.square")
@@ -406,13 +468,14 @@ class Values:
             if qualified in v.spreads:
                 return Value("tensor", zero="spread")
             if qualified in v.norms:
-                return Value("tensor", zero="norm")
+                inner = sub(arg(call, 0, "input") or call)
+                return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "norm")
             if qualified in v.counts:
                 return Value("tensor", zero="count")
             if qualified in v.sums:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero="count" if inner.zero == "mask" else
-                             inner.zero if inner.zero in ("squares", "zero") else "",
+                             inner.zero if inner.zero in _ZERO_KEPT_BY_SUMS else "",
                              unit=_reduced(last, call, inner, 1))
             if qualified in ("sum", "min"):
                 first = arg(call, 0)
@@ -505,7 +568,7 @@ class Values:
         if local is None or local.how == "param":
             info = self.model.function(name, klass)
             if info is not None:
-                summary = self.model.summary(info)
+                summary = self.summary(info)
                 return replace(summary, origin=call) if summary.grad else summary
             kind = self.model.kind_of_callee(self.model.names.qualify(func) or name)
             if kind in ("model", "dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss",
@@ -535,7 +598,7 @@ class Values:
                 klass = qualified.rsplit(".", 1)[-1]
                 info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
                 if info is not None:
-                    summary = self.model.summary(info)
+                    summary = self.summary(info)
                     if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
                         return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
             return Value("tensor", "known", "output", origin=call)
@@ -581,7 +644,7 @@ class Values:
             base = replace(base, kind="scalar")
         if isinstance(op, cst.Subtract):
             one = _number(expr.left)
-            if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero",)):
+            if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero", "selected")):
                 return replace(base, prob="", zero="mask" if right.zero == "mask" else "zero")
             return replace(base, prob="", zero="")
         if isinstance(op, cst.Power):
@@ -604,11 +667,13 @@ class Values:
         if isinstance(op, cst.Add):
             if "safe" in (left.zero, right.zero) or positive_constant(expr.left) or positive_constant(expr.right):
                 return replace(base, prob="", zero="safe")
+            if _tests_zero(expr.right, expr.left) or _tests_zero(expr.left, expr.right):
+                return replace(base, prob="", zero="safe")  # n + (n == 0): 1 where n is 0
             lz = left.zero or ("zero" if left.prob in ("softmax", "sigmoid", "prob") else "")
             rz = right.zero or ("zero" if right.prob in ("softmax", "sigmoid", "prob") else "")
             if not lz or not rz or lz == rz == "squares":
                 return replace(base, prob="", zero="")  # x**2 + c**2: c is usually a positive constant
-            return replace(base, prob="", zero="zero")
+            return replace(base, prob="", zero="selected" if lz == rz == "selected" else "zero")
         if isinstance(op, cst.Divide):
             if left.zero in ("squares", "spread"):
                 return replace(base, prob="", zero=left.zero)
@@ -617,13 +682,30 @@ class Values:
         return replace(base, prob="", zero="")
 
 
+def _learned_output(value: Value) -> bool:
+    """The output of a learned module (a Linear, a model or its encode method): its norm is
+    0 only for an input in the layer's null space and a zero bias, which training never
+    produces. A ReLU's output, a mask or a square can be all zeros."""
+    return value.role == "output" and value.grad == "known" and value.zero not in ("selected", "zero", "mask",
+                                                                                   "squares")
+
+
+def _tests_zero(test: cst.BaseExpression, name: cst.BaseExpression) -> bool:
+    """`test` is `(name == 0)` (maybe cast: `.float()`, `.int()`, `.to(x)`, `.type_as(x)`)."""
+    while type(test) is cst.Call and type(test.func) is cst.Attribute and \
+            test.func.attr.value in ("float", "int", "long", "double", "half", "to", "type_as"):
+        test = test.func.value
+    target = dotted_name(name)
+    return type(test) is cst.Comparison and target is not None and dotted_name(test.left) == target and \
+        len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.Equal and \
+        _number(test.comparisons[0].comparator) == 0.0
+
+
 def _reads_no_grad_binding(scope, definition) -> bool:
     """`loss = outputs.loss` where `outputs` was bound under no_grad: this binding of the name
     has no history, even if another binding of it (in the training loop) is backpropagated."""
     if definition.value is None:
         return False
-    from ..walk import iter_nodes
-
     return any(isinstance(node, cst.Name) and scope.bound_without_grad(node.value, definition.order - 1)
                for node in iter_nodes(definition.value))
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
+from ..analysis.flow import accumulates
 from ..analysis.names import dotted_name
+from ..analysis.vocab import vocab
 from ..fixes import with_method
 from ..rule import FixSpec, Related, Replace, Rule
 
@@ -24,7 +26,7 @@ _NUMBER_FUNCTIONS = {"print", "float", "int", "round", "str", "format", "abs", "
 
 class LossAccumulationKeepsGraph(Rule):
     CODE = "TRN101"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program")
     MODULE_HOOK_JUDGES_VISITS = True  # leave_Module judges the sites the visits collected
 
     def __init__(self, *args) -> None:
@@ -73,20 +75,50 @@ class LossAccumulationKeepsGraph(Rule):
 
     def _consider(self, stmt: cst.CSTNode, value: cst.BaseExpression, accumulator: str | None, how: str) -> None:
         loop = self.walk.innermost_loop()
-        if accumulator is None or loop is None or not self.gradient_flows():
+        if accumulator is None or not self.gradient_flows():
             return
         base = accumulator.split("[")[0]
-        if self.scope().bound_in_loop(base, loop) and how in ("+=", "="):
-            return  # rebound every iteration: does not outlive it
-        if how in _LIST_METHODS or how in _METER_METHODS:
-            if self.scope().bound_in_loop(base, loop):
+        statement = stmt if how in ("+=", "=") else self.walk.parent  # the call's `Expr` statement
+        root = self.walk.function or self.walk.stack[0]
+        if loop is None:
+            # a training_step / an engine's process function: the framework's loop calls it per batch
+            loop = self._step_function(base)
+            if loop is None or not self.scope().flow(loop).outlives_call(statement, base):
                 return
+        elif self.scope().bound_in_loop(base, loop) and (
+                self.scope().rebound_every_iteration(base, loop, statement, root) or
+                self._reset_with_each_step(base, loop)):
+            return  # rebound on every path around the loop (or each optimizer step): does not outlive it
         found = self.values(value)
         if not found.tensor_with_history:
             return
         if how in _METER_METHODS and (found.role != "loss" or not self._meter_keeps_graph(stmt, how)):
             return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
         self._pending[-1].append((stmt, value, base, how, found, loop))
+
+    def _reset_with_each_step(self, name: str, loop: cst.CSTNode) -> bool:
+        """Every reset of `name` in the loop sits under an `if` that also steps the optimizer:
+        a gradient-accumulation window's running loss, kept for that window only (a reset
+        under a logging `if` is not one: the sum grows for the whole interval)."""
+        resets, windows = [], []
+        for node in _nodes(loop):
+            if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name for t in node.targets) and \
+                    not accumulates(name, node.value):
+                resets.append(node)
+            elif isinstance(node, cst.If) and _steps(node.body):
+                windows.append(node)
+        return bool(resets) and all(any(_contains(w.body, r) for w in windows) for r in resets)
+
+    def _step_function(self, accumulator: str) -> cst.FunctionDef | None:
+        """The enclosing function when a framework calls it once per batch and `accumulator`
+        outlives the call (an attribute such as `self.total`, or a global/nonlocal name)."""
+        function = self.walk.function
+        if function is None or self.walk.qualname() not in self.model.step_functions:
+            return None
+        if "." in accumulator or any(type(node) in (cst.Global, cst.Nonlocal) and any(
+                n.name.value == accumulator for n in node.names) for node in _nodes(function.body)):
+            return function
+        return None
 
     # -- judged when the scope ends (is the accumulator backpropagated or returned later?) --
 
@@ -173,3 +205,19 @@ def _nodes(root: cst.CSTNode):
     from ..walk import iter_nodes
 
     return iter_nodes(root)
+
+
+def _steps(body: cst.CSTNode) -> bool:
+    """An optimizer's (or a GradScaler's) `.step()` is called in `body`."""
+    v = vocab()
+    for node in _nodes(body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "step":
+            receiver = (dotted_name(node.func.value) or "").rsplit(".", 1)[-1]
+            if v.pattern("training_optimizer_pattern").search(receiver) or \
+                    v.pattern("training_scaler_pattern").search(receiver):
+                return True
+    return False
+
+
+def _contains(body: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return any(inner is node for inner in _nodes(body))

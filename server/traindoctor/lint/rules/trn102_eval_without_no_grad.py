@@ -3,7 +3,8 @@ calling backward or an optimizer step) calls the model outside no_grad/
 inference_mode, so every forward pass records an autograd graph it never uses.
 
 Quiet in functions decorated with or only called under no_grad, in Lightning's
-validation/test/predict hooks (Lightning disables grad), in tests, and where the
+validation/test/predict hooks (Lightning disables grad), in unit tests (a script's
+own `def test(model, loader)` loop is not one), and where the
 code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
 `autograd.grad`)."""
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
@@ -22,8 +23,9 @@ class EvalWithoutNoGrad(RoutineRule):
     READS = ("names", "objects", "classes", "functions", "calls", "globals", "training")
 
     def check(self, routine: Routine) -> None:
-        training = self.model.training
-        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks) + ("test",)) or \
+        training = self.training
+        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
+                self.model.is_unit_test(routine.qualname) or \
                 any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
             return
         info = self.model.function(routine.qualname) if routine.node is not None else None
@@ -65,7 +67,7 @@ class EvalWithoutNoGrad(RoutineRule):
         if any(isinstance(node, cst.Yield) for node in _nodes(function)):
             return None
         info = self.model.function(routine.qualname)
-        safe = info is None or not info.returns or not self.model.summary(info).tensor_with_history  # type: ignore[attr-defined]
+        safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history
         return FixSpec(f"Decorate `{function.name.value}` with `@{torch}.no_grad()`",
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
 

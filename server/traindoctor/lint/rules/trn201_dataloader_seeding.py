@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.environment import describe, torch_version, workers_reseed_numpy
 from ..analysis.model import dataset_classes_of, lineage_of, reachable_methods
 from ..analysis.randomness import arg, is_false
@@ -34,7 +34,7 @@ class UnseededDataLoaderWorkers(Rule):
         workers = arg(node, "num_workers", positions["num_workers"])
         if workers is None or self._is_zero(workers):
             return
-        version = torch_version()
+        version = torch_version(self.model.path)
         init_fn = arg(node, "worker_init_fn", positions["worker_init_fn"])
         if init_fn is not None and not is_false(init_fn):
             self._check_constant_reseed(node, init_fn, version)

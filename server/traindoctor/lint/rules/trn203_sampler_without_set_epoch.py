@@ -2,6 +2,8 @@
 a DataLoader that an epoch loop iterates (directly, or by handing it to a helper),
 and nothing in the file calls `set_epoch`: every epoch sees the same order.
 
+The sampler or the loader may come from in-file helpers that return them
+(`sampler = make_sampler(ds)`, `loader = build_loader(ds)`: Training.returns).
 Quiet on `shuffle=False` samplers, and when any `set_epoch` appears in the file
 (on the sampler, the loader's sampler or batch sampler, in a helper)."""
 
@@ -18,13 +20,14 @@ class SamplerWithoutSetEpoch(RoutineRule):
     CODE = "TRN203"
 
     def check(self, routine: Routine) -> None:
-        training = self.model.training
-        if "set_epoch" in training.event_kinds:
-            return
-        events = list(routine.events)
+        training = self.training
+        if "set_epoch" in training.event_kinds or "sampler" not in training.event_kinds:
+            return  # no DistributedSampler is built anywhere in the file (nor in a helper here)
+        events = training.with_returned_objects(routine)  # `sampler = make_sampler(ds)` builds one too
         if routine.node is None:  # module-level code: the samplers and loaders of earlier blocks too
             earlier = training.routines("")
-            events = [e for r in earlier[:earlier.index(routine)] for e in r.events] + events
+            events = [e for r in earlier[:earlier.index(routine)] for e in training.with_returned_objects(r)] + \
+                events
         for build in events:
             if build.kind != "sampler" or build.arg == "shuffle=False":
                 continue
@@ -49,6 +52,7 @@ class SamplerWithoutSetEpoch(RoutineRule):
         """The first loop after the loader's construction that iterates it in an inner loop,
         or hands it to a function, each iteration; with the node that uses it."""
         word = re.compile(rf"(^|[^\w.]){re.escape(loader)}($|[^\w])")
+        built = next((e for e in routine.events if e.node is built.node), built)  # a helper call standing for it
         own = built in routine.events
         for loop in routine.loops:
             inside = routine.events_in(loop.index)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
 from ..rule import FixSpec, Related, Replace, Rule

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.names import dotted_name
 from ..rule import FixSpec, Replace, Rule
 

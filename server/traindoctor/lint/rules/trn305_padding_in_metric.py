@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.names import dotted_name
 from ..analysis.padding import IGNORE, derived_from_padding, padded_targets
 from ..analysis.vocab import vocab

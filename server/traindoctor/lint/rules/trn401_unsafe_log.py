@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
 from ..fixes import atom, sum_operand
@@ -56,6 +56,7 @@ class UnsafeLog(Rule):
             return  # TRN402: logsigmoid(-x)
         value = self.values(target)
         kind = value.zero or ("prob" if value.prob == "prob" else "")
+        kind = "zero" if kind == "selected" else kind  # log(relu(z)) is -inf forward
         if kind not in ("prob", "zero", "count"):
             return  # masks are logged on purpose (-inf biases); squares are usually of a positive value
         message = (f"`log({_short(target)})`: {_WHAT[kind]}; at 0 the log is -inf and its gradient inf, "
@@ -66,7 +67,10 @@ class UnsafeLog(Rule):
         if target is None or not self.gradient_flows() or self._guarded(target):
             return  # sqrt(0) is 0; only its gradient is the problem
         value = self.values(target)
-        if value.zero not in ("spread", "squares", "zero", "count") or not self._has_gradient(value):
+        rsqrt = isinstance(node.func, cst.Attribute) and node.func.attr.value == "rsqrt"  # inf forward at 0
+        if value.zero == "selected" and not rsqrt:
+            return  # sqrt(relu(z)): ReLU's backward passes 0 where it is 0, so the gradient is 0, not inf
+        if value.zero not in ("spread", "squares", "zero", "count", "selected") or not self._has_gradient(value):
             return
         message = (f"`sqrt({_short(target)})` of a value that can be exactly 0: the gradient of sqrt at 0 is "
                    f"inf, so backward produces inf/NaN")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
 from ..walk import iter_nodes
@@ -38,8 +38,9 @@ class LogOfSoftmax(Rule):
             return
         one_minus = self._one_minus_sigmoid(target)
         if one_minus is not None:
-            message = ("`log(1 - sigmoid(...))` is -inf once the sigmoid saturates at 1; "
-                       "`logsigmoid(-x)` computes the same value stably")
+            message = (f"`log(1 - sigmoid(...))` is -inf once the sigmoid saturates at 1 (in float32 from logits "
+                       f"of about {v.fp32_sigmoid_saturation_logit:g} on); `logsigmoid(-x)` computes the same value "
+                       f"stably")
             fix = self._rewrite(node, one_minus, "logsigmoid", negate=True)
             self.report(node, message, fix=fix)
             return
@@ -47,8 +48,10 @@ class LogOfSoftmax(Rule):
         if value.prob not in ("softmax", "sigmoid") or self._computed_without_grad(value.origin):
             return
         stable = _STABLE[value.prob]
-        message = (f"`log` of {value.prob} output: probabilities underflow to exactly 0, so the log is -inf "
-                   f"and gradients NaN; `{stable}` computes the same value stably")
+        where = (f"a logit about {v.fp32_softmax_underflow_gap} below the largest" if value.prob == "softmax"
+                 else f"logits below about {v.fp32_sigmoid_underflow_logit:g}")
+        message = (f"`log` of {value.prob} output: probabilities underflow to exactly 0 (in float32 for {where}), so "
+                   f"the log is -inf and gradients NaN; `{stable}` computes the same value stably")
         related = [Related(value.origin, f"the {value.prob} output comes from here")] \
             if value.origin is not None and value.origin is not target else []
         fix = self._rewrite(node, target, stable) if isinstance(target, cst.Call) else None

@@ -22,7 +22,7 @@ class GradScalerMisuse(RoutineRule):
         for loop in routine.loops:
             if loop.parent != -1 and any(e.kind == "scaled_backward" for e in routine.events_in(loop.parent)):
                 continue  # judged with the outer loop
-            events = self.model.training.loop_effects(routine, loop.index)
+            events = self.training.loop_effects(routine, loop.index)
             own = routine.events_in(loop.index)
             scaled = [e for e in own if e.kind == "scaled_backward"]
             if not scaled:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import _names_in
+from ..analysis.scopes import names_in
 from ..analysis.names import dotted_name
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
@@ -66,7 +66,7 @@ class ExpOverflow(Rule):
                     return True
             if isinstance(ancestor, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
                 targets = ancestor.targets if isinstance(ancestor, cst.Assign) else [ancestor]
-                names = {n for t in targets for n in _names_in(t.target)}
+                names = {n for t in targets for n in names_in(t.target)}
                 return bool(names & (self.scope().feeds_backward() | self._returned_by_loss())) or \
                     any(v.pattern("loss_name_pattern").search(n) for n in names)
             if isinstance(ancestor, cst.Return):

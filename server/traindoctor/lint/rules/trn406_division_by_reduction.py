@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.names import dotted_name
+from ..analysis.vocab import vocab
 from ..fixes import atom
 from ..rule import FixSpec, Replace, Rule
 
@@ -29,7 +30,11 @@ class DivisionByReduction(Rule):
             self._check(node, node.value)
 
     def _check(self, node: cst.CSTNode, denominator: cst.BaseExpression) -> None:
-        name = dotted_name(denominator)
+        base = denominator
+        while isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and \
+                base.func.attr.value in vocab().pass_through_methods:
+            base = base.func.value  # counts.unsqueeze(-1), counts.float(): the counts
+        name = dotted_name(base)
         if (name is not None and name in self.scope().guarded) or not self.gradient_flows():
             return
         value = self.values(denominator)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import Scope, code
+from ..analysis.scopes import Scope, code
 from ..analysis.names import dotted_name
 from ..analysis.values import arg
 from ..analysis.vocab import vocab

@@ -13,7 +13,7 @@ import re
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.vocab import vocab
 from ..analysis.training import Routine
 from ..analysis.values import literal_data
@@ -26,7 +26,7 @@ class PerStepHostTransfer(RoutineRule):
     CODE = "TRN503"
 
     def check(self, routine: Routine) -> None:
-        training = self.model.training
+        training = self.training
         loops = set(training.step_loops(routine))
         for event in routine.events:
             if event.kind != "host_transfer" or not event.loops or not loops & set(event.loops):

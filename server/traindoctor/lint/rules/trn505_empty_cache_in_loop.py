@@ -16,7 +16,7 @@ class EmptyCacheInLoop(RoutineRule):
     CODE = "TRN505"
 
     def check(self, routine: Routine) -> None:
-        steps = set(self.model.training.step_loops(routine))
+        steps = set(self.training.step_loops(routine))
         for event in routine.events:
             if event.kind != "empty_cache" or event.conditional or not event.loops:
                 continue

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.vocab import vocab
 from ..rule import FixSpec, Replace, Rule
 

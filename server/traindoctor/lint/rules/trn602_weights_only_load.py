@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.environment import describe, torch_version
 from ..analysis.facts import Checkpoint
 from ..analysis.names import dotted_name
@@ -31,7 +31,7 @@ class WeightsOnlyLoad(Rule):
         if any(a.star or (a.keyword is not None and a.keyword.value in ("weights_only", "pickle_module"))
                for a in node.args):
             return
-        version = torch_version()
+        version = torch_version(self.model.path)
         if version is None or version < (2, 6):
             return
         path = next((a.value for a in node.args if a.keyword is None or a.keyword.value == "f"), None)

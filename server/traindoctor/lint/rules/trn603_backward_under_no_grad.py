@@ -3,20 +3,45 @@
 autograd recorded nothing, so backward raises "element 0 of tensors does not
 require grad and does not have a grad_fn". The binding's grad mode is the
 analysis's (collect.Def.grad_off: `enable_grad()` inside re-enables it). No fix:
-which computation was meant to be differentiated is the author's call."""
+which computation was meant to be differentiated is the author's call.
+
+Also a helper that leaves autograd off (`torch.set_grad_enabled(False)` and never back
+on) called in a loop that calls backward: every later backward raises."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.names import dotted_name
-from ..rule import Rule
+from ..analysis.training import BACKWARD, Routine
+from ..rule import Related
+from .trn7xx_training_base import RoutineRule
 
 
-class BackwardUnderNoGrad(Rule):
+class BackwardUnderNoGrad(RoutineRule):
     CODE = "TRN603"
-    READS = ("names",)
+    READS = ("names", "training")
+
+    def check(self, routine: Routine) -> None:
+        training = self.training
+        if "grad_mode" not in training.event_kinds:
+            return
+        for loop in routine.loops:
+            events = routine.events_in(loop.index)
+            if not any(e.kind in BACKWARD for _, e in training.expanded(routine, loop.index)) or \
+                    any(e.kind == "grad_mode" and e.arg == "on" for e in events):
+                continue
+            for event in events:
+                target = training.callee(event, routine) if event.kind == "call" else None
+                switch = training.leaves_grad_off(target.qualname) if target is not None else None
+                if switch is None:
+                    continue
+                message = (f"`{event.receiver}(...)` leaves autograd off (`torch.set_grad_enabled(False)` in it is "
+                           f"never undone): every `.backward()` after it in this loop raises \"element 0 of tensors "
+                           f"does not require grad\"; use `with torch.no_grad():` inside `{event.receiver}`")
+                self.report(event.node, message, related=[Related(switch.node, "autograd is turned off here")])
+                return
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

@@ -21,7 +21,7 @@ class MissingZeroGrad(RoutineRule):
     READS = ("names", "objects", "training")
 
     def check(self, routine: Routine) -> None:
-        training = self.model.training
+        training = self.training
         for index in training.step_loops(routine, through_calls=True):
             pairs = training.expanded(routine, index)
             events = [e for _, e in pairs]
@@ -37,13 +37,42 @@ class MissingZeroGrad(RoutineRule):
             if any(self._step_zeroes(name, routine.klass) for name in optimizers):
                 continue
             first = backwards[0]
+            inner = next(e for _, e in pairs if e.kind in BACKWARD)
+            related = []
+            if inner is not first:  # the backward is in a helper called here: one finding per bug
+                sites = self._call_sites(inner)
+                if self._reported_in_helper(inner) or not sites or sites[0][:2] != (id(routine.node), index):
+                    continue  # the helper's own loop, or the helper's first calling loop, reports it
+                related = [Related(inner.node, "backward() is called here, in the helper")] + [
+                    Related(call.node, "the helper is also called every iteration here") for *_, call in sites[1:]]
             names = ", ".join(f"`{n}`" for n in sorted(optimizers))
             message = (f"{names} steps every iteration but the gradients are never zeroed: `backward()` adds to "
                        f"`.grad`, so each step applies the sum of all gradients so far. Call "
                        f"`{sorted(optimizers)[0]}.zero_grad()` before `backward()` (or after the step).")
             direct = first in routine.events and all(s in routine.events for s in steps)
             self.report(first.node, message, fix=self._fix(routine, index, first, steps, optimizers) if direct else None,
-                        related=[Related(steps[0].node, "the optimizer steps here")] if direct else [])
+                        related=[Related(steps[0].node, "the optimizer steps here")] if direct else related)
+
+    def _call_sites(self, inner) -> list[tuple[int, int, object]]:
+        """(id of the routine's node, loop, the call there) of every step loop, in file order,
+        whose first backward is `inner` (in a helper it calls)."""
+        def compute():
+            training, found = self.training, []
+            for routine in training.all:
+                for index in training.step_loops(routine, through_calls=True):
+                    pairs = [(local, e) for local, e in training.expanded(routine, index) if e.kind in BACKWARD]
+                    if pairs and pairs[0][1].node is inner.node and pairs[0][0] is not pairs[0][1]:
+                        found.append((id(routine.node), index, pairs[0][0]))
+            return found
+        return self.model.remembered((self.CODE, "sites", id(inner.node)), compute)
+
+    def _reported_in_helper(self, inner) -> bool:
+        """The helper's own loop around the backward steps the optimizer: reported there."""
+        for routine in self.training.all:
+            if any(e.node is inner.node for e in routine.events):
+                loops = self.training.step_loops(routine, through_calls=True)
+                return bool(inner.loops) and any(index in inner.loops for index in loops)
+        return False
 
     def _fix(self, routine: Routine, index: int, backward, steps, optimizers) -> FixSpec | None:
         """Safe when one optimizer is stepped unconditionally right in this loop after the backward."""
@@ -61,4 +90,4 @@ class MissingZeroGrad(RoutineRule):
         if obj is None:
             return False
         cls = obj.callee.rsplit(".", 1)[-1]
-        return any(r.has("zero_grad") for r in self.model.training.routines(f"{cls}.step"))
+        return any(r.has("zero_grad") for r in self.training.routines(f"{cls}.step"))

@@ -20,7 +20,7 @@ class MisorderedStep(RoutineRule):
     CODE = "TRN702"
 
     def check(self, routine: Routine) -> None:
-        for index in self.model.training.step_loops(routine):
+        for index in self.training.step_loops(routine):
             seq = [e for e in routine.events_in(index) if e.kind in _KINDS]
             self._zeroing(seq)
             self._clipping(seq)

@@ -6,7 +6,9 @@ and BatchNorm using its running statistics.
 
 Only for the model that is trained: it is put in train mode before the loop, or it
 is called in the loop outside no_grad. Quiet on frozen copies (teacher, EMA, target
-networks), and when the model is handed to a function outside the file."""
+networks), where the function says the eval mode is meant (a linear probe, a frozen
+backbone: a comment or docstring), and when the model is handed to a function outside
+the file."""
 
 from __future__ import annotations
 
@@ -27,7 +29,10 @@ class EvalModeLeak(RoutineRule):
     CODE = "TRN703"
 
     def check(self, routine: Routine) -> None:
-        training, reported = self.model.training, set()
+        training, reported = self.training, set()
+        if routine.node is not None and \
+                vocab().pattern("training_eval_intent_pattern").search(self.model_text(routine.node)):
+            return  # "linear probe", "keep the backbone in eval": documented intent
         for loop in reversed(routine.loops):  # innermost first
             pairs = training.expanded(routine, loop.index)
             if not any(e.kind in BACKWARD or e.kind in STEP for _, e in pairs):
@@ -58,10 +63,15 @@ class EvalModeLeak(RoutineRule):
         parent = routine.loops[index].parent
         while parent >= 0:
             if any(e.kind == "train" and same_object(e.receiver, model)
-                   for _, e in self.model.training.expanded(routine, parent)):
+                   for _, e in self.training.expanded(routine, parent)):
                 return True
             parent = routine.loops[parent].parent
         return False
+
+    @staticmethod
+    def model_text(node: cst.CSTNode) -> str:
+        """The function's source with its comments and docstring."""
+        return cst.Module(body=[]).code_for_node(node)
 
     def _trained(self, routine: Routine, index: int, model: str, pairs) -> bool:
         inside = set(id(e) for e in routine.events_in(index))

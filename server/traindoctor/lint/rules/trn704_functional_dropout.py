@@ -1,7 +1,8 @@
 """TRN704 functional-dropout-always-on: `F.dropout(x, p)` in a model's forward
 (or a method forward calls) without `training=`. F.dropout defaults to
 training=True, so dropout stays on after `model.eval()` (noisy, worse eval and
-inference); F.alpha_dropout defaults to False, so it never runs at all. Passing
+inference); F.alpha_dropout defaults to False, so it never runs at all;
+`F.scaled_dot_product_attention(..., dropout_p=p)` drops out in every mode. Passing
 `training=self.training` ties it to the module's mode, which is what nn.Dropout
 does: safe (the call is inside a method of an nn.Module, which has `.training`)."""
 
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.collect import code
+from ..analysis.scopes import code
 from ..analysis.model import lineage_members, reachable_methods
+from ..analysis.names import arg
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
-from ..rule import FixSpec, Rule
+from ..rule import FixSpec, Replace, Rule
 
 
 class FunctionalDropoutAlwaysOn(Rule):
@@ -22,6 +24,9 @@ class FunctionalDropoutAlwaysOn(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.names.qualify(node.func) or ""
+        if qualified in vocab().attention_dropout:
+            self._attention(node, qualified)
+            return
         table = vocab().functional_dropout
         if qualified not in table or any(a.star for a in node.args):
             return
@@ -43,6 +48,27 @@ class FunctionalDropoutAlwaysOn(Rule):
                        f"pass `training={self_name}.training` (or use nn.AlphaDropout)")
         fix = FixSpec(f"Pass training={self_name}.training",
                       (append_kwargs(node, [("training", f"{self_name}.training")]),))
+        self.report(node, message, fix=fix)
+
+    def _attention(self, node: cst.Call, qualified: str) -> None:
+        """`F.scaled_dot_product_attention(q, k, v, dropout_p=self.attn_drop.p)` drops out in eval too."""
+        dropout = arg(node, vocab().attention_dropout[qualified], "dropout_p")
+        if dropout is None or any(a.star for a in node.args) or "training" in code(dropout):
+            return
+        if isinstance(dropout, (cst.Integer, cst.Float)) and float(dropout.evaluated_value) == 0.0:
+            return
+        method = self._model_method()
+        if method is None or self._guarded_by_mode():
+            return
+        self_name = _first_param(method)
+        if self_name is None:
+            return
+        text = code(dropout)
+        message = (f"`{code(node.func)}` applies `dropout_p={text}` whatever the module's mode: attention "
+                   f"weights are dropped after `model.eval()` too, so evaluation and inference are noisy; pass "
+                   f"`dropout_p={text} if {self_name}.training else 0.0`")
+        fix = FixSpec("Drop out only in training mode",
+                      (Replace(dropout, f"({text} if {self_name}.training else 0.0)"),))
         self.report(node, message, fix=fix)
 
     def _guarded_by_mode(self) -> bool:

@@ -23,7 +23,7 @@ class OptimizerRebuiltInLoop(RoutineRule):
     READS = ("names", "classes", "training")
 
     def check(self, routine: Routine) -> None:
-        training = self.model.training
+        training = self.training
         for build in routine.events:
             if build.kind not in ("build_optimizer", "build_scheduler") or not build.loops or build.conditional \
                     or not build.receiver or "last_epoch" in _text(build.node):
@@ -52,6 +52,6 @@ class OptimizerRebuiltInLoop(RoutineRule):
 
 
 def _text(node) -> str:
-    from ..analysis.collect import code
+    from ..analysis.scopes import code
 
     return code(node) if node is not None else ""

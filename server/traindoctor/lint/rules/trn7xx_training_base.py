@@ -22,7 +22,7 @@ class RoutineRule(Rule):
         return module_routine or not types_besides_module(cls).isdisjoint(node_types)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        routine = self.model.training.routine_at(node)
+        routine = self.training.routine_at(node)
         if routine is not None and (routine.events or routine.loops):
             self.check(routine)
 
