@@ -110,7 +110,7 @@ def test_bad_input_gets_one_line_and_exit_2(workdir):
     failing.write_text("import torch\nraise SystemExit('no data here')\n")
     code, report, stderr = budget("--", PYTHON, str(failing), cwd=workdir)
     assert code == 2 and report is None
-    assert stderr.strip().splitlines()[-1].startswith("traindoctor: ")
+    assert stderr.strip().splitlines()[-1].startswith("traindoctor budget: ")
 
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp2"])

@@ -17,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from . import errors
 from .monitoring import USAGE_TAIL, CommandFailed, guarded, prepared
 
 
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             report["plot"] = str(plot(report, args.plot))
         except PlotError as exc:
-            print(f"traindoctor: {exc}", file=sys.stderr)
+            errors.warning(str(exc))
     if args.format == "json":
         sys.stdout.flush()
         print(json.dumps(report, default=str), flush=True)
