@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: env demo test bench docs clean
+.PHONY: env demo test bench bench-bugs docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ bench: $(STAMP) $(BENCH_VENV)/.installed
 	$(BIN)/python bench/bench_lsp_latency.py
 	$(BIN)/python bench/bench_live_overhead.py
 	$(BIN)/python bench/bench_watch_overhead.py
+
+# Recall on real bug-fix commits (bench/bugs/README.md): needs the repositories fetched
+# into /work/.mirror; not part of `make test`.
+bench-bugs: $(STAMP)
+	$(BIN)/python bench/bugs/score.py --json bench/bugs/results.json
 
 docs: $(STAMP)
 	$(BIN)/python -m traindoctor.docs
