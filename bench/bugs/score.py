@@ -8,8 +8,8 @@
 Each label names a fix commit, its parent, a file and the buggy lines in the parent. The
 repositories come from the git snapshots that the session tool `fetch` brings to
 /work/.mirror/owner+name/ (a script cannot fetch; missing ones are listed). Both commits are
-extracted whole into a cache outside this repository (TRAINDOCTOR_BUGS_CACHE, default
-/work/bugs-cache), and `traindoctor check --select strict` runs with its working directory at
+extracted (their Python and pyproject.toml files) into a cache outside this repository
+(TRAINDOCTOR_BUGS_CACHE, default /work/bugs-cache), and `traindoctor check --select strict` runs with its working directory at
 the repository root on the labelled file and the Python files of its package (its folder and
 the folder above, at most MAX_FILES), so the project's config and cross-file facts count.
 Findings are cached per (repository, commit, files, hash of server/ + rules/).
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import glob
 import hashlib
 import io
@@ -275,22 +276,28 @@ def git(gd: Path, *args: str, data: bytes | None = None) -> bytes:
                           capture_output=True, timeout=900).stdout
 
 
+# What the linter reads of a tree: the Python sources and the configuration files that hold a
+# [tool.traindoctor] table. The rest (data, notebooks, weights) would only cost disk.
+EXTRACTED = ("*.py", "*.pyi", "*pyproject.toml")
+
+
 def extract(gd: Path, commit: str, dest: Path) -> Path:
-    """The whole tree at `commit` under dest (kept for later runs). A snapshot may lack its
-    largest blobs; then the tree is written blob by blob without them."""
+    """The tree at `commit` under dest (kept for later runs), restricted to EXTRACTED. A snapshot
+    may lack its largest blobs; then the tree is written blob by blob without them."""
     done = dest / ".extracted"
     if done.is_file():
         return dest
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     try:
-        tarfile.open(fileobj=io.BytesIO(git(gd, "archive", "--format=tar", commit))).extractall(dest, filter="data")
+        tarfile.open(fileobj=io.BytesIO(git(gd, "archive", "--format=tar", commit, "--", *EXTRACTED))).extractall(
+            dest, filter="data")
     except (subprocess.CalledProcessError, tarfile.TarError):
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
         listing = git(gd, "ls-tree", "-r", "-z", commit).decode("utf-8", "replace")
         blobs = [(meta.split()[2], path) for meta, path in (e.split("\t", 1) for e in listing.split("\0") if e)
-                 if meta.split()[1] == "blob"]
+                 if meta.split()[1] == "blob" and any(fnmatch.fnmatch(path, p) for p in EXTRACTED)]
         batch = git(gd, "cat-file", "--batch", data="".join(f"{sha}\n" for sha, _ in blobs).encode())
         offset = 0
         for _, path in blobs:
@@ -412,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write rules/overall/cases as JSON here")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--validate", action="store_true", help="check the labels and the mirrors, lint nothing")
+    parser.add_argument("--prepare", action="store_true", help="only extract the parent and fix trees into the cache")
     args = parser.parse_args(argv)
     try:
         labels = load_labels(args.labels or [str(LABELS)], known_rule_codes())
@@ -430,6 +438,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  fetch github:{repo}", file=sys.stderr)
     if args.validate:
         return 1 if missing else 0
+    if args.prepare:
+        for label in labels:
+            gd = git_dir(label.repo)
+            if gd is not None:
+                for commit in (label.parent, label.fix):
+                    try:
+                        extract(gd, commit, CACHE / "src" / label.slug / commit)
+                    except (subprocess.SubprocessError, OSError) as exc:
+                        print(f"{label.id}: {commit[:10]} not extracted: {exc}", file=sys.stderr)
+        return 0
     tool = tool_hash()
     cases = []
     for n, label in enumerate(labels, 1):
