@@ -9,9 +9,10 @@ Each label names a fix commit, its parent, a file and the buggy lines in the par
 repositories come from the git snapshots that the session tool `fetch` brings to
 /work/.mirror/owner+name/ (a script cannot fetch; missing ones are listed). Both commits are
 extracted (their Python and pyproject.toml files) into a cache outside this repository
-(TRAINDOCTOR_BUGS_CACHE, default /work/bugs-cache), and `traindoctor check --select strict` runs with its working directory at
-the repository root on the labelled file and the Python files of its package (its folder and
-the folder above, at most MAX_FILES), so the project's config and cross-file facts count.
+(TRAINDOCTOR_BUGS_CACHE, default /work/bugs-cache), and `traindoctor check --select strict`
+runs with its working directory at the repository root on the labelled file and the Python
+files of its package (its folder and the folder above, at most MAX_FILES), so the project's
+config and cross-file facts count.
 Findings are cached per (repository, commit, files, hash of server/ + rules/).
 
 A hit is a finding of the labelled rule within NEAR lines of a labelled line; for a bug of
