@@ -227,10 +227,12 @@ class Hypothesis:
     confidence: float  # calibrated: the share of such hypotheses that were right on the labelled set
     evidence: tuple[str, ...] = ()
     fixes: tuple[FixSuggestion, ...] = ()
+    check: str = ""  # the one thing to look at or run that decides this hypothesis
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "cause": self.cause, "confidence": self.confidence,
-                "evidence": list(self.evidence), "fixes": [{"title": f.title, "detail": f.detail} for f in self.fixes]}
+                "evidence": list(self.evidence), "fixes": [{"title": f.title, "detail": f.detail} for f in self.fixes],
+                "check": self.check}
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,12 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
         evidence.append(f"{location.path}:{location.line} in {location.function}"
                         + (f": {location.code}" if location.code else ""))
 
+    if signature.kind == FALLBACK and claimed is None:
+        inferred = _from_partial_evidence(lines, chains, signature, evidence, location, rank, frames, exception,
+                                          details, log_text)
+        if inferred is not None:
+            return inferred
+
     title = signature.title_for(facts)
     root_cause = with_notes(signature.root_cause_for(facts), live.notes if live is not None else [])
     fixes = [FixSuggestion(t, d) for t, d in signature.fixes_for(facts)]
@@ -172,6 +178,56 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
 
 
 _MAX_HYPOTHESES = 4
+_PARTIAL_CEILING = 0.85  # evidence without the message never claims more than this (raw)
+
+
+def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_signature, evidence: list[str],
+                           location: Frame | None, rank: int | None, frames: tuple, exception: ExceptionInfo | None,
+                           details: dict[str, Any], log_text: str) -> Diagnosis | None:
+    """No signature explains the log: rank the kinds its frames and lines point to
+    (partial.infer). None when the evidence is too weak: the log stays `other`."""
+    from .partial import infer, threshold
+    from .signatures import load_signatures
+
+    found = infer(lines, chains)
+    if not found or found[0].score < threshold():
+        return None
+    best = found[0]
+    first_of_kind = {s.kind: s for s in reversed(load_signatures())}
+    signature = first_of_kind.get(best.kind, fallback_signature)
+
+    def fixes_of(hypothesis) -> tuple[FixSuggestion, ...]:
+        kind_signature = first_of_kind.get(hypothesis.kind)
+        kind_fixes = kind_signature.fixes_for({}) if kind_signature is not None else []
+        merged = list(dict.fromkeys([*hypothesis.fixes, *kind_fixes]))
+        return tuple(FixSuggestion(t, d) for t, d in merged[:3])
+
+    kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
+    raws = [min(h.score, _PARTIAL_CEILING) for h in kept]
+    shares = coherent([h.kind for h in kept], [calibrated(r) for r in raws])
+    hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h), h.check)
+                       for h, share in zip(kept, shares))
+    evidence = list(dict.fromkeys([*best.supports, *evidence]))
+    details = dict(details)
+    details.update({
+        "signature": f"partial:{best.clues[0]}",
+        "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues} for h in kept],
+        "raw_confidences": [round(r, 3) for r in raws],
+        "check": best.check,
+    })
+    from .environment import environment_from_log
+
+    run_env = environment_from_log(log_text, frames)
+    if run_env:
+        details["run_env"] = run_env
+    title = f"{signature.title_for({})} (inferred: the error message is missing)"
+    root_cause = (f"{best.cause} The paste does not show the error message, so this is inferred from what it "
+                  f"does show; to decide: {best.check}")
+    return Diagnosis(
+        kind=best.kind, mode=signature.mode, title=title, root_cause=root_cause, evidence=tuple(evidence),
+        fixes=hypotheses[0].fixes, confidence=hypotheses[0].confidence, hypotheses=hypotheses, location=location,
+        frames=frames, exception=exception, rank=rank, details=details,
+    )
 
 
 def _hypotheses(primary: tuple, signature, facts: dict[str, Any], exc_text: str, selection: Selection,

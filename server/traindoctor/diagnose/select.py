@@ -256,7 +256,8 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
             if specific and (winner.signature.symptom or winner.signature.kind == "other"
                              or best.signature.priority >= winner.signature.priority):
                 winner = best
-            elif not specific and (winner.signature.symptom or winner.signature.kind == "other"):
+            elif not specific and (winner.signature.symptom or winner.signature.kind == "other") and (
+                    len(ranks) > 1 or elastic is not None):  # one rank's prefixes alone say nothing of a rank failure
                 rank_failure = _rank_failure_signature()
                 winner = Candidate(rank_failure, dict(winner.facts) if winner.signature is rank_failure else {},
                                    best.chain, best.block, rank=root_rank)
