@@ -31,7 +31,7 @@ def test_json_output_has_exactly_the_documented_keys() -> None:
     assert 0 <= data["confidence"] <= 1
     assert data["hypotheses"][0]["kind"] == "cuda-oom"
     assert data["hypotheses"][0]["confidence"] == data["confidence"]
-    assert all(set(h) == {"kind", "cause", "confidence", "evidence", "fixes"} for h in data["hypotheses"])
+    assert all(set(h) == {"kind", "cause", "confidence", "evidence", "fixes", "check"} for h in data["hypotheses"])
 
 
 def test_text_output_from_stdin() -> None:

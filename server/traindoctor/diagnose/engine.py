@@ -204,7 +204,7 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
 
     kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
     raws = [min(h.score, _PARTIAL_CEILING) for h in kept]
-    shares = coherent([h.kind for h in kept], [calibrated(r) for r in raws])
+    shares = coherent([h.kind for h in kept], [calibrated(r, "partial") for r in raws])
     hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h), h.check)
                        for h, share in zip(kept, shares))
     evidence = list(dict.fromkeys([*best.supports, *evidence]))
