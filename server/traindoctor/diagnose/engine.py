@@ -14,8 +14,7 @@ from typing import Any
 from ..model import Diagnosis, ExceptionInfo, FixSuggestion, Frame, Hypothesis, Probes
 from .calibration import calibrated, coherent
 from .correlate import correlate as correlate_findings
-from .extract import derive
-from .kinds import FALLBACK, Failure, hook, one_line, recognised_live
+from .kinds import FALLBACK, Failure, derive, hook, one_line, recognised_live
 from .normalize import Line, decode, normalize
 from .parse import Block, Chain, parse_chains
 from .probe_evidence import gather, with_notes

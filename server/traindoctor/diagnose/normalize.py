@@ -21,6 +21,8 @@ import json
 import re
 from typing import NamedTuple
 
+from .markers import BOX_START, RICH_BAR
+
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _RANK = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?|^\[\d+,(\d+)\]<std(?:out|err)>:\s?")
@@ -67,7 +69,7 @@ _PASTED = re.compile(r"(?m)^[ \t]*(?:>|\*\*|_\*|__\*|_[A-Za-z]\w*(?:Error|Except
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 # VS Code's exception widget header, in the display languages seen in pasted reports.
 _VSCODE = ("Exception has occurred:", "发生异常:")
-_RICH_BAR = "│"
+_RICH_BAR = RICH_BAR
 _RICH_EDGE = re.compile(r"^\s*[╭╰][─\s\w()]*[╮╯]\s*$")
 _RICH_FRAME = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
 _RICH_FRAME_WRAPPED = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in$")
@@ -286,7 +288,6 @@ def _vscode(lines: list[Line]) -> list[Line]:
 
 
 _RANK_BAR = _RICH_BAR
-BOX_START = ("╭", "╰", _RICH_BAR)  # rich's box: anchors.py looks for these too
 _GROUP_START = ("|", "+")
 
 

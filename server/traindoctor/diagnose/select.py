@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .markers import ELASTIC_FAILURES, ELASTIC_ROOT
 from .normalize import Line
 from .parse import HEADER, LOG_RECORD, Block, Chain
 from .user_frame import deepest_user_frame
@@ -121,9 +122,8 @@ def scan_log(lines: list[Line], joined: str, offsets: list[int]) -> list[Candida
     return hits
 
 
-_ROOT = "Root Cause (first observed failure)"
-_FAILURES = "Failures:"
-ELASTIC_MARKS = (_ROOT, _FAILURES)  # torchrun's failure table starts at one of these
+_ROOT = ELASTIC_ROOT
+_FAILURES = ELASTIC_FAILURES
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 
 

@@ -34,13 +34,13 @@ def refine(failure: Failure) -> None:
 
 
 def recognise_live(probes: Probes) -> str | None:
-    from ..probe_evidence import nonfinite_tensors
+    from ..probe_values import nonfinite_tensors
 
     return "nan-value-error" if nonfinite_tensors(probes) else None
 
 
 def enrich_live(live: Live) -> None:
-    from ..probe_evidence import MAX_LISTED, dict_items, nonfinite_tensors
+    from ..probe_values import MAX_LISTED, dict_items, nonfinite_tensors
 
     tensors = nonfinite_tensors(live.probes)
     bad_grads = [(m.get("name"), g) for m in dict_items(live.probes, "modules") for g in m.get("nonfinite_grads") or ()]
