@@ -11,7 +11,7 @@ from diagnose_helpers import DATA, REPO
 
 TRAINDOCTOR = [sys.executable, "-m", "traindoctor"]
 JSON_KEYS = {"kind", "mode", "title", "root_cause", "evidence", "fixes", "confidence", "location", "frames",
-             "exception", "related_findings", "rank", "details", "hypotheses"}
+             "exception", "related_findings", "rank", "details", "hypotheses", "references", "cause_location"}
 
 
 def _run(*args: str, stdin: bytes | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess:

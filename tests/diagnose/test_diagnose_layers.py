@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2] / "server" / "traindoctor" / "diagnos
 
 LAYERS: list[tuple[str, set[str]]] = [
     ("ground", {"markers", "signatures", "environment", "calibration", "correlate", "record", "user_frame",
-                "extract", "probe_values", "source", "render"}),
+                "extract", "probe_values", "source", "render", "references"}),
     ("normalise", {"anchors", "normalize"}),
     ("parse", {"parse"}),
     ("select", {"select", "partial"}),

@@ -42,7 +42,7 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
             text = decode(bytes(text))
         elif not isinstance(text, str):
             text = str(text)
-        return _diagnose(text, probes, correlate, Path(base_dir) if base_dir else Path.cwd())
+        return with_references(_diagnose(text, probes, correlate, Path(base_dir) if base_dir else Path.cwd()))
     except Exception as exc:  # the promise is "never raises": report, do not crash the caller
         return Diagnosis(
             kind=FALLBACK, mode="crash", title="Could not analyse the input",
@@ -50,6 +50,16 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
             evidence=(), fixes=(), confidence=0.0, location=None, frames=(), exception=None,
             details={"internal_error": f"{type(exc).__name__}: {exc}"},
         )
+
+
+def with_references(diagnosis: Diagnosis) -> Diagnosis:
+    """`diagnosis` with the references of its kind and fixes (rules/references/), for the run's torch."""
+    import dataclasses
+
+    from .references import references_for, torch_version_of
+
+    refs = references_for(diagnosis.kind, [f.title for f in diagnosis.fixes], torch_version_of(diagnosis.details))
+    return dataclasses.replace(diagnosis, references=tuple(refs))
 
 
 def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path) -> Diagnosis:
@@ -173,7 +183,41 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
         related_findings=related,
         rank=rank,
         details=details,
+        cause_location=_cause_location(facts, details, location),
     )
+
+
+_SITE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+
+
+def _cause_location(facts: dict[str, Any], details: dict[str, Any], location: Frame | None) -> dict[str, Any] | None:
+    """The line that causes the failure when it is not the failing frame: the in-place statement
+    (inplace-modification), the forward op anomaly mode names (the failing frame is the backward
+    call), or the correlated lint finding's line. None when the failing frame is the cause."""
+    candidates: list[tuple[str, str, str]] = []  # (path:line, code, why)
+    if facts.get("inplace_site"):
+        candidates.append((str(facts["inplace_site"]), str(facts.get("inplace_code") or ""),
+                           f"the in-place operation that modified `{facts.get('inplace_name', '')}` after the forward "
+                           "pass saved it for backward"))
+    raise_at = details.get("raise_location")
+    if facts.get("forward_site") and isinstance(raise_at, dict):
+        candidates.append((str(facts["forward_site"]), str(facts.get("forward_code") or ""),
+                           f"the forward operation anomaly mode names; the error was raised at the backward call "
+                           f"{raise_at.get('path')}:{raise_at.get('line')}"))
+    change = details.get("line_to_change")
+    if isinstance(change, dict) and change.get("path") and change.get("line"):
+        candidates.append((f"{change['path']}:{change['line']}", "",
+                           f"{change.get('code')}: the line the correlated check flags"
+                           + (f" ({change['fix']})" if change.get("fix") else "")))
+    for site, code, why in candidates:
+        found = _SITE.match(site)
+        if found is None:
+            continue
+        path, line = found.group("path"), int(found.group("line"))
+        failing = isinstance(raise_at, dict) and (raise_at.get("path"), raise_at.get("line")) == (path, line)
+        if not failing and not (raise_at is None and location is not None and (location.path, location.line) == (path, line)):
+            return {"path": path, "line": line, "code": code, "why": why}
+    return None
 
 
 _MAX_HYPOTHESES = 4

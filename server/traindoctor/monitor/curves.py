@@ -246,4 +246,6 @@ def diagnose_curves(text: str, diagnosis: Any) -> Any:
         return diagnosis
     details = dict(first.diagnosis.details)
     details["curve_findings"] = [f.to_json() for f in findings]
-    return dataclasses.replace(first.diagnosis, details=details)
+    from ..diagnose.engine import with_references
+
+    return with_references(dataclasses.replace(first.diagnosis, details=details))
