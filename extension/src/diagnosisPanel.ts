@@ -115,6 +115,11 @@ function applyFixButton(details: Record<string, unknown> | undefined): string {
     `Apply fix: ${escape(target.fix)} (${escape(target.code)}, ${escape(path.basename(target.path))}:${escape(target.line ?? 1)})</button></p>`;
 }
 
+function hiddenFrames(details: Record<string, unknown> | undefined): string {
+  const hidden = Number(details?.hidden_frames ?? 0);
+  return hidden > 0 ? `<p class="hidden-frames">${hidden} frame${hidden === 1 ? '' : 's'} of traindoctor, the debugger or runpy hidden</p>` : '';
+}
+
 function escape(text: unknown): string {
   return String(text ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
@@ -205,7 +210,7 @@ ${tensorsTable(d.details)}
 ${fixes ? `<h2>Fixes</h2>${applyFixButton(d.details)}<ol class="fixes">${fixes}</ol>` : ''}
 ${related ? `<h2>Related findings</h2><ul>${related}</ul>` : ''}
 ${references ? `<h2>References</h2><ul class="references">${references}</ul>` : ''}
-${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
+${frames ? `<h2>Frames</h2>${hiddenFrames(d.details)}<ol class="frames">${frames}</ol>` : ''}
 <script nonce="${nonce}">
  const vscode = acquireVsCodeApi();
  for (const button of document.querySelectorAll('button.anomaly-rerun')) {

@@ -42,7 +42,8 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
             text = decode(bytes(text))
         elif not isinstance(text, str):
             text = str(text)
-        return with_references(_diagnose(text, probes, correlate, Path(base_dir) if base_dir else Path.cwd()))
+        return with_references(_hide_internal(_diagnose(text, probes, correlate,
+                                                      Path(base_dir) if base_dir else Path.cwd())))
     except Exception as exc:  # the promise is "never raises": report, do not crash the caller
         return Diagnosis(
             kind=FALLBACK, mode="crash", title="Could not analyse the input",
@@ -50,6 +51,21 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
             evidence=(), fixes=(), confidence=0.0, location=None, frames=(), exception=None,
             details={"internal_error": f"{type(exc).__name__}: {exc}"},
         )
+
+
+def _hide_internal(diagnosis: Diagnosis) -> Diagnosis:
+    """The user's traceback, not ours: frames of traindoctor's bootstrap and hooks, debugpy,
+    pydevd and runpy leave `frames`; details["hidden_frames"] says how many."""
+    import dataclasses
+
+    from .user_frame import is_internal_path
+
+    shown = tuple(f for f in diagnosis.frames if not is_internal_path(f.path))
+    if len(shown) == len(diagnosis.frames):
+        return diagnosis
+    details = dict(diagnosis.details)
+    details["hidden_frames"] = len(diagnosis.frames) - len(shown)
+    return dataclasses.replace(diagnosis, frames=shown, details=details)
 
 
 def with_references(diagnosis: Diagnosis) -> Diagnosis:
