@@ -30,6 +30,10 @@ export interface Diagnosis {
   related_findings: RelatedFinding[];
   rank?: number | null;
   details?: Record<string, unknown>;
+  // Where the mechanism is stated (rules/references/): "for" is "kind" or a fix's title.
+  references?: { title: string; url: string; states?: string; for?: string }[];
+  // The line that causes the failure when it is not the failing frame.
+  cause_location?: { path: string; line: number; code?: string; why?: string } | null;
 }
 
 export function isDiagnosis(value: unknown): value is Diagnosis {

@@ -26,11 +26,13 @@ export class DiagnosisPanel implements vscode.Disposable {
         { enableScripts: true, enableFindWidget: true, localResourceRoots: [] },
       );
       this.panel.onDidDispose(() => (this.panel = undefined));
-      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string; fix?: string }) => {
+      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string; fix?: string; url?: string }) => {
         if (message.type === 'open' && typeof message.path === 'string') {
           void openFrame(message.path, message.line ?? 1);
         } else if (message.type === 'estimateMemory' && typeof message.path === 'string') {
           void vscode.commands.executeCommand('traindoctor.estimateMemory', vscode.Uri.file(message.path));
+        } else if (message.type === 'openReference' && typeof message.url === 'string' && /^https:\/\//.test(message.url)) {
+          void vscode.env.openExternal(vscode.Uri.parse(message.url));
         } else if (message.type === 'rerunWithAnomalyDetection') {
           void vscode.commands.executeCommand('traindoctor.rerunWithAnomalyDetection');
         } else if (message.type === 'applyFix' && typeof message.path === 'string' && typeof message.code === 'string') {
@@ -115,6 +117,11 @@ function applyFixButton(details: Record<string, unknown> | undefined): string {
     `Apply fix: ${escape(target.fix)} (${escape(target.code)}, ${escape(path.basename(target.path))}:${escape(target.line ?? 1)})</button></p>`;
 }
 
+function hiddenFrames(details: Record<string, unknown> | undefined): string {
+  const hidden = Number(details?.hidden_frames ?? 0);
+  return hidden > 0 ? `<p class="hidden-frames">${hidden} frame${hidden === 1 ? '' : 's'} of traindoctor, the debugger or runpy hidden</p>` : '';
+}
+
 function escape(text: unknown): string {
   return String(text ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
@@ -166,6 +173,14 @@ function render(d: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions): s
   const confidence = Math.round((d.confidence ?? 0) * 100);
   const exception = d.exception ? `<p class="exception"><code>${escape(d.exception.type)}: ${escape(d.exception.message)}</code></p>` : '';
   const location = d.location ? `<p class="location">At ${frameLink(d.location)}${d.location.code ? `: <code>${escape(d.location.code)}</code>` : ''}</p>` : '';
+  const cause = d.cause_location
+    ? `<p class="cause-location">Cause at ${frameLink({ path: d.cause_location.path, line: d.cause_location.line, function: '' }, `${path.basename(d.cause_location.path)}:${d.cause_location.line}`)}` +
+      `${d.cause_location.code ? `: <code>${escape(d.cause_location.code)}</code>` : ''}${d.cause_location.why ? ` (${escape(d.cause_location.why)})` : ''}</p>`
+    : '';
+  const references = (d.references ?? [])
+    .map((r) => `<li><a href="#" class="reference" data-url="${escape(r.url)}" title="${escape(r.url)}">${escape(r.title)}</a>` +
+      `${r.for && r.for !== 'kind' ? ` <em>(${escape(r.for)})</em>` : ''}${r.states ? `<br>${escape(r.states)}` : ''}</li>`)
+    .join('');
   const evidence = (d.evidence ?? []).map((e) => `<li>${escape(e)}</li>`).join('');
   const fixes = (d.fixes ?? [])
     .map((f) => `<li><strong>${escape(f.title)}</strong>${f.detail ? `<pre>${escape(f.detail)}</pre>` : ''}</li>`)
@@ -199,14 +214,15 @@ function render(d: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions): s
 <body data-testid="traindoctor-diagnosis" data-kind="${escape(d.kind)}" data-origin="${origin}" data-anomaly-detection="${options.anomalyDetection ? 'on' : 'off'}">
 <h1>${escape(d.title)}</h1>
 <p class="meta"><span>${escape(d.kind)}</span><span>${escape(d.mode)}</span><span>confidence ${confidence}%</span>${origin === 'live' ? '<span>live</span>' : ''}${options.anomalyDetection ? '<span>anomaly detection</span>' : ''}${d.rank != null ? `<span>rank ${escape(d.rank)}</span>` : ''}</p>
-${exception}${location}
+${exception}${location}${cause}
 ${anomalyRerunButton(options)}
 <h2>Root cause</h2><p class="root-cause">${escape(d.root_cause)}</p>
 ${evidence ? `<h2>Evidence</h2><ul class="evidence">${evidence}</ul>` : ''}
 ${tensorsTable(d.details)}
 ${fixes ? `<h2>Fixes</h2>${applyFixButton(d.details)}${estimateButton(d.details)}<ol class="fixes">${fixes}</ol>` : ''}
 ${related ? `<h2>Related findings</h2><ul>${related}</ul>` : ''}
-${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
+${references ? `<h2>References</h2><ul class="references">${references}</ul>` : ''}
+${frames ? `<h2>Frames</h2>${hiddenFrames(d.details)}<ol class="frames">${frames}</ol>` : ''}
 <script nonce="${nonce}">
  const vscode = acquireVsCodeApi();
  for (const button of document.querySelectorAll('button.anomaly-rerun')) {
@@ -242,6 +258,12 @@ ${frames ? `<h2>Frames</h2><ol class="frames">${frames}</ol>` : ''}
      }
    }
  });
+ for (const link of document.querySelectorAll('a.reference')) {
+   link.addEventListener('click', (event) => {
+     event.preventDefault();
+     vscode.postMessage({ type: 'openReference', url: link.dataset.url });
+   });
+ }
  for (const link of document.querySelectorAll('a.frame')) {
    link.addEventListener('click', (event) => {
      event.preventDefault();

@@ -235,10 +235,12 @@ class Hypothesis:
     confidence: float  # calibrated: the share of such hypotheses that were right on the labelled set
     evidence: tuple[str, ...] = ()
     fixes: tuple[FixSuggestion, ...] = ()
+    check: str = ""  # the one thing to look at or run that decides this hypothesis
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "cause": self.cause, "confidence": self.confidence,
-                "evidence": list(self.evidence), "fixes": [{"title": f.title, "detail": f.detail} for f in self.fixes]}
+                "evidence": list(self.evidence), "fixes": [{"title": f.title, "detail": f.detail} for f in self.fixes],
+                "check": self.check}
 
 
 @dataclass(frozen=True)
@@ -258,6 +260,12 @@ class Diagnosis:
     details: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     # Ranked explanations; the first is the one the fields above describe.
     hypotheses: tuple[Hypothesis, ...] = ()
+    # Where the mechanism is stated: [{title, url, states, for}] (rules/references/), "for" is
+    # "kind" or a fix's title; URLs for the run's torch version when the log shows it.
+    references: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)
+    # The line that causes the failure when it is not the failing frame (the in-place op, the
+    # forward op anomaly mode names, the lint finding's line): {path, line, code, why}.
+    cause_location: dict[str, Any] | None = field(default=None, hash=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The shape the CLI, the LSP and the extension exchange (see traindoctor.diagnose)."""
@@ -276,6 +284,8 @@ class Diagnosis:
             "rank": self.rank,
             "details": _jsonable(self.details),
             "hypotheses": [h.to_json() for h in self.hypotheses],
+            "references": [dict(r) for r in self.references],
+            "cause_location": None if self.cause_location is None else dict(self.cause_location),
         }
 
 

@@ -11,7 +11,7 @@ from diagnose_helpers import DATA, REPO
 
 TRAINDOCTOR = [sys.executable, "-m", "traindoctor"]
 JSON_KEYS = {"kind", "mode", "title", "root_cause", "evidence", "fixes", "confidence", "location", "frames",
-             "exception", "related_findings", "rank", "details", "hypotheses"}
+             "exception", "related_findings", "rank", "details", "hypotheses", "references", "cause_location"}
 
 
 def _run(*args: str, stdin: bytes | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -31,7 +31,7 @@ def test_json_output_has_exactly_the_documented_keys() -> None:
     assert 0 <= data["confidence"] <= 1
     assert data["hypotheses"][0]["kind"] == "cuda-oom"
     assert data["hypotheses"][0]["confidence"] == data["confidence"]
-    assert all(set(h) == {"kind", "cause", "confidence", "evidence", "fixes"} for h in data["hypotheses"])
+    assert all(set(h) == {"kind", "cause", "confidence", "evidence", "fixes", "check"} for h in data["hypotheses"])
 
 
 def test_text_output_from_stdin() -> None:

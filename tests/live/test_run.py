@@ -210,3 +210,16 @@ def test_a_process_that_dies_while_being_read():
     assert outcome.stderr.strip().splitlines()[-1] == (
         "traindoctor: the process died while traindoctor was reading it (at an exception stop); exit code 1"
     )
+
+
+def test_lr_1e3_says_the_learning_rate_is_too_high_first():
+    """Issue 28, point 5: the optimizer's settings are read live; a learning rate far above its
+    family's range is the first thing the root cause says."""
+    outcome = run_json("lr_1e3_nan.py")
+    diagnosis = outcome.diagnosis
+    assert diagnosis["kind"] == "nan-inf"
+    live_part = diagnosis["root_cause"].split("Live: ", 1)[1]
+    assert live_part.startswith("the learning rate of `optimizer` (1000) is far above the usual range for SGD")
+    assert diagnosis["details"]["lr_too_high"] == {"optimizer": "optimizer", "lr": 1000.0}
+    evidence = "\n".join(diagnosis["evidence"])
+    assert "Optimizer `optimizer` (SGD): lr 1000, weight decay 0.01, momentum 0.9." in evidence

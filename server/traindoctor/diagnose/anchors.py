@@ -44,9 +44,7 @@ class Region(NamedTuple):
 @functools.cache
 def _marks() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...]]:
     """(literals, patterns without a literal): what `regions` searches for."""
-    from .normalize import BOX_START
-    from .parse import BARE_TYPE_SUFFIXES, FRAME_MARK, HEADER
-    from .select import ELASTIC_MARKS
+    from .markers import BARE_TYPE_SUFFIXES, BOX_START, ELASTIC_MARKS, FRAME_MARK, HEADER
     from .signatures import load_signatures
 
     literals: list[str] = [HEADER, FRAME_MARK, *BARE_TYPE_SUFFIXES, *ELASTIC_MARKS, *BOX_START]

@@ -17,20 +17,26 @@ import yaml
 from ..catalog import rules_dir
 
 
+# Two maps: a signature's confidence (the message was read) and a partial-evidence score (the
+# message is missing, partial.py) mean different things, so each has its own fitted curve.
+_MAPS = {"signature": "points", "partial": "partial_points"}
+
+
 @functools.cache
-def _points() -> tuple[tuple[float, float], ...]:
+def _points(source: str = "signature") -> tuple[tuple[float, float], ...]:
     path = rules_dir() / "calibration.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        points = tuple(sorted((float(a), float(b)) for a, b in data.get("points") or ()))
+        points = tuple(sorted((float(a), float(b)) for a, b in data.get(_MAPS[source]) or ()))
     except (OSError, yaml.YAMLError, TypeError, ValueError):
         return ()
     return points
 
 
-def calibrated(raw: float) -> float:
-    """Piecewise-linear through the fitted points; the identity when there is no map."""
-    points = _points()
+def calibrated(raw: float, source: str = "signature") -> float:
+    """Piecewise-linear through the fitted points of `source`'s map; the identity when there is
+    no map."""
+    points = _points(source)
     if not points:
         return raw
     xs = [p[0] for p in points]

@@ -14,8 +14,7 @@ from typing import Any
 from ..model import Diagnosis, ExceptionInfo, FixSuggestion, Frame, Hypothesis, Probes
 from .calibration import calibrated, coherent
 from .correlate import correlate as correlate_findings
-from .extract import derive
-from .kinds import FALLBACK, Failure, hook, one_line, recognised_live
+from .kinds import FALLBACK, Failure, derive, hook, one_line, recognised_live
 from .normalize import Line, decode, normalize
 from .parse import Block, Chain, parse_chains
 from .probe_evidence import gather, with_notes
@@ -43,7 +42,8 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
             text = decode(bytes(text))
         elif not isinstance(text, str):
             text = str(text)
-        return _diagnose(text, probes, correlate, Path(base_dir) if base_dir else Path.cwd())
+        return with_references(_hide_internal(_diagnose(text, probes, correlate,
+                                                      Path(base_dir) if base_dir else Path.cwd())))
     except Exception as exc:  # the promise is "never raises": report, do not crash the caller
         return Diagnosis(
             kind=FALLBACK, mode="crash", title="Could not analyse the input",
@@ -51,6 +51,31 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
             evidence=(), fixes=(), confidence=0.0, location=None, frames=(), exception=None,
             details={"internal_error": f"{type(exc).__name__}: {exc}"},
         )
+
+
+def _hide_internal(diagnosis: Diagnosis) -> Diagnosis:
+    """The user's traceback, not ours: frames of traindoctor's bootstrap and hooks, debugpy,
+    pydevd and runpy leave `frames`; details["hidden_frames"] says how many."""
+    import dataclasses
+
+    from .user_frame import is_internal_path
+
+    shown = tuple(f for f in diagnosis.frames if not is_internal_path(f.path))
+    if len(shown) == len(diagnosis.frames):
+        return diagnosis
+    details = dict(diagnosis.details)
+    details["hidden_frames"] = len(diagnosis.frames) - len(shown)
+    return dataclasses.replace(diagnosis, frames=shown, details=details)
+
+
+def with_references(diagnosis: Diagnosis) -> Diagnosis:
+    """`diagnosis` with the references of its kind and fixes (rules/references/), for the run's torch."""
+    import dataclasses
+
+    from .references import references_for, torch_version_of
+
+    refs = references_for(diagnosis.kind, [f.title for f in diagnosis.fixes], torch_version_of(diagnosis.details))
+    return dataclasses.replace(diagnosis, references=tuple(refs))
 
 
 def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path) -> Diagnosis:
@@ -104,6 +129,12 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     if location is not None:
         evidence.append(f"{location.path}:{location.line} in {location.function}"
                         + (f": {location.code}" if location.code else ""))
+
+    if signature.kind == FALLBACK and claimed is None:
+        inferred = _from_partial_evidence(lines, chains, signature, evidence, location, rank, frames, exception,
+                                          details, log_text)
+        if inferred is not None:
+            return inferred
 
     title = signature.title_for(facts)
     root_cause = with_notes(signature.root_cause_for(facts), live.notes if live is not None else [])
@@ -168,10 +199,94 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
         related_findings=related,
         rank=rank,
         details=details,
+        cause_location=_cause_location(facts, details, location),
     )
 
 
+_SITE = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+
+
+def _cause_location(facts: dict[str, Any], details: dict[str, Any], location: Frame | None) -> dict[str, Any] | None:
+    """The line that causes the failure when it is not the failing frame: the in-place statement
+    (inplace-modification), the forward op anomaly mode names (the failing frame is the backward
+    call), or the correlated lint finding's line. None when the failing frame is the cause."""
+    candidates: list[tuple[str, str, str]] = []  # (path:line, code, why)
+    if facts.get("inplace_site"):
+        candidates.append((str(facts["inplace_site"]), str(facts.get("inplace_code") or ""),
+                           f"the in-place operation that modified `{facts.get('inplace_name', '')}` after the forward "
+                           "pass saved it for backward"))
+    raise_at = details.get("raise_location")
+    if facts.get("forward_site") and isinstance(raise_at, dict):
+        candidates.append((str(facts["forward_site"]), str(facts.get("forward_code") or ""),
+                           f"the forward operation anomaly mode names; the error was raised at the backward call "
+                           f"{raise_at.get('path')}:{raise_at.get('line')}"))
+    change = details.get("line_to_change")
+    if isinstance(change, dict) and change.get("path") and change.get("line"):
+        candidates.append((f"{change['path']}:{change['line']}", "",
+                           f"{change.get('code')}: the line the correlated check flags"
+                           + (f" ({change['fix']})" if change.get("fix") else "")))
+    for site, code, why in candidates:
+        found = _SITE.match(site)
+        if found is None:
+            continue
+        path, line = found.group("path"), int(found.group("line"))
+        failing = isinstance(raise_at, dict) and (raise_at.get("path"), raise_at.get("line")) == (path, line)
+        if not failing and not (raise_at is None and location is not None and (location.path, location.line) == (path, line)):
+            return {"path": path, "line": line, "code": code, "why": why}
+    return None
+
+
 _MAX_HYPOTHESES = 4
+_PARTIAL_CEILING = 0.85  # evidence without the message never claims more than this (raw)
+
+
+def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_signature, evidence: list[str],
+                           location: Frame | None, rank: int | None, frames: tuple, exception: ExceptionInfo | None,
+                           details: dict[str, Any], log_text: str) -> Diagnosis | None:
+    """No signature explains the log: rank the kinds its frames and lines point to
+    (partial.infer). None when the evidence is too weak: the log stays `other`."""
+    from .partial import infer, threshold
+    from .signatures import load_signatures
+
+    found = infer(lines, chains)
+    if not found or found[0].score < threshold():
+        return None
+    best = found[0]
+    first_of_kind = {s.kind: s for s in reversed(load_signatures())}
+    signature = first_of_kind.get(best.kind, fallback_signature)
+
+    def fixes_of(hypothesis) -> tuple[FixSuggestion, ...]:
+        kind_signature = first_of_kind.get(hypothesis.kind)
+        kind_fixes = kind_signature.fixes_for({}) if kind_signature is not None else []
+        merged = list(dict.fromkeys([*hypothesis.fixes, *kind_fixes]))
+        return tuple(FixSuggestion(t, d) for t, d in merged[:3])
+
+    kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
+    raws = [min(h.score, _PARTIAL_CEILING) for h in kept]
+    shares = coherent([h.kind for h in kept], [calibrated(r, "partial") for r in raws])
+    hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h), h.check)
+                       for h, share in zip(kept, shares))
+    evidence = list(dict.fromkeys([*best.supports, *evidence]))
+    details = dict(details)
+    details.update({
+        "signature": f"partial:{best.clues[0]}",
+        "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues} for h in kept],
+        "raw_confidences": [round(r, 3) for r in raws],
+        "check": best.check,
+    })
+    from .environment import environment_from_log
+
+    run_env = environment_from_log(log_text, frames)
+    if run_env:
+        details["run_env"] = run_env
+    title = f"{signature.title_for({})} (inferred: the error message is missing)"
+    root_cause = (f"{best.cause} The paste does not show the error message, so this is inferred from what it "
+                  f"does show; to decide: {best.check}")
+    return Diagnosis(
+        kind=best.kind, mode=signature.mode, title=title, root_cause=root_cause, evidence=tuple(evidence),
+        fixes=hypotheses[0].fixes, confidence=hypotheses[0].confidence, hypotheses=hypotheses, location=location,
+        frames=frames, exception=exception, rank=rank, details=details,
+    )
 
 
 def _hypotheses(primary: tuple, signature, facts: dict[str, Any], exc_text: str, selection: Selection,

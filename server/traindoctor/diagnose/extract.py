@@ -1,14 +1,12 @@
-"""Derived facts: the values a signature's regexes pull out, turned into the
-numbers and flags its templates need (sizes in bytes, fragmentation, key lists).
+"""Sizes as a signature's regexes pull them out ('1.95 GiB') and as templates show them.
 
-`derive(kind, facts, exception_text)` returns new facts; it never raises on
-odd values (a fact that cannot be computed is simply absent).
+Turning facts into the numbers a kind's templates need is each kind's `derive` hook,
+called through `kinds.derive`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 _UNITS = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 _SIZE = re.compile(r"^\s*([\d.]+)\s*([KMGTP]?)i?B?\s*$")
@@ -34,15 +32,3 @@ def human_size(n: int | float) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.2f} {unit}"
         value /= 1024
     return f"{value:.2f} PiB"
-
-
-def derive(kind: str, facts: dict[str, Any], text: str) -> dict[str, Any]:
-    from .kinds import hooks
-
-    handler = getattr(hooks(kind), "derive", None)
-    if handler is None:
-        return {}
-    try:
-        return handler(facts, text)
-    except (ValueError, TypeError, ZeroDivisionError, KeyError):
-        return {}  # odd values: keep what the regexes gave

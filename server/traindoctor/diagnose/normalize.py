@@ -21,6 +21,8 @@ import json
 import re
 from typing import NamedTuple
 
+from .markers import BOX_START, RICH_BAR
+
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _RANK = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?|^\[\d+,(\d+)\]<std(?:out|err)>:\s?")
@@ -36,7 +38,7 @@ _PREFIX = re.compile(
     rf"^(?:(?:{_TIMESTAMP})(?:\s*(?:\[[\w.:-]+\]|[-|]\s*[\w.]+(?=\s*[-|])|{_LEVEL}\b:?(?:[\w.]+:)?))*(?:\s*[-|:](?=\s))?\s?"
     rf"|\[{_LEVEL}\]\s?|{_LEVEL}:[\w.<>]*:\s?"
     r"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]\s?"
-    rf"|{_LEVEL} \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? [\w.-]+:\d+\]\s?"
+    rf"|{_LEVEL} \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \[?[\w.-]+:\d+\]\s?"
     r"|\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ \S+:\d+\]\s?)"
 )
 # A line wrapped in markdown emphasis or inline code: `**...**`, `_**...**_`, `` `...` ``.
@@ -45,7 +47,17 @@ _ITALIC = re.compile(r"^_(?P<inner>(?:[\w.]+(?:Error|Exception|Warning)\b.*|Trac
 # Bold that closes mid-line (`**RuntimeError: CUDA out of memory.** Tried to allocate ...`).
 _LEADING_BOLD = re.compile(r"^(?P<u>_?)(?P<stars>\*{2,3})(?P<inner>[^*]+?)(?P=stars)(?P=u)(?P<rest>(?:[\s:].*)?)$")
 # Ray prefixes every line of a worker's output: `(RayWorkerVllm pid=7602) `, `(pid=123, ip=10.0.0.1) `.
-_RAY = re.compile(r"^\((?:[\w.-]+ )?pid=\d+(?:, ip=[\d.]+)?\)\s?")
+_RAY = re.compile(r"^\((?:[\w.-]+ )?(?:rank=\d+ )?pid=\d+(?:, ip=[\d.]+)?\)\s?")
+# Ray's log deduplication suffix: `... [repeated 6x across cluster]`.
+_RAY_REPEATED = re.compile(r" \[repeated \d+x across cluster\]$")
+# Notebook frames pasted with their links (Colab, VS Code, Jupyter in a browser):
+# `[<ipython-input-4-..>](https://localhost:8080/#)`, `[line 592](vscode-notebook-cell:?...)`,
+# `[3695](https://file+.vscode-resource.vscode-cdn.net/...)`: the link text is what was printed.
+_NOTEBOOK_LINK = re.compile(r"\[([^\]\n]*)\]\((?:https?://localhost|vscode-notebook-cell:|file:|https://file\+|"
+                            r"https?://vscode-remote|vscode-remote)[^)\s]*\)")
+# A paste with the viewer's line numbers kept: `[1860] frame #1: ...`.
+_LINE_NUMBER = re.compile(r"^\[\d{1,6}\] ")
+_LINE_NUMBERED = re.compile(r"(?m)^\[\d{1,6}\] ")
 # pytest's failure report: `E   RuntimeError: ...` (and bare `E` for blank lines).
 _PYTEST_E = re.compile(r"^E(?: {3,}|$)")
 _PYTEST_REPORT = re.compile(r"(?m)^E {3,}\S")
@@ -57,7 +69,7 @@ _PASTED = re.compile(r"(?m)^[ \t]*(?:>|\*\*|_\*|__\*|_[A-Za-z]\w*(?:Error|Except
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 # VS Code's exception widget header, in the display languages seen in pasted reports.
 _VSCODE = ("Exception has occurred:", "发生异常:")
-_RICH_BAR = "│"
+_RICH_BAR = RICH_BAR
 _RICH_EDGE = re.compile(r"^\s*[╭╰][─\s\w()]*[╮╯]\s*$")
 _RICH_FRAME = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
 _RICH_FRAME_WRAPPED = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in$")
@@ -169,6 +181,9 @@ def _normalize_lines(text: str) -> list[Line]:
     labelled = len(_LABELLED_TRACEBACK.findall(text[:2_000_000])) >= 2
     pasted = _PASTED.search(text) is not None
     pytest = len(_PYTEST_REPORT.findall(text[:2_000_000])) >= 2
+    numbered = len(_LINE_NUMBERED.findall(text[:200_000])) >= 3
+    if "](" in text:
+        text = _NOTEBOOK_LINK.sub(r"\1", text)
     if "\t" in text:
         text = text.replace("\t", "    ")
     text = _CONTROL.sub("", text)
@@ -185,8 +200,12 @@ def _normalize_lines(text: str) -> list[Line]:
             line = _unquote(segment) if pasted else segment
             if pytest and _PYTEST_E.match(line):
                 line = line[1:].lstrip(" ")
+            if numbered:
+                line = _LINE_NUMBER.sub("", line, count=1)
             if line.startswith("(") and "pid=" in line[:80]:
                 line = _RAY.sub("", line, count=1)
+                if line.endswith("across cluster]"):
+                    line = _RAY_REPEATED.sub("", line)
             rank = None
             if labelled:
                 found = _LABEL.match(line)
@@ -269,7 +288,6 @@ def _vscode(lines: list[Line]) -> list[Line]:
 
 
 _RANK_BAR = _RICH_BAR
-BOX_START = ("╭", "╰", _RICH_BAR)  # rich's box: anchors.py looks for these too
 _GROUP_START = ("|", "+")
 
 

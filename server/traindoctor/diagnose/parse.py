@@ -15,17 +15,15 @@ import re
 from dataclasses import dataclass, replace
 
 from ..model import ExceptionInfo, Frame, Traceback
+from .markers import BARE_TYPE_SUFFIXES, HEADER
 from .normalize import Line, normalize
 from .user_frame import is_user_path
 
-HEADER = "Traceback (most recent call last)"
-FRAME_MARK = 'File "'  # every frame line holds it; with HEADER and the suffixes below, what anchors.py finds
 _FRAME = re.compile(r'^(?P<indent>\s*)File "(?P<path>[^"]*)", line (?P<line>\d+)(?:, in (?P<func>.+?))?\s*$')
 _CARET = re.compile(r"^[\s~^]+$")
 _EXC = re.compile(r"^(?P<type>[A-Za-z_][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*)(?::(?:\s?(?P<msg>.*)))?$")
 _STRONG_TYPE = re.compile(r"(?:Error|Exception|Exit|Interrupt|Iteration|Warning|Failure|Fault|Timeout|Group)$")
 # A `Type: message` line with no frames counts only for failures, not warnings.
-BARE_TYPE_SUFFIXES = ("Error", "Exception", "Exit", "Interrupt", "Failure", "Fault", "Timeout")
 _BARE_TYPE = re.compile(f"(?:{'|'.join(BARE_TYPE_SUFFIXES)})$")
 _CAUSE = "The above exception was the direct cause of the following exception"
 _CONTEXT = "During handling of the above exception, another exception occurred"

@@ -15,8 +15,7 @@ from typing import Any
 from ..model import Diagnosis, Probes, TensorSummary
 from .extract import human_size
 from .kinds import FALLBACK, Live, hook, recognised_live
-
-MAX_LISTED = 6
+from .probe_values import MAX_LISTED, describe, nonfinite_tensors, numel, probes_value
 
 
 def gather(kind: str, message: str, probes: Probes, known_evidence: list[str] | tuple[str, ...] = ()) -> Live:
@@ -110,72 +109,3 @@ def _tensor_json(t: TensorSummary) -> dict[str, Any]:
     data = asdict(t)
     data["shape"] = list(t.shape)
     return data
-
-
-# --- helpers for the kinds' enrich_live hooks ----------------------------------------
-
-
-def probes_value(probes: Probes, name: str, type_: type) -> Any:
-    """The value of probe `name` when it answered with a `type_`, else None."""
-    result = probes.get(name)
-    return result.value if result is not None and result.ok and isinstance(result.value, type_) else None
-
-
-def dict_items(probes: Probes, name: str) -> list[dict[str, Any]]:
-    """The dict entries of a probe that answers a list (modules, optimizers)."""
-    return [item for item in probes_value(probes, name, list) or () if isinstance(item, dict)]
-
-
-def nonfinite_tensors(probes: Probes) -> list[TensorSummary]:
-    return [t for t in probes.tensors if (t.nan_count or 0) > 0 or (t.inf_count or 0) > 0]
-
-
-def shape(t: TensorSummary) -> str:
-    return "(" + ", ".join(str(d) for d in t.shape) + ("," if len(t.shape) == 1 else "") + ")"
-
-
-def describe(t: TensorSummary) -> str:
-    return f"`{t.name}` {shape(t)} {t.dtype} on {t.device}"
-
-
-def numel(t: TensorSummary) -> int:
-    n = 1
-    for d in t.shape:
-        n *= d
-    return n
-
-
-def split_by(live: Live, attribute: str) -> None:
-    """Evidence and a note when the frame's tensors differ in `attribute` (device, dtype)."""
-    groups: dict[str, list[TensorSummary]] = {}
-    for t in live.probes.tensors:
-        groups.setdefault(getattr(t, attribute), []).append(t)
-    for value, members in groups.items():
-        names = ", ".join(f"`{t.name}`" for t in members[:MAX_LISTED])
-        live.evidence.append(f"On {attribute} {value}: {names}.")
-    if len(groups) < 2:
-        return
-    parts = [f"{', '.join(f'`{t.name}`' for t in members[:3])} on {value}" for value, members in groups.items()]
-    live.notes.append(f"the frame mixes {attribute}s: " + "; ".join(parts) + ".")
-
-
-def model_memory(live: Live) -> tuple[dict[str, Any], bool]:
-    """Parameters + gradients + buffers + optimizer state, from the modules and optimizers probes,
-    and whether any module or optimizer was read."""
-    modules = [m for m in dict_items(live.probes, "modules") if not m.get("contained_in") and "error" not in m]
-    optimizers = [o for o in dict_items(live.probes, "optimizers") if "error" not in o]
-    memory: dict[str, Any] = {
-        "parameters": sum(int(m.get("param_bytes", 0)) for m in modules),
-        "gradients": sum(int(m.get("grad_bytes", 0)) for m in modules),
-        "buffers": sum(int(m.get("buffer_bytes", 0)) for m in modules),
-        "optimizer_state": sum(int(o.get("state_bytes", 0)) for o in optimizers),
-    }
-    memory["model_total"] = sum(memory.values())
-    if modules or optimizers:
-        live.evidence.append(
-            "Model memory: parameters {} + gradients {} + buffers {} + optimizer state {} = {}.".format(
-                human_size(memory["parameters"]), human_size(memory["gradients"]), human_size(memory["buffers"]),
-                human_size(memory["optimizer_state"]), human_size(memory["model_total"]),
-            )
-        )
-    return memory, bool(modules or optimizers)

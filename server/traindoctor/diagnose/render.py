@@ -1,4 +1,5 @@
-"""Diagnosis -> short readable text: title, `path:line`, root cause, numbered fixes."""
+"""Diagnosis -> short readable text: title, `path:line`, the cause line, root cause, numbered fixes,
+other explanations, references."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True
         out.append(f"  at {loc.path}:{loc.line} in {loc.function}")
         if loc.code:
             out.append(f"     {loc.code}")
+    cause = diagnosis.cause_location
+    if cause:
+        out.append(f"  cause at {cause.get('path')}:{cause.get('line')}" + (f": {cause['code']}" if cause.get("code") else ""))
+        out.extend(textwrap.wrap(str(cause.get("why") or ""), width, initial_indent="     ", subsequent_indent="     "))
     if diagnosis.rank is not None:
         out.append(f"  rank {diagnosis.rank}")
     out.append("")
@@ -63,4 +68,9 @@ def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True
         for hypothesis in diagnosis.hypotheses[1:]:
             out.extend(textwrap.wrap(f"[{hypothesis.kind}, {hypothesis.confidence:.2f}] {hypothesis.cause}", width,
                                      initial_indent="  - ", subsequent_indent="    "))
-    return "\n".join(out) + "\n"
+    if diagnosis.references:
+        out.append("")
+        out.append("References:")
+        for ref in diagnosis.references[:6]:
+            out.append(f"  - {ref.get('title')}: {ref.get('url')}")
+        return "\n".join(out) + "\n"

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .markers import ELASTIC_FAILURES, ELASTIC_ROOT
 from .normalize import Line
 from .parse import HEADER, LOG_RECORD, Block, Chain
 from .user_frame import deepest_user_frame
@@ -121,9 +122,8 @@ def scan_log(lines: list[Line], joined: str, offsets: list[int]) -> list[Candida
     return hits
 
 
-_ROOT = "Root Cause (first observed failure)"
-_FAILURES = "Failures:"
-ELASTIC_MARKS = (_ROOT, _FAILURES)  # torchrun's failure table starts at one of these
+_ROOT = ELASTIC_ROOT
+_FAILURES = ELASTIC_FAILURES
 _FIELD = re.compile(r"^\s*(time|host|rank|exitcode|error_file|traceback)\s*:\s?(.*)$")
 
 
@@ -256,7 +256,8 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
             if specific and (winner.signature.symptom or winner.signature.kind == "other"
                              or best.signature.priority >= winner.signature.priority):
                 winner = best
-            elif not specific and (winner.signature.symptom or winner.signature.kind == "other"):
+            elif not specific and (winner.signature.symptom or winner.signature.kind == "other") and (
+                    len(ranks) > 1 or elastic is not None):  # one rank's prefixes alone say nothing of a rank failure
                 rank_failure = _rank_failure_signature()
                 winner = Candidate(rank_failure, dict(winner.facts) if winner.signature is rank_failure else {},
                                    best.chain, best.block, rank=root_rank)

@@ -235,8 +235,17 @@ if torch is not None:
                 for g in groups[:8]:
                     lr = g.get('lr')
                     lrs.append(float(lr) if isinstance(lr, (int, float)) else (float(lr.item()) if is_a(lr, torch.Tensor) and lr.numel() == 1 else str(lr)))
+                settings = {}
+                g0 = groups[0] if groups else {}
+                for key in ('betas', 'eps', 'weight_decay', 'momentum'):
+                    val = g0.get(key)
+                    if isinstance(val, (int, float)) and not isinstance(val, bool):
+                        settings[key] = float(val)
+                    elif isinstance(val, (tuple, list)) and all(isinstance(b, (int, float)) for b in val):
+                        settings[key] = [float(b) for b in val]
                 found.append({'name': k, 'scope': scope, 'type': type(v).__name__, 'lr': lrs,
-                              'param_groups': len(groups), 'params': nparams, 'state_bytes': sbytes})
+                              'param_groups': len(groups), 'params': nparams, 'state_bytes': sbytes,
+                              'settings': settings})
             except Exception as e:
                 found.append({'name': k, 'type': type(v).__name__, 'error': type(e).__name__ + ': ' + str(e)[:200]})
 __td_out = json.dumps(found)

@@ -251,13 +251,20 @@ def read_curves(paths: Iterable[str | Path]) -> RunData:
     return RunData("curves", series, files=tuple(files))
 
 
+_NAN_FAMILY = ("nan-onset", "divergence", "gradient-explosion", "loss-spike")
+
+
 def diagnose_curves(text: str, diagnosis: Any) -> Any:
     """For `diagnose`: a log without a traceback may still show a NaN, a divergence or a plateau.
 
     Returns the first curve finding's Diagnosis (every finding in details["curve_findings"]), or
     `diagnosis` unchanged when it recognised a failure or the log has no curves.
     """
-    if getattr(diagnosis, "kind", "other") != "other" or getattr(diagnosis, "exception", None) is not None:
+    details = getattr(diagnosis, "details", None) or {}
+    # A NaN inferred from loose log lines (partial evidence) is refined by the curves' onset.
+    refinable = getattr(diagnosis, "kind", "") == "nan-inf" and str(details.get("signature", "")).startswith("partial:")
+    if (getattr(diagnosis, "kind", "other") != "other" and not refinable) \
+            or getattr(diagnosis, "exception", None) is not None:
         return diagnosis
     import dataclasses
 
@@ -273,6 +280,10 @@ def diagnose_curves(text: str, diagnosis: Any) -> Any:
     if not findings:
         return diagnosis
     first = findings[0]
+    if refinable and first.diagnosis.kind not in _NAN_FAMILY:
+        return diagnosis
     details = dict(first.diagnosis.details)
     details["curve_findings"] = [f.to_json() for f in findings]
-    return dataclasses.replace(first.diagnosis, details=details)
+    from ..diagnose.engine import with_references
+
+    return with_references(dataclasses.replace(first.diagnosis, details=details))

@@ -144,6 +144,7 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
         if len(before) >= 3 and before[-1] > 2 * min(before) and before[-1] > before[0]:
             facts["diverged"] = True
             facts["growth"] = f"{num(min(before))} -> {num(before[-1])}"
+        facts.update(_trajectory(before))
         location = None
         details: dict[str, Any] = {"series": series.name}
         if run.records:
@@ -164,6 +165,24 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
             details["log_line"] = series.lines[series.steps.index(step)]
         hits.append(Hit(step, facts, location, details=details))
     return hits
+
+
+def _trajectory(before: list[float]) -> dict[str, Any]:
+    """The loss's shape before a NaN: growing geometrically (each step a multiple of the last:
+    a learning rate that is too high), one spike out of a steady run (a bad batch), or steady
+    (then an unsafe operation on finite inputs)."""
+    tail = [abs(v) for v in before[-4:]]
+    if len(tail) >= 3 and all(b > 1.5 * a > 0 for a, b in zip(tail, tail[1:])):
+        factor = (tail[-1] / tail[0]) ** (1 / (len(tail) - 1))
+        return {"trajectory": f"growing geometrically (x{num(factor)} per step)", "geometric": True}
+    steady = [abs(v) for v in before[-12:-1]]
+    if len(steady) >= 3:
+        median = sorted(steady)[len(steady) // 2]
+        if median > 0 and abs(before[-1]) > 5 * median and max(steady) < 3 * median:
+            return {"trajectory": "one spike out of a steady run", "spike": True}
+        if max(steady) < 3 * max(min(steady), 1e-12):
+            return {"trajectory": "steady", "steady": True}
+    return {}
 
 
 def _finite_before_onset(series: Series) -> list[tuple[int, float]]:
@@ -348,9 +367,12 @@ def memory_leak(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
         growth = points[-1][1] - points[0][1]
         if slope <= 0 or r2 < float(params.get("min_r2", 0.9)) or growth < float(params.get("min_growth_bytes", 2e7)):
             continue
+        if not _still_growing(points, float(params.get("min_tail_ratio", 0.5))):
+            continue  # warm-up that levels off, or a cache the program frees
         facts: dict[str, Any] = {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
                                  "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
-                                 "first_step": points[0][0], "last_step": points[-1][0]}
+                                 "first_step": points[0][0], "last_step": points[-1][0],
+                                 "clear_step": _clear_step(points, params)}
         findings = lint()
         location = site_frame(run.meta.get("step_site"))
         if findings:
@@ -361,6 +383,34 @@ def memory_leak(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
             location = _finding_frame(finding)
         return [Hit(points[0][0], facts, location, tuple(findings), {"metric": name, "slope_bytes": slope})]
     return []
+
+
+def _still_growing(points: list[tuple[int, float]], min_tail_ratio: float) -> bool:
+    """Growth at constant work keeps its rate to the end: the last half grows at least
+    `min_tail_ratio` times as fast as the first half (a warm-up levels off), and the memory
+    is not given back (a cache the program frees drops below its peak)."""
+    half = len(points) // 2
+    if half < 3:
+        return True
+    head, _ = _linear_fit(points[:half])
+    tail, _ = _linear_fit(points[half:])
+    if head > 0 and tail < min_tail_ratio * head:
+        return False
+    values = [v for _, v in points]
+    growth = values[-1] - values[0]
+    return max(values) - values[-1] <= 0.25 * max(growth, 1.0)
+
+
+def _clear_step(points: list[tuple[int, float]], params: Mapping[str, Any]) -> int:
+    """The first step by which the growth was clear: enough steps, growth and a straight line."""
+    min_steps = int(params.get("min_steps", 20))
+    for end in range(min(min_steps, len(points)), len(points) + 1):
+        part = points[:end]
+        slope, r2 = _linear_fit(part)
+        if (slope > 0 and r2 >= float(params.get("min_r2", 0.9))
+                and part[-1][1] - part[0][1] >= float(params.get("min_growth_bytes", 2e7))):
+            return part[-1][0]
+    return points[-1][0]
 
 
 def _rule_fix(code: str) -> str:

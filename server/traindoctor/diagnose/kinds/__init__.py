@@ -26,7 +26,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ...model import ExceptionInfo, Frame, Probes
+from ...model import ExceptionInfo, Frame, Probes, TensorSummary
+from ..extract import human_size as _human_size
+from ..probe_values import MAX_LISTED, describe, dict_items
 
 if TYPE_CHECKING:
     from ..normalize import Line
@@ -121,8 +123,6 @@ class Live:
         if self.frame_described:
             return
         self.frame_described = True
-        from ..probe_evidence import describe
-
         result = self.probes.get("scalars")
         values = [v for v in (result.value if result and result.ok and isinstance(result.value, list) else [])
                   if isinstance(v, dict)]
@@ -132,3 +132,55 @@ class Live:
         tensors = [t for t in self.probes.tensors if t.scope != "module"]
         if tensors:
             self.evidence.append("Tensors in the failing frame: " + ", ".join(describe(t) for t in tensors[:4]) + ".")
+
+
+def derive(kind: str, facts: dict[str, Any], text: str) -> dict[str, Any]:
+    """Derived facts: the values a signature's regexes pull out, turned into the numbers and
+    flags its templates need (sizes in bytes, fragmentation, key lists), by `kind`'s `derive`
+    hook; never raises on odd values (a fact that cannot be computed is simply absent)."""
+    handler = getattr(hooks(kind), "derive", None)
+    if handler is None:
+        return {}
+    try:
+        return handler(facts, text)
+    except (ValueError, TypeError, ZeroDivisionError, KeyError):
+        return {}  # odd values: keep what the regexes gave
+
+
+# --- helpers for the kinds' enrich_live hooks: what a Live adds from the probes ----------
+
+
+def split_by(live: Live, attribute: str) -> None:
+    """Evidence and a note when the frame's tensors differ in `attribute` (device, dtype)."""
+    groups: dict[str, list[TensorSummary]] = {}
+    for t in live.probes.tensors:
+        groups.setdefault(getattr(t, attribute), []).append(t)
+    for value, members in groups.items():
+        names = ", ".join(f"`{t.name}`" for t in members[:MAX_LISTED])
+        live.evidence.append(f"On {attribute} {value}: {names}.")
+    if len(groups) < 2:
+        return
+    parts = [f"{', '.join(f'`{t.name}`' for t in members[:3])} on {value}" for value, members in groups.items()]
+    live.notes.append(f"the frame mixes {attribute}s: " + "; ".join(parts) + ".")
+
+
+def model_memory(live: Live) -> tuple[dict[str, Any], bool]:
+    """Parameters + gradients + buffers + optimizer state, from the modules and optimizers probes,
+    and whether any module or optimizer was read."""
+    modules = [m for m in dict_items(live.probes, "modules") if not m.get("contained_in") and "error" not in m]
+    optimizers = [o for o in dict_items(live.probes, "optimizers") if "error" not in o]
+    memory: dict[str, Any] = {
+        "parameters": sum(int(m.get("param_bytes", 0)) for m in modules),
+        "gradients": sum(int(m.get("grad_bytes", 0)) for m in modules),
+        "buffers": sum(int(m.get("buffer_bytes", 0)) for m in modules),
+        "optimizer_state": sum(int(o.get("state_bytes", 0)) for o in optimizers),
+    }
+    memory["model_total"] = sum(memory.values())
+    if modules or optimizers:
+        live.evidence.append(
+            "Model memory: parameters {} + gradients {} + buffers {} + optimizer state {} = {}.".format(
+                _human_size(memory["parameters"]), _human_size(memory["gradients"]), _human_size(memory["buffers"]),
+                _human_size(memory["optimizer_state"]), _human_size(memory["model_total"]),
+            )
+        )
+    return memory, bool(modules or optimizers)

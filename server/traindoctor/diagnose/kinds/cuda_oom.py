@@ -87,7 +87,8 @@ def _offer_budget(failure: Failure) -> None:
 
 
 def enrich_live(live: Live) -> None:
-    from ..probe_evidence import model_memory, probes_value
+    from ..probe_values import probes_value
+    from . import model_memory
 
     memory, model_known = model_memory(live)
     cuda = (probes_value(live.probes, "env", dict) or {}).get("cuda_memory") or {}

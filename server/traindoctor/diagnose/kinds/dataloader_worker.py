@@ -30,7 +30,7 @@ def refine(failure: Failure) -> None:
     inner = next((b for b in chain.blocks[index + 1:] if b.relation == "original"), None)
     if inner is None or inner.exception is None:
         return
-    from ..extract import derive as derive_facts
+    from . import derive as derive_facts
     from ..parse import Chain
     from ..select import classify_chain, deepest_user_frame, exception_text
 

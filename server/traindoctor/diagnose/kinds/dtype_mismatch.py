@@ -27,6 +27,6 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 def enrich_live(live: Live) -> None:
-    from ..probe_evidence import split_by
+    from . import split_by
 
     split_by(live, "dtype")

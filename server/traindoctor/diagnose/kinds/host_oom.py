@@ -32,7 +32,8 @@ _REQUEST = re.compile(r"you tried to allocate (\d+) bytes")
 
 
 def enrich_live(live: Live) -> None:
-    from ..probe_evidence import model_memory, probes_value
+    from ..probe_values import probes_value
+    from . import model_memory
 
     memory, _ = model_memory(live)
     env = probes_value(live.probes, "env", dict) or {}

@@ -48,7 +48,7 @@ _SAVED = re.compile(r"\[torch\.(\w+) \[([\d, ]*)\]\].*?is at version (\d+); expe
 
 
 def enrich_live(live: Live) -> None:
-    from ..probe_evidence import MAX_LISTED, describe
+    from ..probe_values import MAX_LISTED, describe
 
     m = _SAVED.search(live.message)
     if not m:

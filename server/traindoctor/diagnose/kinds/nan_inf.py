@@ -34,14 +34,43 @@ def refine(failure: Failure) -> None:
 
 
 def recognise_live(probes: Probes) -> str | None:
-    from ..probe_evidence import nonfinite_tensors
+    from ..probe_values import nonfinite_tensors
 
     return "nan-value-error" if nonfinite_tensors(probes) else None
 
 
-def enrich_live(live: Live) -> None:
-    from ..probe_evidence import MAX_LISTED, dict_items, nonfinite_tensors
+# A learning rate at or above these is far outside the usual range of the optimizer family.
+_ADAPTIVE = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "Adafactor")
+_HIGH_LR = {"adaptive": 0.05, "other": 5.0}
 
+
+def _optimizer_settings(live: Live) -> None:
+    """The optimizers' settings read live (lr, betas, eps, weight decay) as evidence; a learning
+    rate far above its family's usual range is said first: it is what makes weights diverge."""
+    from ..probe_values import dict_items
+
+    for optimizer in dict_items(live.probes, "optimizers")[:3]:
+        if "error" in optimizer:
+            continue
+        lrs = [lr for lr in optimizer.get("lr") or () if isinstance(lr, (int, float))]
+        settings = optimizer.get("settings") if isinstance(optimizer.get("settings"), dict) else {}
+        shown = [f"lr {', '.join(f'{lr:g}' for lr in lrs)}"] if lrs else []
+        shown += [f"{k.replace('_', ' ')} {tuple(v) if isinstance(v, list) else f'{v:g}'}" for k, v in settings.items()]
+        if shown:
+            live.evidence.append(f"Optimizer `{optimizer.get('name')}` ({optimizer.get('type')}): " + ", ".join(shown) + ".")
+        family = "adaptive" if str(optimizer.get("type")) in _ADAPTIVE else "other"
+        high = [lr for lr in lrs if lr >= _HIGH_LR[family]]
+        if high:
+            live.notes.insert(0, f"the learning rate of `{optimizer.get('name')}` ({high[0]:g}) is far above the usual "
+                                 f"range for {optimizer.get('type')}: too large a step makes the weights diverge until "
+                                 "they overflow; lower it first (by 10x or more, or add warm-up).")
+            live.details["lr_too_high"] = {"optimizer": optimizer.get("name"), "lr": high[0]}
+
+
+def enrich_live(live: Live) -> None:
+    from ..probe_values import MAX_LISTED, dict_items, nonfinite_tensors
+
+    _optimizer_settings(live)
     tensors = nonfinite_tensors(live.probes)
     bad_grads = [(m.get("name"), g) for m in dict_items(live.probes, "modules") for g in m.get("nonfinite_grads") or ()]
     for module, param in bad_grads[:MAX_LISTED]:

@@ -16,7 +16,7 @@ _BRACKETS = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 def enrich_live(live: Live) -> None:
-    from ..probe_evidence import MAX_LISTED, describe, dict_items
+    from ..probe_values import MAX_LISTED, describe, dict_items
 
     message = live.message
     shapes: set[tuple[int, ...]] = set()

@@ -1,0 +1,223 @@
+"""Pastes whose decisive message is missing (issue 28, point 1): every shape of the issue's
+list gets ranked hypotheses with what supports each, the check that decides it and fixes;
+logs with no failure stay `other`. The pastes are shaped like the real ones of the issue
+(their frames, prefixes and noise), written here so that the wild corpus stays unseen data."""
+
+from __future__ import annotations
+
+import pytest
+
+from traindoctor.diagnose import diagnose_text
+from traindoctor.monitor.curves import diagnose_curves
+
+BACKWARD_NO_MESSAGE = """\
+Traceback (most recent call last):
+  File "train.py", line 254, in <module>
+    main()
+  File "train.py", line 166, in train
+    loss.backward()
+  File "/opt/conda/lib/python3.10/site-packages/torch/_tensor.py", line 522, in backward
+    torch.autograd.backward(
+  File "/opt/conda/lib/python3.10/site-packages/torch/autograd/__init__.py", line 266, in backward
+    _engine_run_backward(
+  File "/opt/conda/lib/python3.10/site-packages/torch/autograd/graph.py", line 744, in _engine_run_backward
+    return Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass
+"""
+
+DDP_REDUCER = """\
+Traceback (most recent call last):
+  File "tools/train.py", line 142, in <module>
+    main()
+  File "/home/u/proj/apis/train.py", line 75, in batch_processor
+    losses = model(**data)
+  File "/opt/conda/lib/python3.8/site-packages/torch/nn/modules/module.py", line 541, in __call__
+    result = self.forward(*input, **kwargs)
+  File "/opt/conda/lib/python3.8/site-packages/torch/nn/parallel/distributed.py", line 459, in forward
+    self.reducer.prepare_for_backward([])
+"""
+
+COLLATE = """\
+Traceback (most recent call last):
+  File "train.py", line 161, in main
+    for step, batch in enumerate(loader):
+  File "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py", line 633, in __next__
+    data = self._next_data()
+  File "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py", line 677, in _next_data
+    data = self._dataset_fetcher.fetch(index)  # may raise StopIteration
+  File "/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py", line 54, in fetch
+    return self.collate_fn(data)
+  File "/usr/lib/python3/dist-packages/torch/utils/data/_utils/collate.py", line 265, in default_collate
+    return collate(batch, collate_fn_map=default_collate_fn_map)
+"""
+
+LIGHTNING_CUT = """\
+  File "/home/u/proj/train.py", line 88, in main
+    trainer.fit(model, datamodule=dm)
+  File "/venv/lib/python3.11/site-packages/lightning/pytorch/trainer/trainer.py", line 544, in fit
+    call._call_and_handle_interrupt(
+  File "/venv/lib/python3.11/site-packages/lightning/pytorch/loops/optimization/automatic.py", line 146, in closure
+    self._backward_fn(step_output.closure_loss)
+  File "/venv/lib/python3.11/site-packages/lightning/pytorch/core/module.py", line 1090, in backward
+    loss.backward(*args, **kwargs)
+  File "/venv/lib/python3.11/site-packages/torch/_tensor.py", line 525, in backward
+    torch.autograd.backward(
+  File "/venv/lib/python3.11/site-packages/torch/autograd/__init__.py", line 267, in backward
+    _engine_run_backward(
+"""
+
+HF_PADDING_CUT = """\
+Traceback (most recent call last):
+  File "/root/finetune.py", line 70, in <module>
+    trainer.train()
+  File "/root/venv/lib/python3.10/site-packages/transformers/tokenization_utils_base.py", line 2806, in __call__
+    padding_strategy, truncation_strategy, max_length, kwargs = self._get_padding_truncation_strategies(
+  File "/root/venv/lib/python3.10/site-packages/transformers/tokenization_utils_base.py", line 2443, in _get_padding_truncation_strategies
+    # Test if we have a padding token
+"""
+
+IPYTHON_CELL = """\
+---------------------------------------------------------------------------
+RuntimeError                              Traceback (most recent call last)
+Cell In[12], line 4
+      2 model.train()
+      3 for xb, yb in loader:
+----> 4     out = model(xb)
+
+File ~/miniconda3/lib/python3.11/site-packages/torch/utils/data/dataloader.py:631, in _BaseDataLoaderIter.__next__(self)
+--> 631     data = self._next_data()
+
+File ~/miniconda3/lib/python3.11/site-packages/torch/utils/data/_utils/collate.py:265, in default_collate(batch)
+--> 265     return collate(batch, collate_fn_map=default_collate_fn_map)
+"""
+
+AMP_LOG = """\
+[amp] mixed precision: fp16, loss scale 65536.0
+step 118 | loss=2.3104 | Grad=12.40 | lr=3.0e-04
+step 119 | loss=2.2987 | Grad=inf | lr=3.0e-04
+step 120 | loss=nan | Grad=inf | lr=3.0e-04
+step 121 | loss=nan | Grad=nan | lr=3.0e-04
+"""
+
+APEX_COLLAPSE = "\n".join(
+    f"Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to {2.0 ** -k}" for k in range(1, 12)) + "\n"
+APEX_ONCE = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n"
+
+KILLED_TQDM = "Epoch 3:  41%|████      | 410/1000 [12:01<17:18,  1.76s/it, loss=0.412]Killed\n"
+
+RICH_FRAGMENT = """\
+│    673 │   │   index = self._next_index()  # may raise StopIteration         │
+│ ❱  674 │   │   data = self._dataset_fetcher.fetch(index)  # may raise StopIt │
+│                                                                              │
+│ /venv/lib/python3.9/site-packages/torch/utils/data/_utils/fetch.py:54 in     │
+│ fetch                                                                        │
+│                                                                              │
+│   53 │   │   │   data = self.dataset[possibly_batched_index]                 │
+│ ❱ 54 │   │   return self.collate_fn(data)                                    │
+│   55                                                                         │
+"""
+
+SHREDDED = """\
+2024-05-02 09:41:11,001 - ERROR - Traceback (most recent call last):
+2024-05-02 09:41:11,001 - ERROR -   File "/work/run/train.py", line 210, in <module>
+2024-05-02 09:41:11,002 - ERROR -     loss = model(batch).loss
+2024-05-02 09:41:11,002 - ERROR -   File "/opt/venv/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1532, in _wrapped_call_impl
+2024-05-02 09:41:11,002 - ERROR -     return self._call_impl(*args, **kwargs)
+2024-05-02 09:41:11,003 - ERROR -   File "/opt/venv/lib/python3.10/site-packages/torch/nn/parallel/distributed.py", line 1589, in forward
+2024-05-02 09:41:11,003 - ERROR -     inputs, kwargs = self._pre_forward(*inputs, **kwargs)
+2024-05-02 09:41:11,003 - ERROR -   File "/opt/venv/lib/python3.10/site-packages/torch/nn/parallel/distributed.py", line 1480, in _pre_forward
+2024-05-02 09:41:11,004 - ERROR -     if torch.is_grad_enabled() and self.reducer._rebuild_buckets():
+2024-05-02 09:41:11,004 - ERROR -     self.reducer.prepare_for_backward([])
+"""
+
+
+def _diagnose(text: str):
+    return diagnose_curves(text, diagnose_text(text, correlate=False))  # what `traindoctor diagnose` does
+
+
+def _kinds(diagnosis) -> list[str]:
+    return [h.kind for h in diagnosis.hypotheses]
+
+
+def test_backward_without_message_ranks_the_autograd_causes() -> None:
+    diagnosis = _diagnose(BACKWARD_NO_MESSAGE)
+    assert diagnosis.kind in {"inplace-modification", "graph-reuse", "no-grad"}
+    assert {"inplace-modification", "graph-reuse", "no-grad"} <= set(_kinds(diagnosis))
+    assert (diagnosis.location.path, diagnosis.location.line) == ("train.py", 166)
+    for hypothesis in diagnosis.hypotheses:
+        assert hypothesis.check and hypothesis.evidence and hypothesis.fixes
+    assert "backward" in diagnosis.hypotheses[0].evidence[0]
+    confidences = [h.confidence for h in diagnosis.hypotheses]
+    assert confidences == sorted(confidences, reverse=True) and sum(confidences) <= 1.0 + 1e-9
+
+
+def test_ddp_reducer_stack_is_unused_parameters() -> None:
+    diagnosis = _diagnose(DDP_REDUCER)
+    assert diagnosis.kind == "distributed"
+    assert "find_unused_parameters" in " ".join(f.detail for f in diagnosis.fixes)
+
+
+def test_default_collate_stack_is_samples_of_different_sizes() -> None:
+    diagnosis = _diagnose(COLLATE)
+    assert diagnosis.kind == "shape-mismatch"
+    assert "stack" in diagnosis.root_cause or "stack" in " ".join(diagnosis.evidence)
+    assert diagnosis.location.path == "train.py"
+
+
+def test_lightning_stack_cut_in_backward() -> None:
+    diagnosis = _diagnose(LIGHTNING_CUT)
+    assert diagnosis.kind in {"inplace-modification", "graph-reuse", "no-grad"}
+    assert diagnosis.location.path == "/home/u/proj/train.py"
+
+
+def test_hf_stack_cut_in_padding() -> None:
+    assert _diagnose(HF_PADDING_CUT).kind == "hf-setup"
+
+
+def test_ipython_cell_paste_keeps_the_cell_as_location() -> None:
+    diagnosis = _diagnose(IPYTHON_CELL)
+    assert diagnosis.kind == "shape-mismatch"
+    assert (diagnosis.location.path, diagnosis.location.line) == ("Cell In[12]", 4)
+
+
+def test_amp_log_with_inf_grads_and_nan_loss() -> None:
+    diagnosis = _diagnose(AMP_LOG)
+    assert diagnosis.kind in {"nan-inf", "nan-onset", "amp"}
+    kinds = set(_kinds(diagnosis)) | {diagnosis.kind}
+    assert kinds & {"nan-inf", "nan-onset"}
+
+
+def test_apex_scale_collapse_is_amp_and_one_overflow_is_healthy() -> None:
+    assert _diagnose(APEX_COLLAPSE).kind == "amp"
+    assert _diagnose(APEX_ONCE).kind == "other"
+
+
+def test_killed_glued_to_a_tqdm_bar() -> None:
+    assert _diagnose(KILLED_TQDM).kind == "host-oom"
+
+
+def test_rich_box_fragment_in_collate() -> None:
+    assert _diagnose(RICH_FRAGMENT).kind == "shape-mismatch"
+
+
+def test_shredded_log_with_a_timestamp_on_every_fragment() -> None:
+    diagnosis = _diagnose(SHREDDED)
+    assert diagnosis.kind == "distributed"
+    assert (diagnosis.location.path, diagnosis.location.line) == ("/work/run/train.py", 210)
+
+
+HEALTHY = {
+    "hf-trainer": "{'loss': 1.141, 'learning_rate': 8.36e-05, 'epoch': 50.0}\n{'loss': 0.0003, 'learning_rate': 6.7e-05, 'epoch': 100.0}\n",
+    "scheduler-warning": ("/usr/lib/python3/dist-packages/torch/optim/lr_scheduler.py:123: UserWarning: Detected call of "
+                          "`lr_scheduler.step()` before `optimizer.step()`.\n"),
+    "nccl-info": ("node1:3674:3674 [0] NCCL INFO Using network IB\n"
+                  "node1:3674:3674 [0] NCCL INFO ncclCommInitRank comm 0xa624cf0 rank 0 nranks 8 - Init START\n"),
+    "deepspeed-memory": ("[2023-01-15 19:09:56,641] [INFO] [logging.py:68:log_dist] [Rank 0] step=2500, skipped=0, lr=[0.05]\n"
+                         "[2023-01-15 19:09:56,788] [INFO] [utils.py:827:see_memory_usage] Engine after step\nFinished train\n"),
+    "grad-norm-finite": "epoch 3 step 100 loss: 0.4123 grad_norm: 0.3922 lr: 1e-4\nepoch 3 step 110 loss: 0.4051 grad_norm: 0.41 lr: 1e-4\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEALTHY))
+def test_healthy_logs_stay_other(name: str) -> None:
+    diagnosis = _diagnose(HEALTHY[name])
+    assert diagnosis.kind == "other", (name, diagnosis.title)

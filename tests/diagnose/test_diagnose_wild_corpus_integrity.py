@@ -1,0 +1,56 @@
+"""The wild corpus (data/wild) is what it says: every case has a source thread that is not in
+/work/shared/HELD-OUT.md (when that file is present) and not in another corpus of this
+repository, one case per thread, and a split fixed by a hash of the URL alone."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import pytest  # noqa: E402
+
+from diagnose_helpers import DATA, load_yaml  # noqa: E402
+
+WILD = DATA / "wild"
+LABELS = load_yaml(WILD / "labels.yaml")
+HELD_OUT = Path("/work/shared/HELD-OUT.md")
+
+
+def _key(url: str) -> str:
+    return url.lower().rstrip("/")
+
+
+def test_split_is_a_hash_of_the_url() -> None:
+    for entry in LABELS:
+        even = hashlib.sha256(entry["source"].encode()).digest()[0] % 2 == 0
+        assert entry["split"] == ("dev" if even else "test"), entry["id"]
+
+
+def test_one_case_per_thread_and_every_file_exists() -> None:
+    assert len({_key(entry["source"]) for entry in LABELS}) == len(LABELS)
+    for entry in LABELS:
+        assert (WILD / entry["file"]).read_text(encoding="utf-8").strip(), entry["id"]
+
+
+def test_no_thread_of_another_corpus() -> None:
+    others = set()
+    for path in DATA.rglob("*.yaml"):
+        if path.parent != WILD:
+            others |= {_key(url) for url in re.findall(r"https?://\S+", path.read_text(encoding="utf-8"))}
+    assert not others & {_key(entry["source"]) for entry in LABELS}
+
+
+@pytest.mark.skipif(not HELD_OUT.exists(), reason="the held-out list lives outside the repository")
+def test_no_held_out_repository_or_thread() -> None:
+    text = HELD_OUT.read_text(encoding="utf-8")
+    repos = {repo.lower() for repo in re.findall(r"^- ([\w.-]+/[\w.-]+)\s*$", text, re.M)}
+    repos.add("lightning-ai/pytorch-lightning")  # the same repository as Lightning-AI/lightning
+    threads = {_key(url) for url in re.findall(r"^- (https?://\S+)", text, re.M)}
+    for entry in LABELS:
+        match = re.match(r"https://github\.com/([\w.-]+/[\w.-]+)", entry["source"])
+        assert _key(entry["source"]) not in threads, entry["id"]
+        assert not match or match.group(1).lower() not in repos, entry["id"]
