@@ -20,15 +20,15 @@ import types
 CONFIG_VARIABLE = "TRAINDOCTOR_MONITOR"
 
 
-def _load_hooks():
-    """hooks.py, compiled under a `<frozen ...>` file name: debuggers (debugpy's justMyCode) and
+def _load_hooks(name: str = "hooks"):
+    """hooks.py (or rank_hooks.py), compiled under a `<frozen ...>` file name: debuggers (debugpy's justMyCode) and
     traceback readers (traindoctor's own) then treat the monitor's frames as library code, so a
     stop at a NaN shows the user's `optimizer.step()` line, not the hook that raised."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     with open(path, encoding="utf-8") as handle:
         # Like the standard library's `<frozen runpy>`: source held in memory, not the user's code.
-        code = compile(handle.read(), "<frozen traindoctor.monitor.hooks>", "exec")
-    module = types.ModuleType("traindoctor_monitor_hooks")
+        code = compile(handle.read(), f"<frozen traindoctor.monitor.{name}>", "exec")
+    module = types.ModuleType(f"traindoctor_monitor_{name}")
     module.__file__ = path
     sys.modules[module.__name__] = module
     exec(code, module.__dict__)
@@ -41,8 +41,12 @@ def main() -> None:
         sys.exit("usage: bootstrap.py SCRIPT ARGS | -m MODULE ARGS")
     config = json.loads(os.environ.pop(CONFIG_VARIABLE, "{}") or "{}")
     config.setdefault("run_dir", os.path.join(".traindoctor", "runs", f"pid-{os.getpid()}"))
+    rank_hooks = None
     try:
         hooks = _load_hooks()
+        if config.get("distributed"):  # one rank of a torchrun job: its own folder in the job's
+            rank_hooks = _load_hooks("rank_hooks")
+            config["run_dir"] = rank_hooks.rank_dir(config["run_dir"])
     except ImportError as exc:  # an interpreter without torch: the command still runs as under plain python
         print(f"traindoctor: no step monitor: this interpreter cannot import torch ({exc}); "
               f"running the command without it", file=sys.stderr, flush=True)
@@ -50,6 +54,8 @@ def main() -> None:
     monitor = hooks.Monitor(config) if hooks is not None else None
     if monitor is not None:
         monitor.install()
+        if rank_hooks is not None:
+            rank_hooks.install(monitor, config)
     if args[0] == "-m":
         if len(args) < 2:
             sys.exit("bootstrap.py: -m needs a module name")

@@ -43,12 +43,19 @@ def prepare(command: list[str]) -> DebuggeeCommand:
     if debuggee.target and debuggee.target[0] == "-c":
         raise LaunchError("`python -c` is not supported: pass a script or `-m module`")
     if debuggee.target[:2] == ("-m", "torch.distributed.run"):
-        raise LaunchError("torchrun is not supported by the monitor yet: run one process (`python train.py`)")
+        from .distributed import torchrun_command
+
+        torchrun_command(debuggee)  # checks torchrun's own options and the script (LaunchError)
     return debuggee
 
 
 def new_run_dir(debuggee: DebuggeeCommand, base: Path | None = None, label: str = "") -> Path:
     target = debuggee.target[1] if debuggee.target[0] == "-m" else Path(debuggee.target[0]).stem
+    if debuggee.target[:2] == ("-m", "torch.distributed.run"):  # the job is named after its script
+        from .distributed import torchrun_command
+
+        script = torchrun_command(debuggee).script  # type: ignore[union-attr]
+        target = Path(script).stem if script.endswith(".py") else script
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", target)[:40]
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     name = f"{stamp}-{slug}{('-' + label) if label else ''}-{secrets.token_hex(2)}"

@@ -1,0 +1,154 @@
+"""The step monitor's additions on one rank of a distributed run (torchrun, `watch -- torchrun ...`).
+
+Loaded by `bootstrap.py` next to hooks.py, inside the user's process, so it imports only torch
+and the standard library. On each rank it:
+
+- writes `rank.json` at start (rank, world size, pid): the supervisor finds the rank's process;
+- overwrites `heartbeat` at every step with the step's number and time (one `pwrite`): the step
+  records reach the disk in batches, too late to tell a hang from a fast run;
+- registers `faulthandler` on a signal, so the supervisor can read every thread's Python stack
+  when the job hangs (a C-level handler: it answers even while the rank waits inside a collective);
+- adds to the step records: a checksum of every parameter every K steps (replicas that DDP keeps
+  identical must have equal ones), and the forward time (from the batch to `backward()`): the
+  all-reduce inside `backward()` makes every rank's step as slow as the slowest, so the step time
+  cannot tell which rank computes slowly, but the forward, which synchronises nothing, can;
+- a hash and the shapes of the first batch, in `rank.json`.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import signal
+import socket
+import time
+import zlib
+from typing import Any
+
+import torch
+from torch.utils.data import dataloader as _dl
+
+_BATCH_HASH_BYTES = 1 << 20  # the first batch's hash reads at most this much of each tensor
+
+
+def rank_dir(run_dir: str) -> str:
+    """This rank's record folder inside the job's."""
+    return os.path.join(run_dir, f"rank-{os.environ.get('RANK', '0')}")
+
+
+def install(monitor: Any, config: dict[str, Any]) -> None:
+    RankMonitor(monitor, config.get("distributed") or {}).install()
+
+
+class RankMonitor:
+    def __init__(self, monitor: Any, settings: dict[str, Any]) -> None:
+        self.monitor = monitor
+        self.every = max(1, int(settings.get("checksum_every", 10)))
+        self.signal = getattr(signal, str(settings.get("stack_signal", "SIGUSR2")), signal.SIGUSR2)
+        self.batch_at: float | None = None  # when the last batch came out of a loader
+        self.backward_at: float | None = None  # the first backward() after it
+        self.info: dict[str, Any] = {
+            "rank": _int_env("RANK"), "local_rank": _int_env("LOCAL_RANK"), "world_size": _int_env("WORLD_SIZE"),
+            "pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
+            "stack_signal": self.signal.name,
+        }
+        self.stack_file: Any = None
+        self.heartbeat = -1
+
+    def install(self) -> None:
+        run_dir = self.monitor.run_dir
+        self.stack_file = open(os.path.join(run_dir, "stacks.txt"), "w", encoding="utf-8")
+        faulthandler.register(self.signal, file=self.stack_file, all_threads=True, chain=False)
+        self._write_info()
+        self.heartbeat = os.open(os.path.join(run_dir, "heartbeat"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        rank = self
+
+        original_take = self.monitor._take_step
+
+        def take_step(optimizer: Any) -> None:
+            original_take(optimizer)
+            rank._complete(self.monitor.pending)
+
+        self.monitor._take_step = take_step  # read by the pre-step hook at each step
+
+        original_next = _dl._BaseDataLoaderIter.__next__
+
+        def next_batch(iterator: Any) -> Any:
+            batch = original_next(iterator)
+            rank.batch_at = time.perf_counter()
+            rank.backward_at = None
+            if "first_batch" not in rank.info:
+                rank.info["first_batch"] = _describe_batch(batch)
+                rank._write_info()
+            return batch
+
+        self.monitor._patch(_dl._BaseDataLoaderIter, "__next__", next_batch)
+
+        original_backward = torch.Tensor.backward
+
+        def backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if rank.backward_at is None:
+                rank.backward_at = time.perf_counter()
+            return original_backward(tensor, *args, **kwargs)
+
+        backward.__wrapped__ = original_backward  # type: ignore[attr-defined]
+        self.monitor._patch(torch.Tensor, "backward", backward)
+
+    def _complete(self, record: dict[str, Any] | None) -> None:
+        """This step's record: the forward time, and every K steps the parameters' checksums (read
+        before the optimizer applies the step: after the all-reduce, replicas are still equal)."""
+        if record is None:
+            return
+        if self.batch_at is not None and self.backward_at is not None and self.backward_at >= self.batch_at:
+            record["forward_time"] = self.backward_at - self.batch_at
+        self.batch_at = self.backward_at = None
+        step = self.monitor.step
+        try:
+            os.pwrite(self.heartbeat, f"{step} {record.get('step_time', '')}".ljust(48).encode(), 0)
+        except OSError:
+            pass
+        if step == 1 or step % self.every == 0:
+            params = [p.detach() for p in self.monitor.params]
+            if params:
+                with torch.no_grad():
+                    norms = torch._foreach_norm(params)
+                    record["param_checksum"] = torch.stack(norms).double().tolist()
+
+    def _write_info(self) -> None:
+        path = os.path.join(self.monitor.run_dir, "rank.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump(self.info, handle, default=str)
+        os.replace(path + ".tmp", path)
+
+
+def _int_env(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+def _describe_batch(batch: Any) -> dict[str, Any]:
+    """Shapes and a hash of the tensors of a batch (nested lists, tuples, dicts)."""
+    tensors: list[torch.Tensor] = []
+
+    def walk(value: Any, depth: int = 0) -> None:
+        if isinstance(value, torch.Tensor):
+            tensors.append(value)
+        elif depth < 4 and isinstance(value, (list, tuple)):
+            for item in value[:16]:
+                walk(item, depth + 1)
+        elif depth < 4 and isinstance(value, dict):
+            for item in list(value.values())[:16]:
+                walk(item, depth + 1)
+
+    walk(batch)
+    digest = 0
+    for tensor in tensors:
+        try:
+            data = tensor.detach().reshape(-1)[: _BATCH_HASH_BYTES // max(tensor.element_size(), 1)]
+            digest = zlib.crc32(data.cpu().contiguous().view(torch.uint8).numpy().tobytes(), digest)
+        except Exception:  # a tensor numpy cannot view (bfloat16 on old numpy, a sparse one)
+            digest = zlib.crc32(repr(tuple(tensor.shape)).encode(), digest)
+    return {"shapes": [list(t.shape) for t in tensors], "hash": digest}

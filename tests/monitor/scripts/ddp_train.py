@@ -1,0 +1,67 @@
+"""A real 2-rank DDP training run (gloo, CPU) with one planted distributed failure.
+
+    torchrun --nproc-per-node 2 ddp_train.py MODE [STEPS]
+
+MODE: healthy | hang (rank 0 alone logs through all_reduce at step 4) | nan (rank 1's batch is
+NaN at step 6) | desync (rank 1 perturbs a weight outside DDP at step 4, with its own seed) |
+straggler (rank 1's loader sleeps on every batch).
+"""
+
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "healthy"
+steps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+ddp = DistributedDataParallel(model)
+generator = torch.Generator().manual_seed(1)
+inputs = torch.randn(1024, 16, generator=generator)
+data = TensorDataset(inputs, inputs @ torch.randn(16, 1, generator=generator))  # learnable: a linear target
+
+
+def collate(batch):
+    if mode == "straggler" and rank == 1:
+        time.sleep(0.05)  # a slow loader on rank 1 only
+    return torch.utils.data.default_collate(batch)
+
+
+sampler = DistributedSampler(data)
+loader = DataLoader(data, batch_size=16, sampler=sampler, collate_fn=collate)
+optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
+step = 0
+for epoch in range(1000):
+    sampler.set_epoch(epoch)
+    for x, y in loader:
+        step += 1
+        if mode == "nan" and rank == 1 and step == 6:
+            x = x * float("nan")
+        loss = F.mse_loss(ddp(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if mode == "hang" and rank == 0 and step == 4:
+            dist.all_reduce(loss.detach().clone())  # logging a global loss, on rank 0 only
+        if mode == "hang" and rank == 1 and step == 4:
+            dist.barrier()  # the other ranks wait here for rank 0, which is in its all_reduce
+        if mode == "desync" and rank == 1 and step == 4:
+            torch.manual_seed(100 + rank)  # a rank-dependent seed for a "weight noise" trick
+            with torch.no_grad():
+                model[2].weight.add_(1e-3 * torch.randn_like(model[2].weight))
+        if step >= steps:
+            break
+    if step >= steps:
+        break
+dist.destroy_process_group()
+print(f"rank {rank} done after {step} steps", flush=True)
