@@ -34,7 +34,7 @@ def watch(workdir: Path, mode: str, *options: str, steps: int = 20, launcher: tu
 
 def left_over(workdir: Path) -> list[str]:
     """Processes still running the job's script (`ps`)."""
-    listing = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    listing = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
     return [line for line in listing.splitlines() if str(workdir / "ddp_train.py") in line]
 
 

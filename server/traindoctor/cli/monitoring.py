@@ -108,6 +108,13 @@ def _distributed_run(debuggee: Any, args: argparse.Namespace, config: dict[str, 
     return monitored, job_from_dir(monitored.run_dir)
 
 
+def rank_zero(data: Any) -> Any:
+    """A distributed run's rank 0 (overfit and repro judge the run by it: DDP keeps the ranks'
+    models identical), or the run itself."""
+    ranks = (data.meta.get("distributed") or {}).get("ranks") or {}
+    return ranks.get(0) or next(iter(ranks.values()), data) if ranks else data
+
+
 def detect_findings(data: Any, source: str) -> list[Any]:
     """The detectors of `source` over a run, or over every rank of a distributed one (findings with `rank`)."""
     if data.meta.get("distributed"):

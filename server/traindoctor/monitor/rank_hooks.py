@@ -22,6 +22,7 @@ import json
 import os
 import signal
 import socket
+import sys
 import time
 import zlib
 from typing import Any
@@ -37,8 +38,10 @@ def rank_dir(run_dir: str) -> str:
     return os.path.join(run_dir, f"rank-{os.environ.get('RANK', '0')}")
 
 
-def install(monitor: Any, config: dict[str, Any]) -> None:
-    RankMonitor(monitor, config.get("distributed") or {}).install()
+def install(monitor: Any, config: dict[str, Any]) -> "RankMonitor":
+    rank = RankMonitor(monitor, config.get("distributed") or {})
+    rank.install()
+    return rank
 
 
 class RankMonitor:
@@ -57,6 +60,7 @@ class RankMonitor:
         self.heartbeat = -1
 
     def install(self) -> None:
+        _die_with_launcher()
         run_dir = self.monitor.run_dir
         self.stack_file = open(os.path.join(run_dir, "stacks.txt"), "w", encoding="utf-8")
         faulthandler.register(self.signal, file=self.stack_file, all_threads=True, chain=False)
@@ -71,7 +75,11 @@ class RankMonitor:
             rank._complete(self.monitor.pending)
 
         self.monitor._take_step = take_step  # read by the pre-step hook at each step
+        self.patch()
 
+    def patch(self) -> None:
+        """The wrappers that time the forward (the monitor removes them with its own)."""
+        rank = self
         original_next = _dl._BaseDataLoaderIter.__next__
 
         def next_batch(iterator: Any) -> Any:
@@ -120,6 +128,23 @@ class RankMonitor:
         with open(path + ".tmp", "w", encoding="utf-8") as handle:
             json.dump(self.info, handle, default=str)
         os.replace(path + ".tmp", path)
+
+
+def _die_with_launcher() -> None:
+    """torchrun starts each rank in a session of its own and, killed itself (SIGKILL, or with
+    `traindoctor watch` that started it), leaves the ranks running: the kernel kills this rank
+    when torchrun goes."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        parent = os.getppid()
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # it went before the line above took effect
+            os._exit(137)
+    except (OSError, AttributeError):
+        pass
 
 
 def _int_env(name: str) -> int | None:
