@@ -38,6 +38,11 @@ def left_over(workdir: Path) -> list[str]:
     return [line for line in listing.splitlines() if str(workdir / "ddp_train.py") in line]
 
 
+def line_of(text: str) -> int:
+    lines = (SCRIPTS / "ddp_train.py").read_text().splitlines()
+    return next(number for number, line in enumerate(lines, 1) if text in line)
+
+
 def kinds(outcome: Outcome) -> list[tuple[str, int | None]]:
     return [(f["kind"], f["rank"]) for f in outcome.payload["findings"]]
 
@@ -65,9 +70,10 @@ def test_rank0_only_all_reduce_hang_names_each_rank_and_stops_the_job(workdir):
     hang = outcome.payload["findings"]
     assert [(f["kind"], f["rank"]) for f in hang] == [("distributed-hang", 1)], outcome.stderr
     ranks = hang[0]["details"]["ranks"]
-    assert (ranks["0"]["collective"], ranks["0"]["line"]["line"]) == ("all_reduce", 55)
-    assert (ranks["1"]["collective"], ranks["1"]["line"]["line"]) == ("barrier", 57)
-    assert hang[0]["title"] == "Hang: rank 1 never reached `all_reduce` (ddp_train.py:55), where rank 0 waited"
+    all_reduce, barrier = line_of("dist.all_reduce(loss"), line_of("dist.barrier()")
+    assert (ranks["0"]["collective"], ranks["0"]["line"]["line"]) == ("all_reduce", all_reduce)
+    assert (ranks["1"]["collective"], ranks["1"]["line"]["line"]) == ("barrier", barrier)
+    assert hang[0]["title"] == f"Hang: rank 1 never reached `all_reduce` (ddp_train.py:{all_reduce}), where rank 0 waited"
     assert hang[0]["location"]["code"].startswith("dist.all_reduce(")
     assert outcome.payload["distributed"]["steps"] == 4 and outcome.payload["distributed"]["hang"]
     assert outcome.code != 0

@@ -1,10 +1,11 @@
 """A real 2-rank DDP training run (gloo, CPU) with one planted distributed failure.
 
-    torchrun --nproc-per-node 2 ddp_train.py MODE [STEPS]
+    torchrun --nproc-per-node 2 ddp_train.py MODE [STEPS] [cpu|cuda]
 
 MODE: healthy | hang (rank 0 alone logs through all_reduce at step 4) | nan (rank 1's batch is
 NaN at step 6) | desync (rank 1 perturbs a weight outside DDP at step 4, with its own seed) |
-straggler (rank 1's loader sleeps on every batch).
+straggler (rank 1's loader sleeps on every batch) | hang-sleep (rank 0 alone logs through
+all_reduce at step 4 while rank 1 is stuck in a long sleep). On cuda: NCCL, one GPU per rank.
 """
 
 import os
@@ -20,12 +21,16 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "healthy"
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+cuda = len(sys.argv) > 3 and sys.argv[3] == "cuda"
 
-dist.init_process_group("gloo")
+dist.init_process_group("nccl" if cuda else "gloo")
 rank = dist.get_rank()
+device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
+if cuda:
+    torch.cuda.set_device(device)
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
-ddp = DistributedDataParallel(model)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
+ddp = DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
 generator = torch.Generator().manual_seed(1)
 inputs = torch.randn(1024, 16, generator=generator)
 data = TensorDataset(inputs, inputs @ torch.randn(16, 1, generator=generator))  # learnable: a linear target
@@ -45,16 +50,19 @@ for epoch in range(1000):
     sampler.set_epoch(epoch)
     for x, y in loader:
         step += 1
-        if mode == "nan" and rank == 1 and step == 6:
+        x, y = x.to(device), y.to(device)
+        if mode == "nan" and rank == dist.get_world_size() - 1 and step == 6:
             x = x * float("nan")
         loss = F.mse_loss(ddp(x), y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        if mode == "hang" and rank == 0 and step == 4:
+        if mode in ("hang", "hang-sleep") and rank == 0 and step == 4:
             dist.all_reduce(loss.detach().clone())  # logging a global loss, on rank 0 only
         if mode == "hang" and rank == 1 and step == 4:
             dist.barrier()  # the other ranks wait here for rank 0, which is in its all_reduce
+        if mode == "hang-sleep" and rank == 1 and step == 4:
+            time.sleep(3600)  # stuck in something slow: never reaches rank 0's all_reduce
         if mode == "desync" and rank == 1 and step == 4:
             torch.manual_seed(100 + rank)  # a rank-dependent seed for a "weight noise" trick
             with torch.no_grad():
