@@ -129,3 +129,13 @@ def test_slow_loader_on_one_rank_is_a_data_straggler(workdir):
     assert straggler["title"].startswith("Straggler: rank 1 waits")
     assert outcome.finding("data-starved")["rank"] == 1
     assert {rank for _, rank in kinds(outcome)} == {1}
+
+
+def test_mp_spawn_processes_are_ranks_and_a_nan_names_its_rank(workdir):
+    outcome = traindoctor("watch", "--format", "json", "--timeout", "150", "--", PYTHON,
+                          str(SCRIPTS / "spawn_train.py"), "nan", cwd=workdir, timeout=200)
+    nan = outcome.finding("nan-onset")
+    assert (nan["rank"], nan["step"]) == (1, 6)
+    dist = outcome.payload["distributed"]
+    assert (dist["launcher"], dist["world_size"], dist["steps"]) == ("mp.spawn", 2, 10)
+    assert "spawned run done" in outcome.stdout

@@ -84,11 +84,15 @@ def monitored_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any
     config = {"run_dir": str(run_dir), **config}
     if debuggee.target[:2] == ("-m", "torch.distributed.run"):
         return _distributed_run(debuggee, args, config, debugged)
+    from ..monitor.dist_report import is_job_dir, job_from_dir
+    from ..monitor.distributed import distributed_settings
+
+    config["spawn_settings"] = distributed_settings()  # processes of mp.spawn become ranks of the run
     try:
         monitored = (run_debugged if debugged else run_plain)(debuggee, config, args.timeout)
     except LaunchError as exc:
         raise CommandFailed(str(exc)) from None
-    return monitored, run_from_dir(run_dir)
+    return monitored, job_from_dir(run_dir) if is_job_dir(run_dir) else run_from_dir(run_dir)
 
 
 def _distributed_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any],

@@ -56,6 +56,8 @@ def main() -> None:
         monitor.install()
         if rank_hooks is not None:
             rank_hooks.install(monitor, config)
+        elif config.get("spawn_settings"):  # mp.spawn's processes become the ranks of this run
+            _load_hooks("rank_hooks").install_spawn(monitor)
     if args[0] == "-m":
         if len(args) < 2:
             sys.exit("bootstrap.py: -m needs a module name")

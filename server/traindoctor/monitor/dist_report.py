@@ -65,7 +65,8 @@ def job_summary(job: RunData) -> dict[str, Any]:
         info = (dist.get("info") or {}).get(rank) or {}
         ranks[str(rank)] = {"steps": len(data.records), "exit_code": data.meta.get("exit_code"),
                             "pid": info.get("pid"), "host": info.get("host"), "error": data.meta.get("error")}
-    return {"launcher": "torchrun", "world_size": dist.get("world_size"), "steps": dist.get("steps"),
+    launchers = [i.get("launcher") for i in (dist.get("info") or {}).values() if i.get("launcher")]
+    return {"launcher": launchers[0] if launchers else "torchrun", "world_size": dist.get("world_size"), "steps": dist.get("steps"),
             "hang": bool(dist.get("hang")), "ranks": ranks}
 
 

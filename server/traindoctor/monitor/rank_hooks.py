@@ -52,7 +52,9 @@ class RankMonitor:
         self.batch_at: float | None = None  # when the last batch came out of a loader
         self.backward_at: float | None = None  # the first backward() after it
         self.info: dict[str, Any] = {
-            "rank": _int_env("RANK"), "local_rank": _int_env("LOCAL_RANK"), "world_size": _int_env("WORLD_SIZE"),
+            "rank": settings.get("rank", _int_env("RANK")), "local_rank": _int_env("LOCAL_RANK"),
+            "world_size": settings.get("world_size", _int_env("WORLD_SIZE")),
+            "launcher": settings.get("launcher", "torchrun"),
             "pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
             "stack_signal": self.signal.name,
         }
@@ -128,6 +130,30 @@ class RankMonitor:
         with open(path + ".tmp", "w", encoding="utf-8") as handle:
             json.dump(self.info, handle, default=str)
         os.replace(path + ".tmp", path)
+
+
+def install_spawn(monitor: Any) -> None:
+    """In a plain `watch`: each process `torch.multiprocessing.spawn` starts is monitored as a rank
+    of this run (spawn/traindoctor_spawn_worker.py), its records in `rank-<i>/`."""
+    import torch.multiprocessing as mp
+
+    module = sys.modules.get("torch.multiprocessing.spawn")
+    original = getattr(module, "start_processes", None)
+    if original is None:
+        return
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spawn")
+    if folder not in sys.path:
+        sys.path.append(folder)  # the spawned processes inherit it and find MonitoredWorker
+
+    def start_processes(fn: Any, args: Any = (), nprocs: int = 1, *rest: Any, **kwargs: Any) -> Any:
+        from traindoctor_spawn_worker import MonitoredWorker
+
+        config = {**monitor.config, "distributed": monitor.config.get("spawn_settings") or {}}
+        return original(MonitoredWorker(fn, config, nprocs), args, nprocs, *rest, **kwargs)
+
+    for owner in (module, mp):
+        if getattr(owner, "start_processes", None) is original:
+            monitor._patch(owner, "start_processes", start_processes)
 
 
 def _die_with_launcher() -> None:
