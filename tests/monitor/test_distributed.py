@@ -38,8 +38,8 @@ def left_over(workdir: Path) -> list[str]:
     return [line for line in listing.splitlines() if str(workdir / "ddp_train.py") in line]
 
 
-def line_of(text: str) -> int:
-    lines = (SCRIPTS / "ddp_train.py").read_text().splitlines()
+def line_of(workdir: Path, text: str) -> int:
+    lines = (workdir / "ddp_train.py").read_text().splitlines()
     return next(number for number, line in enumerate(lines, 1) if text in line)
 
 
@@ -70,7 +70,7 @@ def test_rank0_only_all_reduce_hang_names_each_rank_and_stops_the_job(workdir):
     hang = outcome.payload["findings"]
     assert [(f["kind"], f["rank"]) for f in hang] == [("distributed-hang", 1)], outcome.stderr
     ranks = hang[0]["details"]["ranks"]
-    all_reduce, barrier = line_of("dist.all_reduce(loss"), line_of("dist.barrier()")
+    all_reduce, barrier = line_of(workdir, "dist.all_reduce(loss"), line_of(workdir, "dist.barrier()")
     assert (ranks["0"]["collective"], ranks["0"]["line"]["line"]) == ("all_reduce", all_reduce)
     assert (ranks["1"]["collective"], ranks["1"]["line"]["line"]) == ("barrier", barrier)
     assert hang[0]["title"] == f"Hang: rank 1 never reached `all_reduce` (ddp_train.py:{all_reduce}), where rank 0 waited"
@@ -139,3 +139,11 @@ def test_mp_spawn_processes_are_ranks_and_a_nan_names_its_rank(workdir):
     dist = outcome.payload["distributed"]
     assert (dist["launcher"], dist["world_size"], dist["steps"]) == ("mp.spawn", 2, 10)
     assert "spawned run done" in outcome.stdout
+
+
+def test_a_loader_without_distributed_sampler_feeds_every_rank_the_same_data(workdir):
+    outcome = watch(workdir, "same-data", steps=6)
+    assert kinds(outcome) == [("distributed-same-data", None)], outcome.stderr
+    same = outcome.payload["findings"][0]
+    assert same["details"]["facts"]["shapes"] == "16x16, 16x1"
+    assert same["location"]["code"] == "for x, y in loader:"

@@ -105,6 +105,14 @@ def _ranks(ranks: list[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
 
 
+def _elsewhere(wait: RankWait) -> str:
+    if not wait.answered:
+        return f"rank {wait.rank} did not answer: it has exited, or runs no Python any more"
+    if wait.collective:
+        return f"rank {wait.rank} waits in `{wait.collective}` at {wait.where()}"
+    return f"rank {wait.rank} is at {wait.where()}, not in a collective"
+
+
 @detector("hang")
 def hang(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     dist = run.meta.get("distributed") or {}
@@ -135,9 +143,7 @@ def hang(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     }
     if missing:
         facts["missing_ranks"] = _ranks([w.rank for w in missing])
-        facts["missing_where"] = "; ".join(
-            f"rank {w.rank} " + (f"waits in `{w.collective}` at {w.where()}" if w.collective else
-                                 f"is at {w.where()}, not in a collective") for w in missing)
+        facts["missing_where"] = "; ".join(_elsewhere(w) for w in missing)
     else:
         facts["same_place"] = True
     location = _frame(members[0].user)
@@ -235,3 +241,26 @@ def straggler(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     location = site_frame(loaders[0].get("site")) if what == "data" and loaders else \
         site_frame(ranks[rank].meta.get("backward_site"))
     return [Hit(None, facts, location, details={"rank": rank, "kind": what})]
+
+
+@detector("same-data")
+def same_data(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    dist = run.meta.get("distributed") or {}
+    ranks: dict[int, RunData] = dist.get("ranks") or {}
+    infos = dist.get("info") or {}
+    batches = [(infos.get(rank) or {}).get("first_batch") for rank in ranks]
+    if len(ranks) < 2 or not all(isinstance(b, dict) and b.get("shapes") for b in batches):
+        return []
+    if not all("DistributedDataParallel" in (d.meta.get("model") or []) for d in ranks.values()):
+        return []
+    if len({(_shapes_text(b["shapes"]), b.get("hash")) for b in batches}) != 1:
+        return []
+    first = min(ranks)
+    loaders = ranks[first].meta.get("loaders") or []
+    location = site_frame(loaders[0].get("site")) if loaders else None
+    facts = {"ranks": len(ranks), "shapes": _shapes_text(batches[0]["shapes"]), "hash": batches[0].get("hash")}
+    return [Hit(1, facts, location, details={"rank": None})]
+
+
+def _shapes_text(shapes: Any) -> str:
+    return ", ".join("x".join(map(str, shape)) or "scalar" for shape in shapes)

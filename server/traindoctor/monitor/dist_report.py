@@ -18,7 +18,7 @@ from . import dist_detectors  # noqa: F401  (registers the distributed detectors
 from .findings import StepFinding, detect
 from .series import RunData, run_from_dir
 
-DISTRIBUTED_DETECTORS = ("hang", "desync", "straggler")
+DISTRIBUTED_DETECTORS = ("hang", "desync", "straggler", "same-data")
 
 
 def is_job_dir(run_dir: str | Path) -> bool:

@@ -35,6 +35,7 @@ TORCHRUN_FLAGS = frozenset({"--standalone", "--no-python", "--no_python", "--run
                             "--virtual-local-rank", "--virtual_local_rank", "-m", "--module", "-h", "--help"})
 _POLL_S = 0.25
 _STOP_GRACE_S = 10.0
+_RANK_GRACE_S = 3.0  # a running rank's time to write its records after SIGTERM
 
 
 @dataclass(frozen=True)
@@ -228,16 +229,16 @@ def collect_stacks(job_dir: Path, signum: int, wait_s: float) -> dict[str, str]:
 
 
 def stop_job(child: subprocess.Popen[bytes], job_dir: Path, hung: bool = False) -> int:
-    """SIGTERM to torchrun, which stops its workers; then SIGKILL to every process left of the job.
-    `hung`: the ranks are killed first: a rank blocked in a collective never runs a Python signal
-    handler, and torchrun would wait 30 s for it."""
-    if hung:
-        for pid in rank_processes(job_dir).values():
-            if _is_child_of_job(pid, job_dir):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+    """SIGTERM to the ranks (each writes its last records), SIGKILL to those still there after 3 s
+    (`hung`: at once: a rank blocked in a collective never runs a Python signal handler), SIGTERM to
+    torchrun, then SIGKILL to every process left of the job."""
+    ranks = [pid for pid in rank_processes(job_dir).values() if _is_child_of_job(pid, job_dir)]
+    if not hung:  # running ranks write their last records on SIGTERM (rank_hooks.py) and exit
+        _signal_all(ranks, signal.SIGTERM)
+        deadline = time.monotonic() + _RANK_GRACE_S
+        while time.monotonic() < deadline and any(_alive(pid) for pid in ranks):
+            time.sleep(0.05)
+    _signal_all(ranks, signal.SIGKILL)
     if child.poll() is None:
         try:
             child.send_signal(signal.SIGTERM)
@@ -254,6 +255,24 @@ def stop_job(child: subprocess.Popen[bytes], job_dir: Path, hung: bool = False) 
     returncode = child.wait()
     _reap()
     return returncode
+
+
+def _signal_all(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for torchrun to collect it."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2:][:1] != b"Z"
 
 
 def _is_child_of_job(pid: int, job_dir: Path) -> bool:

@@ -63,6 +63,7 @@ class RankMonitor:
 
     def install(self) -> None:
         _die_with_launcher()
+        self._close_on_sigterm()
         run_dir = self.monitor.run_dir
         self.stack_file = open(os.path.join(run_dir, "stacks.txt"), "w", encoding="utf-8")
         faulthandler.register(self.signal, file=self.stack_file, all_threads=True, chain=False)
@@ -78,6 +79,29 @@ class RankMonitor:
 
         self.monitor._take_step = take_step  # read by the pre-step hook at each step
         self.patch()
+
+    def _close_on_sigterm(self) -> None:
+        """torchrun (and `watch` at a timeout or a Ctrl-C) stops a rank with SIGTERM, whose default
+        kills it before its last records reach the disk: write them, then die of SIGTERM as before.
+        (A rank blocked in a collective runs no Python handler: the supervisor kills it.)"""
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return  # the program's own handler (or a launcher's) stays
+        monitor = self.monitor
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            if monitor.lock.acquire(blocking=False):  # not in the middle of a write of its own
+                monitor.lock.release()
+                try:
+                    monitor.close(128 + signum, "stopped by SIGTERM", remove_hooks=False)
+                except Exception:
+                    pass
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        try:
+            signal.signal(signal.SIGTERM, on_sigterm)
+        except ValueError:  # not the main thread
+            pass
 
     def patch(self) -> None:
         """The wrappers that time the forward (the monitor removes them with its own)."""

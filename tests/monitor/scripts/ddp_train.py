@@ -5,7 +5,7 @@
 MODE: healthy | hang (rank 0 alone logs through all_reduce at step 4) | nan (rank 1's batch is
 NaN at step 6) | desync (rank 1 perturbs a weight outside DDP at step 4, with its own seed) |
 straggler (rank 1's loader sleeps on every batch) | hang-sleep (rank 0 alone logs through
-all_reduce at step 4 while rank 1 is stuck in a long sleep). On cuda: NCCL, one GPU per rank.
+all_reduce at step 4 while rank 1 is stuck in a long sleep) | same-data (no DistributedSampler). On cuda: NCCL, one GPU per rank.
 """
 
 import os
@@ -44,6 +44,8 @@ def collate(batch):
 
 sampler = DistributedSampler(data)
 loader = DataLoader(data, batch_size=16, sampler=sampler, collate_fn=collate)
+if mode == "same-data":  # no DistributedSampler: every rank reads the whole set in the same order
+    loader = DataLoader(data, batch_size=16, collate_fn=collate)
 optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05)
 step = 0
 for epoch in range(1000):
