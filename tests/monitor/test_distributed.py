@@ -27,9 +27,9 @@ def workdir(tmp_path_factory):
 
 
 def watch(workdir: Path, mode: str, *options: str, steps: int = 20, launcher: tuple[str, ...] = (TORCHRUN,)) -> Outcome:
-    return traindoctor("watch", "--format", "json", "--timeout", "150", *options, "--", *launcher,
-                       "--nproc-per-node", "2", str(workdir / "ddp_train.py"), mode, str(steps), cwd=workdir,
-                       timeout=200)
+    ranks = ("--num_processes", "2") if "launch" in launcher else ("--nproc-per-node", "2")
+    return traindoctor("watch", "--format", "json", "--timeout", "150", *options, "--", *launcher, *ranks,
+                       str(workdir / "ddp_train.py"), mode, str(steps), cwd=workdir, timeout=200)
 
 
 def left_over(workdir: Path) -> list[str]:
@@ -147,3 +147,13 @@ def test_a_loader_without_distributed_sampler_feeds_every_rank_the_same_data(wor
     same = outcome.payload["findings"][0]
     assert same["details"]["facts"]["shapes"] == "16x16, 16x1"
     assert same["location"]["code"] == "for x, y in loader:"
+
+
+def test_accelerate_launch_runs_every_rank_with_the_monitor(workdir):
+    pytest.importorskip("accelerate")
+    accelerate = str(Path(PYTHON).parent / "accelerate")
+    outcome = watch(workdir, "nan", steps=8, launcher=(accelerate, "launch", "--multi_gpu", "--num_machines", "1",
+                                                      "--mixed_precision", "no", "--dynamo_backend", "no"))
+    nan = outcome.finding("nan-onset")
+    assert (nan["rank"], nan["step"]) == (1, 6)
+    assert outcome.payload["distributed"]["launcher"] == "accelerate launch"

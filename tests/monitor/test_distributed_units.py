@@ -9,7 +9,7 @@ import pytest
 
 from traindoctor.live.launcher import LaunchError, parse_command
 from traindoctor.monitor.dist_detectors import parse_faulthandler, rank_wait
-from traindoctor.monitor.distributed import TORCHRUN_FLAGS, torchrun_command
+from traindoctor.monitor.launchers import TORCHRUN_FLAGS, torchrun_command
 from traindoctor.monitor.runner import BOOTSTRAP
 
 SCRIPT = str(Path(__file__).parent / "scripts" / "ddp_train.py")

@@ -82,7 +82,9 @@ def monitored_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any
 
     run_dir = new_run_dir(debuggee, Path(args.runs_dir) if args.runs_dir else None, label)
     config = {"run_dir": str(run_dir), **config}
-    if debuggee.target[:2] == ("-m", "torch.distributed.run"):
+    from ..monitor.launchers import is_launcher
+
+    if is_launcher(debuggee):
         return _distributed_run(debuggee, args, config, debugged)
     from ..monitor.dist_report import is_job_dir, job_from_dir
     from ..monitor.distributed import distributed_settings
@@ -100,7 +102,8 @@ def _distributed_run(debuggee: Any, args: argparse.Namespace, config: dict[str, 
     """A torchrun job: every rank monitored, watched for a hang; the records merged by step."""
     from ..live.launcher import LaunchError
     from ..monitor.dist_report import job_from_dir
-    from ..monitor.distributed import run_distributed, torchrun_command
+    from ..monitor.distributed import run_distributed
+    from ..monitor.launchers import torchrun_command
 
     if debugged:
         raise CommandFailed("--stop-on is not supported with torchrun yet: run without it")

@@ -20,75 +20,17 @@ import signal
 import statistics
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..live.launcher import (DebuggeeCommand, LaunchError, _become_subreaper, _die_with, descendants,
-                             exit_code)
+from ..live.launcher import LaunchError, _become_subreaper, _die_with, descendants, exit_code
+from .launchers import TorchrunCommand
 from .rules import load_monitor_rules
-from .runner import BOOTSTRAP, CONFIG_VARIABLE, MonitoredRun
+from .runner import CONFIG_VARIABLE, MonitoredRun
 
-# torchrun's options that take no value (torch.distributed.run's parser; a test checks the list
-# against the installed torch). Every other option takes one, as `--opt VALUE` or `--opt=VALUE`.
-TORCHRUN_FLAGS = frozenset({"--standalone", "--no-python", "--no_python", "--run-path", "--run_path",
-                            "--virtual-local-rank", "--virtual_local_rank", "-m", "--module", "-h", "--help"})
 _POLL_S = 0.25
 _STOP_GRACE_S = 10.0
 _RANK_GRACE_S = 3.0  # a running rank's time to write its records after SIGTERM
-
-
-@dataclass(frozen=True)
-class TorchrunCommand:
-    python: str
-    python_options: tuple[str, ...]
-    launcher_options: tuple[str, ...]  # torchrun's own, less -m/--module
-    target: tuple[str, ...]  # script ARGS, or -m module ARGS
-
-    def argv(self) -> list[str]:
-        return [self.python, *self.python_options, "-m", "torch.distributed.run", *self.launcher_options,
-                str(BOOTSTRAP), *self.target]
-
-    @property
-    def script(self) -> str:
-        return self.target[1] if self.target[0] == "-m" else self.target[0]
-
-
-def torchrun_command(debuggee: DebuggeeCommand) -> TorchrunCommand | None:
-    """The torchrun job `debuggee` starts, or None when it is a plain python command."""
-    if debuggee.target[:2] != ("-m", "torch.distributed.run"):
-        return None
-    args = list(debuggee.target[2:])
-    options: list[str] = []
-    module = False
-    index = 0
-    while index < len(args) and args[index].startswith("-") and args[index] != "--":
-        arg = args[index]
-        if arg in ("--no-python", "--no_python"):
-            raise LaunchError("`torchrun --no-python` runs a program that is not Python: the monitor cannot "
-                              "watch it; run the Python script itself")
-        if arg in ("-h", "--help"):
-            raise LaunchError("`torchrun --help` runs no training")
-        if arg in ("-m", "--module"):
-            module = True
-        elif arg in TORCHRUN_FLAGS or "=" in arg:
-            options.append(arg)
-        else:
-            if index + 1 >= len(args):
-                raise LaunchError(f"torchrun option `{arg}` needs a value")
-            options += [arg, args[index + 1]]
-            index += 1
-        index += 1
-    if index < len(args) and args[index] == "--":
-        index += 1
-    if index >= len(args):
-        raise LaunchError("torchrun needs a training script, e.g. `torchrun --nproc-per-node 2 train.py`")
-    target = args[index:]
-    if module:
-        target = ["-m", *target]
-    elif not os.path.exists(target[0]):
-        raise LaunchError(f"no such script: {target[0]}")
-    return TorchrunCommand(debuggee.python, debuggee.python_options, tuple(options), tuple(target))
 
 
 def distributed_settings() -> dict[str, Any]:
@@ -101,7 +43,8 @@ def distributed_settings() -> dict[str, Any]:
 def run_distributed(command: TorchrunCommand, config: dict[str, Any], timeout: float | None = None,
                     hang_after: float | None = None) -> MonitoredRun:
     job_dir = Path(config["run_dir"])
-    config = {**config, "distributed": distributed_settings()}
+    launcher = "accelerate launch" if command.launcher.startswith("accelerate") else "torchrun"
+    config = {**config, "distributed": {**distributed_settings(), "launcher": launcher}}
     env = dict(os.environ)
     env[CONFIG_VARIABLE] = json.dumps(config)
     _become_subreaper()  # the workers run in sessions of their own: orphans come back to us
