@@ -77,6 +77,8 @@ def _summary(steps: int, findings: list[Any], monitored: Any, run_dir: str, star
     ranks = f" on each of {world} ranks" if world > 1 else ""
     if monitored.live is not None:
         stopped = ", stopped under the debugger"
+    elif any(f.diagnosis.kind == "distributed-hang" for f in findings):
+        stopped = ", stopped after it hung"
     elif monitored.timed_out:
         stopped = ", stopped at the timeout"
     if not findings:
