@@ -131,6 +131,14 @@ def test_slow_loader_on_one_rank_is_a_data_straggler(workdir):
     assert {rank for _, rank in kinds(outcome)} == {1}
 
 
+def test_slow_forward_on_one_rank_is_a_compute_straggler(workdir):
+    outcome = watch(workdir, "slow-compute", steps=12)
+    assert kinds(outcome) == [("distributed-straggler", 1)], outcome.stderr
+    straggler = outcome.payload["findings"][0]
+    assert straggler["details"]["kind"] == "compute"
+    assert straggler["title"].startswith("Straggler: rank 1 computes slower")
+
+
 def test_mp_spawn_processes_are_ranks_and_a_nan_names_its_rank(workdir):
     outcome = traindoctor("watch", "--format", "json", "--timeout", "150", "--", PYTHON,
                           str(SCRIPTS / "spawn_train.py"), "nan", cwd=workdir, timeout=200)

@@ -5,7 +5,8 @@
 MODE: healthy | hang (rank 0 alone logs through all_reduce at step 4) | nan (rank 1's batch is
 NaN at step 6) | desync (rank 1 perturbs a weight outside DDP at step 4, with its own seed) |
 straggler (rank 1's loader sleeps on every batch) | hang-sleep (rank 0 alone logs through
-all_reduce at step 4 while rank 1 is stuck in a long sleep) | same-data (no DistributedSampler). On cuda: NCCL, one GPU per rank.
+all_reduce at step 4 while rank 1 is stuck in a long sleep) | same-data (no DistributedSampler) |
+slow-compute (rank 1's forward takes 50 ms longer). On cuda: NCCL, one GPU per rank.
 """
 
 import os
@@ -29,7 +30,16 @@ device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else
 if cuda:
     torch.cuda.set_device(device)
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1)).to(device)
+class SlowOnRank1(nn.Module):
+    """An activation that costs rank 1 50 ms per forward (`slow-compute`): a slower device, say."""
+
+    def forward(self, x):
+        if mode == "slow-compute" and rank == 1:
+            time.sleep(0.05)
+        return torch.relu(x)
+
+
+model = nn.Sequential(nn.Linear(16, 32), SlowOnRank1(), nn.Linear(32, 1)).to(device)
 ddp = DistributedDataParallel(model, device_ids=[device.index] if cuda else None)
 generator = torch.Generator().manual_seed(1)
 inputs = torch.randn(1024, 16, generator=generator)
