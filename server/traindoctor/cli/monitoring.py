@@ -77,18 +77,18 @@ def monitored_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any
     from pathlib import Path
 
     from ..live.launcher import LaunchError
+    from ..monitor.dist_report import is_job_dir, job_from_dir
+    from ..monitor.distributed import distributed_settings
+    from ..monitor.launchers import is_launcher
     from ..monitor.runner import new_run_dir, run_debugged, run_plain
     from ..monitor.series import run_from_dir
 
+    if debugged and is_launcher(debuggee):
+        raise CommandFailed("--stop-on is not supported with torchrun or accelerate yet: run without it")
     run_dir = new_run_dir(debuggee, Path(args.runs_dir) if args.runs_dir else None, label)
     config = {"run_dir": str(run_dir), **config}
-    from ..monitor.launchers import is_launcher
-
     if is_launcher(debuggee):
-        return _distributed_run(debuggee, args, config, debugged)
-    from ..monitor.dist_report import is_job_dir, job_from_dir
-    from ..monitor.distributed import distributed_settings
-
+        return _distributed_run(debuggee, args, config)
     config["spawn_settings"] = distributed_settings()  # processes of mp.spawn become ranks of the run
     try:
         monitored = (run_debugged if debugged else run_plain)(debuggee, config, args.timeout)
@@ -97,16 +97,13 @@ def monitored_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any
     return monitored, job_from_dir(run_dir) if is_job_dir(run_dir) else run_from_dir(run_dir)
 
 
-def _distributed_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any],
-                     debugged: bool) -> tuple[Any, Any]:
+def _distributed_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any]) -> tuple[Any, Any]:
     """A torchrun job: every rank monitored, watched for a hang; the records merged by step."""
     from ..live.launcher import LaunchError
     from ..monitor.dist_report import job_from_dir
     from ..monitor.distributed import run_distributed
     from ..monitor.launchers import torchrun_command
 
-    if debugged:
-        raise CommandFailed("--stop-on is not supported with torchrun yet: run without it")
     try:
         monitored = run_distributed(torchrun_command(debuggee), config, args.timeout,
                                     getattr(args, "hang_after", None))
