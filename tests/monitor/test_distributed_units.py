@@ -79,3 +79,19 @@ def test_a_rank_in_backward_waits_in_ddp_s_all_reduce_and_an_empty_dump_did_not_
     assert rank_wait(1, backward).collective.startswith("backward()")
     silent = rank_wait(2, "")
     assert (silent.collective, silent.answered, silent.where()) == (None, False, "no stack (it did not answer)")
+
+
+def test_a_hang_with_no_rank_in_a_collective_still_reads_as_a_hang(tmp_path):
+    from traindoctor.monitor.dist_report import detect_job
+    from traindoctor.monitor.series import RunData
+
+    sleeping = "\n".join(line for line in DUMP.splitlines() if "torch/distributed" not in line)
+    job = RunData("watch", {}, [], {"distributed": {
+        "world_size": 2, "ranks": {}, "info": {},
+        "hang": {"idle_s": 12.5, "threshold_s": 10, "last_step": {"rank-0": 4, "rank-1": 4},
+                 "stacks": {"0": sleeping, "1": sleeping.replace("line 55", "line 57")}}}})
+    [hang] = detect_job(job, "watch")
+    assert hang.diagnosis.title == "Hang: no rank stepped for 12.5 s, and none is inside a collective"
+    assert hang.diagnosis.rank == 1  # rank 1 is not where rank 0 is
+    assert "rank 0: not in a collective, at train.py:55" in hang.diagnosis.root_cause
+    assert "On CUDA (NCCL) a collective returns to Python before it completes" in hang.diagnosis.root_cause

@@ -77,8 +77,9 @@ def rank_wait(rank: int, stacks: str) -> RankWait:
     elif any("/torch/autograd/" in f.path.replace("\\", "/") for f in frames):
         collective = "backward() (DDP's gradient all-reduce runs inside it)"
     elif any("/torch/distributed/" in f.path.replace("\\", "/") for f in frames):
-        inner = [f for f in frames if "/torch/distributed/" in f.path.replace("\\", "/")]
-        collective = inner[-1].function
+        inner = [f for f in frames if "/torch/distributed/" in f.path.replace("\\", "/")
+                 and not f.path.endswith("c10d_logger.py")]  # its `wrapper` names nothing
+        collective = inner[-1].function if inner else None
     return RankWait(rank, collective, user, bool(frames))
 
 
