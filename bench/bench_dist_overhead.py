@@ -38,7 +38,8 @@ PAIRED_DDP = textwrap.dedent(
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = DistributedDataParallel(torch.nn.Sequential(
-        torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)))
+        torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 10)))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = TensorDataset(torch.randn(8192, 256), torch.randint(0, 10, (8192,)))
     loader = DataLoader(data, batch_size=64, sampler=DistributedSampler(data), drop_last=True)

@@ -64,7 +64,8 @@ def cases(ranks: int) -> list[tuple[str, int, tuple[str, ...], object]]:
         def check(result: dict) -> str | None:
             hits = [f for f in result["findings"] if f[0] == kind]
             if not hits or hits[0][1] != rank or (step is not None and hits[0][2] != step):
-                return f"expected {kind} on rank {rank}" + (f" at step {step}" if step else "") + f": {result['findings']}"
+                at = f" at step {step}" if step else ""
+                return f"expected {kind} on rank {rank}{at}: {result['findings']}"
             return None
         return check
 

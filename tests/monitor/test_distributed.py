@@ -73,7 +73,8 @@ def test_rank0_only_all_reduce_hang_names_each_rank_and_stops_the_job(workdir):
     all_reduce, barrier = line_of(workdir, "dist.all_reduce(loss"), line_of(workdir, "dist.barrier()")
     assert (ranks["0"]["collective"], ranks["0"]["line"]["line"]) == ("all_reduce", all_reduce)
     assert (ranks["1"]["collective"], ranks["1"]["line"]["line"]) == ("barrier", barrier)
-    assert hang[0]["title"] == f"Hang: rank 1 never reached `all_reduce` (ddp_train.py:{all_reduce}), where rank 0 waited"
+    assert hang[0]["title"] == (f"Hang: rank 1 never reached `all_reduce` (ddp_train.py:{all_reduce}), "
+                                "where rank 0 waited")
     assert hang[0]["location"]["code"].startswith("dist.all_reduce(")
     assert outcome.payload["distributed"]["steps"] == 4 and outcome.payload["distributed"]["hang"]
     assert outcome.code != 0

@@ -86,7 +86,8 @@ def _summary(steps: int, findings: list[Any], monitored: Any, run_dir: str, star
     kinds = ", ".join(dict.fromkeys(f.diagnosis.kind + (f" at step {f.step}" if f.step is not None else "")
                                     + (f" on rank {f.diagnosis.rank}" if f.diagnosis.rank is not None else "")
                                     for f in findings))
-    return f"watched {steps} optimizer steps{ranks}{stopped}: {len(findings)} problem(s): {kinds} (records in {run_dir})"
+    return (f"watched {steps} optimizer steps{ranks}{stopped}: {len(findings)} problem(s): {kinds} "
+            f"(records in {run_dir})")
 
 
 def _with_live(findings: list[Any], stop: Any) -> tuple[list[Any], list[str], dict[str, Any]]:

@@ -2,6 +2,7 @@
 
     python bootstrap.py train.py ARGS        (as `python train.py ARGS`)
     python bootstrap.py -m package ARGS      (as `python -m package ARGS`)
+    torchrun [opts] bootstrap.py train.py    (every rank: `distributed` in the settings, rank_hooks.py)
 
 The monitor's settings come as JSON in the TRAINDOCTOR_MONITOR environment
 variable (written by `traindoctor watch|overfit|repro`). Run as a file, not as
@@ -21,9 +22,9 @@ CONFIG_VARIABLE = "TRAINDOCTOR_MONITOR"
 
 
 def _load_hooks(name: str = "hooks"):
-    """hooks.py (or rank_hooks.py), compiled under a `<frozen ...>` file name: debuggers (debugpy's justMyCode) and
-    traceback readers (traindoctor's own) then treat the monitor's frames as library code, so a
-    stop at a NaN shows the user's `optimizer.step()` line, not the hook that raised."""
+    """hooks.py (or rank_hooks.py), compiled under a `<frozen ...>` file name: debuggers (debugpy's
+    justMyCode) and traceback readers (traindoctor's own) then treat the monitor's frames as library
+    code, so a stop at a NaN shows the user's `optimizer.step()` line, not the hook that raised."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
     with open(path, encoding="utf-8") as handle:
         # Like the standard library's `<frozen runpy>`: source held in memory, not the user's code.

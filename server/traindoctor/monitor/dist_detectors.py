@@ -1,4 +1,4 @@
-"""The distributed detectors: hang, desync, straggler. They read a whole job (dist_report.job_from_dir)
+"""The distributed detectors: hang, desync, straggler, same-data. They read a whole job (dist_report.job_from_dir)
 and return nothing for a single-process run. Words and thresholds: rules/monitors/{hang,desync,straggler}.yaml.
 """
 

@@ -4,7 +4,7 @@ A job folder holds `rank-<N>/` (each rank's steps.jsonl, run.json, rank.json, st
 after a hang, `hang.json`. The single-process detectors run over each rank; the findings of one
 kind on several ranks become one finding, on the rank where it began (a NaN on rank 1 reaches
 rank 0's gradients through DDP's all-reduce at the same step: rank 1's loss is the source). The
-distributed detectors (hang, desync, straggler: dist_detectors.py) read the whole job.
+distributed detectors (hang, desync, straggler, same-data: dist_detectors.py) read the whole job.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def job_summary(job: RunData) -> dict[str, Any]:
         ranks[str(rank)] = {"steps": len(data.records), "exit_code": data.meta.get("exit_code"),
                             "pid": info.get("pid"), "host": info.get("host"), "error": data.meta.get("error")}
     launchers = [i.get("launcher") for i in (dist.get("info") or {}).values() if i.get("launcher")]
-    return {"launcher": launchers[0] if launchers else "torchrun", "world_size": dist.get("world_size"), "steps": dist.get("steps"),
+    return {"launcher": launchers[0] if launchers else "torchrun", "world_size": dist.get("world_size"),
+            "steps": dist.get("steps"),
             "hang": bool(dist.get("hang")), "ranks": ranks}
 
 
