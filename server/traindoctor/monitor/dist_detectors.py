@@ -1,5 +1,5 @@
 """The distributed detectors: hang, desync, straggler, same-data. They read a whole job (dist_report.job_from_dir)
-and return nothing for a single-process run. Words and thresholds: rules/monitors/{hang,desync,straggler}.yaml.
+and return nothing for a single-process run. Words and thresholds: rules/monitors/{hang,desync,straggler,same-data}.yaml.
 """
 
 from __future__ import annotations

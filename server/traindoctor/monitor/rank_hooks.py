@@ -88,8 +88,11 @@ class RankMonitor:
             return  # the program's own handler (or a launcher's) stays
         monitor = self.monitor
 
+        pid = os.getpid()
+
         def on_sigterm(signum: int, frame: Any) -> None:
-            if monitor.lock.acquire(blocking=False):  # not in the middle of a write of its own
+            # A forked DataLoader worker inherits this handler: only the rank itself writes.
+            if os.getpid() == pid and monitor.lock.acquire(blocking=False):  # not amid a write of its own
                 monitor.lock.release()
                 try:
                     monitor.close(128 + signum, "stopped by SIGTERM", remove_hooks=False)
