@@ -82,6 +82,12 @@ def test_rank0_only_all_reduce_hang_names_each_rank_and_stops_the_job(workdir):
     assert left_over(workdir) == []
 
 
+def test_a_long_evaluation_without_steps_is_not_a_hang(workdir):
+    outcome = watch(workdir, "slow-eval", "--hang-after", "3", steps=8)
+    assert outcome.payload["findings"] == [], outcome.stderr
+    assert outcome.code == 0 and outcome.payload["distributed"]["steps"] == 8
+
+
 def test_ctrl_c_stops_every_rank(workdir):
     child = subprocess.Popen([PYTHON, "-m", "traindoctor", "watch", "--runs-dir", str(workdir / "ctrl-c"), "--",
                               TORCHRUN, "--nproc-per-node", "2", str(workdir / "ddp_train.py"), "hang", "20"],
@@ -166,3 +172,16 @@ def test_accelerate_launch_runs_every_rank_with_the_monitor(workdir):
     nan = outcome.finding("nan-onset")
     assert (nan["rank"], nan["step"]) == (1, 6)
     assert outcome.payload["distributed"]["launcher"] == "accelerate launch"
+
+
+def test_mp_spawn_hang_is_reported_and_its_ranks_stopped(workdir):
+    outcome = traindoctor("watch", "--format", "json", "--timeout", "150", "--hang-after", "4", "--", PYTHON,
+                          str(SCRIPTS / "spawn_train.py"), "hang", cwd=workdir, timeout=200)
+    hang = outcome.finding("distributed-hang")
+    assert hang["rank"] == 1
+    assert (hang["details"]["ranks"]["0"]["collective"], hang["details"]["ranks"]["1"]["collective"]) == (
+        "all_reduce", "barrier")
+    run_dir = Path(outcome.payload["run_dir"])
+    pids = [json.loads((run_dir / f"rank-{r}" / "rank.json").read_text())["pid"] for r in (0, 1)]
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+    assert outcome.code != 0

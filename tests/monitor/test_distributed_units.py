@@ -95,3 +95,14 @@ def test_a_hang_with_no_rank_in_a_collective_still_reads_as_a_hang(tmp_path):
     assert hang.diagnosis.rank == 1  # rank 1 is not where rank 0 is
     assert "rank 0: not in a collective, at train.py:55" in hang.diagnosis.root_cause
     assert "On CUDA (NCCL) a collective returns to Python before it completes" in hang.diagnosis.root_cause
+
+
+def test_a_hang_needs_two_identical_dumps_with_a_rank_blocked():
+    from traindoctor.monitor.distributed import stacks_show_hang
+
+    evaluating = DUMP.replace("distributed/distributed_c10d.py\", line 2950 in all_reduce",
+                              "nn/modules/module.py\", line 1775 in _call_impl")
+    assert stacks_show_hang({"0": DUMP, "1": ""}, {"0": DUMP, "1": ""})  # rank 1 exited, rank 0 waits
+    assert not stacks_show_hang({"0": DUMP}, {"0": DUMP.replace("line 55", "line 56")})  # it moved
+    assert not stacks_show_hang({"0": evaluating}, {"0": evaluating})  # a long validation, no collective
+    assert not stacks_show_hang({}, {})

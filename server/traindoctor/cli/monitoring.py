@@ -89,7 +89,8 @@ def monitored_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any
     config = {"run_dir": str(run_dir), **config}
     if is_launcher(debuggee):
         return _distributed_run(debuggee, args, config)
-    config["spawn_settings"] = distributed_settings()  # processes of mp.spawn become ranks of the run
+    spawn = config["spawn_settings"] = distributed_settings()  # processes of mp.spawn become ranks of the run
+    spawn["hang"]["hang_after"] = getattr(args, "hang_after", None)
     try:
         monitored = (run_debugged if debugged else run_plain)(debuggee, config, args.timeout)
     except LaunchError as exc:

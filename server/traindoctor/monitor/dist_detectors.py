@@ -83,6 +83,16 @@ def rank_wait(rank: int, stacks: str) -> RankWait:
     return RankWait(rank, collective, user, bool(frames))
 
 
+def is_blocked(stacks: str) -> bool:
+    """The rank's main thread waits in something that does not return by itself: a collective
+    (c10d, or backward with DDP's all-reduce) or a device sync in the monitor's read of the step."""
+    frames = main_thread(parse_faulthandler(stacks))
+    if not frames:
+        return False
+    return rank_wait(0, stacks).collective is not None or any(
+        f.path == "<frozen traindoctor.monitor.hooks>" for f in frames)
+
+
 def _code_at(frame: StackFrame | None) -> str | None:
     if frame is None:
         return None

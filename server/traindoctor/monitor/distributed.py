@@ -37,7 +37,8 @@ def distributed_settings() -> dict[str, Any]:
     """What each rank's monitor needs from rules/monitors (desync: every K steps; hang: the signal)."""
     rules = load_monitor_rules()
     return {"checksum_every": int(rules["desync"].params.get("checksum_every", 10)),
-            "stack_signal": str(rules["hang"].params.get("stack_signal", "SIGUSR2"))}
+            "stack_signal": str(rules["hang"].params.get("stack_signal", "SIGUSR2")),
+            "hang": dict(rules["hang"].params)}  # for the parent of mp.spawn, which watches its ranks
 
 
 def run_distributed(command: TorchrunCommand, config: dict[str, Any], timeout: float | None = None,
@@ -70,7 +71,11 @@ def run_distributed(command: TorchrunCommand, config: dict[str, Any], timeout: f
                 break
             hang = watch.poll()
             if hang is not None:
-                hang["stacks"] = collect_stacks(job_dir, watch.signal, float(watch.params.get("stack_wait_seconds", 3)))
+                stacks = confirmed_stacks(job_dir, watch)
+                if stacks is None:  # moving, or waiting in nothing that blocks: not a hang (yet)
+                    watch.snooze()
+                    continue
+                hang["stacks"] = stacks
                 _write_json(job_dir / "hang.json", hang)
                 returncode = stop_job(child, job_dir, hung=True)
                 hang["stopped"] = True
@@ -104,6 +109,10 @@ class HangWatch:
             return float(self.params.get("min_seconds", 60))
         median = statistics.median(self.step_times[-200:])
         return max(float(self.params.get("factor", 10)) * median, float(self.params.get("min_seconds", 60)))
+
+    def snooze(self) -> None:
+        """The stacks showed no hang: the idle time counts again from now."""
+        self.last_progress = time.monotonic()
 
     def poll(self) -> dict[str, Any] | None:
         now = time.monotonic()
@@ -145,27 +154,49 @@ def rank_processes(job_dir: Path) -> dict[int, int]:
     return out
 
 
+def confirmed_stacks(job_dir: Path, watch: "HangWatch") -> dict[str, str] | None:
+    """Every rank's stacks when they show a hang, else None. No step for a while is not enough (a
+    long validation or checkpoint takes no optimizer step): two dumps `confirm_seconds` apart must
+    be identical on every rank, with at least one rank blocked (in a collective, in backward's
+    all-reduce, or in a device sync)."""
+    wait_s = float(watch.params.get("stack_wait_seconds", 3))
+    first = collect_stacks(job_dir, watch.signal, wait_s)
+    time.sleep(float(watch.params.get("confirm_seconds", 5)))
+    second = collect_stacks(job_dir, watch.signal, wait_s)
+    return second if stacks_show_hang(first, second) else None
+
+
+def stacks_show_hang(first: dict[str, str], second: dict[str, str]) -> bool:
+    from .dist_detectors import is_blocked
+
+    return bool(second) and first == second and any(is_blocked(text) for text in second.values())
+
+
 def collect_stacks(job_dir: Path, signum: int, wait_s: float) -> dict[str, str]:
-    """Every rank's Python stacks, dumped by faulthandler into its stacks.txt on `signum`."""
+    """Every rank's Python stacks, dumped by faulthandler into its stacks.txt on `signum` (each dump
+    is appended: this one is what follows the file's size before the signal)."""
     processes = rank_processes(job_dir)
+    files = {rank: job_dir / f"rank-{rank}" / "stacks.txt" for rank in processes}
+    start = {rank: _size(path) for rank, path in files.items()}
     for pid in processes.values():
         try:
             os.kill(pid, signum)
         except (ProcessLookupError, PermissionError):
             pass
-    files = {rank: job_dir / f"rank-{rank}" / "stacks.txt" for rank in processes}
     deadline = time.monotonic() + wait_s
     sizes: dict[int, int] = {}
     while time.monotonic() < deadline:
         time.sleep(0.1)
         now = {rank: _size(path) for rank, path in files.items()}
-        if all(now.values()) and now == sizes:  # every rank wrote, and nothing more is coming
+        if all(now[rank] > start[rank] for rank in now) and now == sizes:  # all wrote, nothing more coming
             break
         sizes = now
     out = {}
     for rank, path in sorted(files.items()):
         try:
-            out[str(rank)] = path.read_text(encoding="utf-8", errors="replace")
+            with open(path, "rb") as handle:
+                handle.seek(start[rank])
+                out[str(rank)] = handle.read().decode("utf-8", "replace")
         except OSError:
             out[str(rank)] = ""
     return out

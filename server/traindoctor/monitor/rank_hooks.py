@@ -20,9 +20,11 @@ from __future__ import annotations
 import faulthandler
 import json
 import os
+import re
 import signal
 import socket
 import sys
+import threading
 import time
 import zlib
 from typing import Any
@@ -175,12 +177,140 @@ def install_spawn(monitor: Any) -> None:
     def start_processes(fn: Any, args: Any = (), nprocs: int = 1, *rest: Any, **kwargs: Any) -> Any:
         from traindoctor_spawn_worker import MonitoredWorker
 
-        config = {**monitor.config, "distributed": monitor.config.get("spawn_settings") or {}}
-        return original(MonitoredWorker(fn, config, nprocs), args, nprocs, *rest, **kwargs)
+        settings = monitor.config.get("spawn_settings") or {}
+        config = {**monitor.config, "distributed": settings}
+        watch = SpawnHangWatch(monitor.run_dir, settings.get("hang") or {})
+        watch.start()
+        try:
+            return original(MonitoredWorker(fn, config, nprocs), args, nprocs, *rest, **kwargs)
+        finally:
+            if kwargs.get("join", rest[0] if rest else True):
+                watch.done.set()
 
     for owner in (module, mp):
         if getattr(owner, "start_processes", None) is original:
             monitor._patch(owner, "start_processes", start_processes)
+
+
+class SpawnHangWatch(threading.Thread):
+    """Under mp.spawn no supervisor process watches the ranks (torchrun jobs have distributed.py's):
+    the parent does, from a daemon thread, the same way. When no rank has stepped for the threshold,
+    it asks every rank for its stacks, writes `hang.json` and kills the ranks; spawn's join then
+    fails in the parent, which ends the run."""
+
+    def __init__(self, job_dir: str, params: dict[str, Any]) -> None:
+        super().__init__(name="traindoctor-hang-watch", daemon=True)
+        self.job_dir = job_dir
+        self.params = params
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        last = time.monotonic()
+        steps: dict[str, int] = {}
+        times: list[float] = []
+        while not self.done.wait(0.25):
+            now = time.monotonic()
+            for name in _rank_folders(self.job_dir):
+                try:
+                    with open(os.path.join(self.job_dir, name, "heartbeat"), encoding="utf-8") as handle:
+                        fields = handle.read().split()
+                    step = int(fields[0])
+                except (OSError, ValueError, IndexError):
+                    continue
+                if step > steps.get(name, 0):
+                    steps[name], last = step, now
+                    try:
+                        times.append(float(fields[1]))
+                    except (ValueError, IndexError):
+                        pass
+            threshold = self._threshold(steps, times)
+            if now - last > threshold:
+                if self._stop_if_hung(now - last, threshold, steps, times):
+                    return
+                last = time.monotonic()  # moving, or blocked in nothing: not a hang (yet)
+
+    def _threshold(self, steps: dict[str, int], times: list[float]) -> float:
+        params = self.params
+        if not steps:
+            return float(params.get("first_step_seconds", 600))
+        if params.get("hang_after") is not None:
+            return float(params["hang_after"])
+        median = sorted(times)[len(times) // 2] if times else 0.0
+        return max(float(params.get("factor", 10)) * median, float(params.get("min_seconds", 60)))
+
+    def _stop_if_hung(self, idle: float, threshold: float, steps: dict[str, int], times: list[float]) -> bool:
+        """As distributed.confirmed_stacks: two identical dumps, one rank blocked; then stop the ranks."""
+        pids = {}
+        for name in _rank_folders(self.job_dir):
+            try:
+                with open(os.path.join(self.job_dir, name, "rank.json"), encoding="utf-8") as handle:
+                    pids[name[5:]] = int(json.load(handle)["pid"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        first = self._dump(pids)
+        time.sleep(float(self.params.get("confirm_seconds", 5)))
+        stacks = self._dump(pids)
+        if not stacks or stacks != first or not any(_BLOCKED.search(text) for text in stacks.values()):
+            return False
+        report = {"idle_s": round(idle, 3), "threshold_s": round(threshold, 3),
+                  "hang_after": self.params.get("hang_after"),
+                  "median_step_s": sorted(times)[len(times) // 2] if times else None, "last_step": steps,
+                  "detected_at": time.time(), "stacks": stacks, "stopped": True}
+        with open(os.path.join(self.job_dir, "hang.json"), "w", encoding="utf-8") as handle:
+            json.dump(report, handle)
+        for pid in pids.values():
+            _kill(pid, signal.SIGKILL)
+        return True
+
+    def _dump(self, pids: dict[str, int]) -> dict[str, str]:
+        """Each rank's stacks: what faulthandler appends to its stacks.txt on the signal."""
+        signum = getattr(signal, str(self.params.get("stack_signal", "SIGUSR2")), signal.SIGUSR2)
+        paths = {rank: os.path.join(self.job_dir, f"rank-{rank}", "stacks.txt") for rank in pids}
+        start = {rank: _file_size(path) for rank, path in paths.items()}
+        for pid in pids.values():
+            _kill(pid, signum)
+        deadline, sizes = time.monotonic() + float(self.params.get("stack_wait_seconds", 3)), {}
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = {rank: _file_size(path) for rank, path in paths.items()}
+            if all(now[rank] > start[rank] for rank in now) and now == sizes:
+                break
+            sizes = now
+        out = {}
+        for rank, path in paths.items():
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(start[rank])
+                    out[rank] = handle.read().decode("utf-8", "replace")
+            except OSError:
+                out[rank] = ""
+        return out
+
+
+# A stack that waits in what does not return by itself (dist_detectors.is_blocked, by its file names).
+_BLOCKED = re.compile(r'File "[^"]*(torch/distributed/distributed_c10d\.py|torch/autograd/|'
+                      r'<frozen traindoctor\.monitor\.hooks>)')
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _rank_folders(job_dir: str) -> list[str]:
+    try:
+        return sorted(name for name in os.listdir(job_dir) if name.startswith("rank-"))
+    except OSError:
+        return []
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _die_with_launcher() -> None:

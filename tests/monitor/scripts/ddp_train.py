@@ -6,7 +6,7 @@ MODE: healthy | hang (rank 0 alone logs through all_reduce at step 4) | nan (ran
 NaN at step 6) | desync (rank 1 perturbs a weight outside DDP at step 4, with its own seed) |
 straggler (rank 1's loader sleeps on every batch) | hang-sleep (rank 0 alone logs through
 all_reduce at step 4 while rank 1 is stuck in a long sleep) | same-data (no DistributedSampler) |
-slow-compute (rank 1's forward takes 50 ms longer). On cuda: NCCL, one GPU per rank.
+slow-compute (rank 1's forward takes 50 ms longer) | slow-eval (a 12 s evaluation at step 4). On cuda: NCCL, one GPU per rank.
 """
 
 import os
@@ -75,6 +75,11 @@ for epoch in range(1000):
             dist.barrier()  # the other ranks wait here for rank 0, which is in its all_reduce
         if mode == "hang-sleep" and rank == 1 and step == 4:
             time.sleep(3600)  # stuck in something slow: never reaches rank 0's all_reduce
+        if mode == "slow-eval" and step == 4:  # a 12 s evaluation: no step, no collective, not a hang
+            with torch.no_grad():
+                end = time.monotonic() + 12
+                while time.monotonic() < end:
+                    model(x)
         if mode == "desync" and rank == 1 and step == 4:
             torch.manual_seed(100 + rank)  # a rank-dependent seed for a "weight noise" trick
             with torch.no_grad():

@@ -1,5 +1,5 @@
 """A 2-process DDP run started with torch.multiprocessing.spawn (gloo, CPU); rank 1's batch is NaN at step 6
-with `nan`, else a healthy run."""
+with `nan`; rank 0 alone calls all_reduce at step 4 while rank 1 waits in a barrier with `hang`; else healthy."""
 
 import os
 import sys
@@ -27,6 +27,11 @@ def train(rank: int, world: int, mode: str, port: str) -> None:
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        if mode == "hang" and step == 4:  # rank 0 alone logs through all_reduce; rank 1 waits at a barrier
+            if rank == 0:
+                dist.all_reduce(loss.detach().clone())
+            else:
+                dist.barrier()
     dist.destroy_process_group()
 
 
