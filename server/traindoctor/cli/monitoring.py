@@ -26,7 +26,11 @@ def add_common_options(parser: argparse.ArgumentParser, *, command: bool = True)
                             help="stop the command after S seconds (default: no limit)")
         parser.add_argument("--runs-dir", metavar="DIR", default=None,
                             help="where run records go (default: .traindoctor/runs in the current directory)")
-        parser.add_argument("command", nargs=argparse.REMAINDER, help="python train.py ARGS | python -m module ARGS")
+        parser.add_argument("--hang-after", type=float, metavar="S", default=None,
+                            help="torchrun: report a hang when no rank has stepped for S seconds "
+                                 "(default: 10x the median step time, at least 60 s)")
+        parser.add_argument("command", nargs=argparse.REMAINDER,
+                            help="python train.py ARGS | python -m module ARGS | torchrun ... train.py ARGS")
 
 
 def fail(message: str, code: int = 2) -> int:
@@ -80,16 +84,58 @@ def monitored_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any
     from pathlib import Path
 
     from ..live.launcher import LaunchError
+    from ..monitor.dist_report import is_job_dir, job_from_dir
+    from ..monitor.distributed import distributed_settings
+    from ..monitor.launchers import is_launcher
     from ..monitor.runner import new_run_dir, run_debugged, run_plain
     from ..monitor.series import run_from_dir
 
+    if debugged and is_launcher(debuggee):
+        raise CommandFailed("--stop-on is not supported with torchrun or accelerate yet: run without it")
     run_dir = new_run_dir(debuggee, Path(args.runs_dir) if args.runs_dir else None, label)
     config = {"run_dir": str(run_dir), **config}
+    if is_launcher(debuggee):
+        return _distributed_run(debuggee, args, config)
+    spawn = config["spawn_settings"] = distributed_settings()  # processes of mp.spawn become ranks of the run
+    spawn["hang"]["hang_after"] = getattr(args, "hang_after", None)
     try:
         monitored = (run_debugged if debugged else run_plain)(debuggee, config, args.timeout)
     except LaunchError as exc:
         raise CommandFailed(str(exc)) from None
-    return monitored, run_from_dir(run_dir)
+    return monitored, job_from_dir(run_dir) if is_job_dir(run_dir) else run_from_dir(run_dir)
+
+
+def _distributed_run(debuggee: Any, args: argparse.Namespace, config: dict[str, Any]) -> tuple[Any, Any]:
+    """A torchrun job: every rank monitored, watched for a hang; the records merged by step."""
+    from ..live.launcher import LaunchError
+    from ..monitor.dist_report import job_from_dir
+    from ..monitor.distributed import run_distributed
+    from ..monitor.launchers import torchrun_command
+
+    try:
+        monitored = run_distributed(torchrun_command(debuggee), config, args.timeout,
+                                    getattr(args, "hang_after", None))
+    except LaunchError as exc:
+        raise CommandFailed(str(exc)) from None
+    return monitored, job_from_dir(monitored.run_dir)
+
+
+def rank_zero(data: Any) -> Any:
+    """A distributed run's rank 0 (overfit and repro judge the run by it: DDP keeps the ranks'
+    models identical), or the run itself."""
+    ranks = (data.meta.get("distributed") or {}).get("ranks") or {}
+    return ranks.get(0) or next(iter(ranks.values()), data) if ranks else data
+
+
+def detect_findings(data: Any, source: str) -> list[Any]:
+    """The detectors of `source` over a run, or over every rank of a distributed one (findings with `rank`)."""
+    if data.meta.get("distributed"):
+        from ..monitor.dist_report import detect_job
+
+        return detect_job(data, source)
+    from ..monitor.findings import detect
+
+    return detect(data, source)
 
 
 def write_records(findings: list[Any], directory: str | None, source_text: str) -> list[str]:

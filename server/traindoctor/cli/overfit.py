@@ -13,7 +13,7 @@ Exit code: 0 fits, 1 does not fit, 2 usage error or the script failed to start.
 from __future__ import annotations
 
 import argparse
-from .monitoring import USAGE_TAIL, add_common_options, fail, guarded, monitored_run, prepared, report
+from .monitoring import USAGE_TAIL, add_common_options, fail, guarded, monitored_run, prepared, rank_zero, report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     debuggee = prepared(args)
     monitored, data = monitored_run(debuggee, args, {"max_steps": args.steps, "repeat_batches": args.batches},
                                     label="overfit")
+    data = rank_zero(data)
     run_dir = monitored.run_dir
     if not data.records:
         why = f"exited with code {monitored.exit_code}" if monitored.exit_code else "finished"

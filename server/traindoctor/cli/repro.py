@@ -13,7 +13,7 @@ Exit code: 0 identical, 1 differs, 2 usage error or a run that did not step.
 from __future__ import annotations
 
 import argparse
-from .monitoring import USAGE_TAIL, add_common_options, fail, guarded, monitored_run, note, prepared, report
+from .monitoring import USAGE_TAIL, add_common_options, fail, guarded, monitored_run, note, prepared, rank_zero, report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         note(f"run {len(runs) + 1}/2" + (" (torch.use_deterministic_algorithms(True, warn_only=True))"
                                           if deterministic else "") + f", {args.steps} steps:")
         monitored, data = monitored_run(debuggee, args, config, label=label)
+        data = rank_zero(data)
         if not data.records:
             return fail(f"run {len(runs) + 1} made no optimizer step (exit code {monitored.exit_code}; "
                         f"records in {monitored.run_dir})")

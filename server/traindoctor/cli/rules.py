@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..catalog import CatalogError, get_rule, load_rules
 from ..docs import render_rule

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .monitoring import USAGE_TAIL, add_common_options, guarded, monitored_run, prepared, report
+from .monitoring import USAGE_TAIL, add_common_options, detect_findings, guarded, monitored_run, prepared, report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +33,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 @guarded
 def run(args: argparse.Namespace) -> int:
-    from ..monitor.findings import detect
     from ..monitor.rules import load_monitor_rules
 
     debuggee = prepared(args)
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         config["stop_spike_factor"] = float(spike.get("factor", 3.0)) * 3
     monitored, data = monitored_run(debuggee, args, config, debugged=bool(args.stop_on))
     run_dir = monitored.run_dir
-    findings = detect(data, "watch")
+    findings = detect_findings(data, "watch")
     body: list[str] = []
     extra: dict[str, Any] = {"exit_code": monitored.exit_code}
     if monitored.live is not None:
@@ -52,13 +51,18 @@ def run(args: argparse.Namespace) -> int:
         extra["live"] = live_json
     if monitored.timed_out:
         extra["timed_out"] = True
+    if data.meta.get("distributed"):
+        from ..monitor.dist_report import job_summary
+
+        extra["distributed"] = job_summary(data)
     if data.meta.get("monitor_error"):
         extra["monitor_error"] = data.meta["monitor_error"]
         body.append(f"traindoctor: the monitor stopped measuring after step {len(data.records)} "
                     f"(the run went on): {data.meta['monitor_error'][:200]}")
-    steps = len(data.records)
+    steps = (data.meta.get("distributed") or {}).get("steps") or len(data.records)
     verdict = "problems" if findings else "ok"
-    summary = _summary(steps, findings, monitored, str(run_dir), started=bool(data.meta))
+    summary = _summary(steps, findings, monitored, str(run_dir), started=bool(data.meta),
+                       world=(extra.get("distributed") or {}).get("world_size") or 0)
     report(args, command="watch", verdict=verdict, summary=summary, findings=findings, steps=steps,
            run_dir=str(run_dir), extra=extra, body=body)
     if monitored.exit_code != 0:
@@ -66,18 +70,24 @@ def run(args: argparse.Namespace) -> int:
     return 1 if findings else 0
 
 
-def _summary(steps: int, findings: list[Any], monitored: Any, run_dir: str, started: bool) -> str:
+def _summary(steps: int, findings: list[Any], monitored: Any, run_dir: str, started: bool, world: int = 0) -> str:
     if not started:  # the bootstrap said why (e.g. an interpreter without torch)
         return f"the step monitor did not start: nothing was watched (command exit code {monitored.exit_code})"
     stopped = ""
+    ranks = f" on each of {world} ranks" if world > 1 else ""
     if monitored.live is not None:
         stopped = ", stopped under the debugger"
+    elif any(f.diagnosis.kind == "distributed-hang" for f in findings):
+        stopped = ", stopped after it hung"
     elif monitored.timed_out:
         stopped = ", stopped at the timeout"
     if not findings:
-        return f"watched {steps} optimizer steps{stopped}: no problems found (records in {run_dir})"
-    kinds = ", ".join(dict.fromkeys(f"{f.diagnosis.kind} at step {f.step}" for f in findings))
-    return f"watched {steps} optimizer steps{stopped}: {len(findings)} problem(s): {kinds} (records in {run_dir})"
+        return f"watched {steps} optimizer steps{ranks}{stopped}: no problems found (records in {run_dir})"
+    kinds = ", ".join(dict.fromkeys(f.diagnosis.kind + (f" at step {f.step}" if f.step is not None else "")
+                                    + (f" on rank {f.diagnosis.rank}" if f.diagnosis.rank is not None else "")
+                                    for f in findings))
+    return (f"watched {steps} optimizer steps{ranks}{stopped}: {len(findings)} problem(s): {kinds} "
+            f"(records in {run_dir})")
 
 
 def _with_live(findings: list[Any], stop: Any) -> tuple[list[Any], list[str], dict[str, Any]]:

@@ -2,6 +2,7 @@
 
     python bootstrap.py train.py ARGS        (as `python train.py ARGS`)
     python bootstrap.py -m package ARGS      (as `python -m package ARGS`)
+    torchrun [opts] bootstrap.py train.py    (every rank: `distributed` in the settings, rank_hooks.py)
 
 The monitor's settings come as JSON in the TRAINDOCTOR_MONITOR environment
 variable (written by `traindoctor watch|overfit|repro|budget`). Run as a file, not as
@@ -21,11 +22,16 @@ import types
 CONFIG_VARIABLE = "TRAINDOCTOR_MONITOR"
 
 
+def monitor_file(name: str) -> str:
+    """A module of the monitor next to this file (hooks, rank_hooks), by its stem."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+
+
 def _load_hooks(path: str | None = None):
     """hooks.py (or `path`), compiled under a `<frozen ...>` file name: debuggers (debugpy's justMyCode) and
     traceback readers (traindoctor's own) then treat the monitor's frames as library code, so a
     stop at a NaN shows the user's `optimizer.step()` line, not the hook that raised."""
-    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "hooks.py")
+    path = path or monitor_file("hooks")
     package = os.path.basename(os.path.dirname(path))
     stem = os.path.splitext(os.path.basename(path))[0]
     with open(path, encoding="utf-8") as handle:
@@ -44,8 +50,12 @@ def main() -> None:
         sys.exit("usage: bootstrap.py SCRIPT ARGS | -m MODULE ARGS")
     config = json.loads(os.environ.pop(CONFIG_VARIABLE, "{}") or "{}")
     config.setdefault("run_dir", os.path.join(".traindoctor", "runs", f"pid-{os.getpid()}"))
+    rank_hooks = None
     try:
         hooks = _load_hooks(config.get("collector"))
+        if config.get("distributed"):  # one rank of a torchrun job: its own folder in the job's
+            rank_hooks = _load_hooks(monitor_file("rank_hooks"))
+            config["run_dir"] = rank_hooks.rank_dir(config["run_dir"])
     except ImportError as exc:  # an interpreter without torch: the command still runs as under plain python
         if config.get("collector"):  # ... but a budget without its collector would only run the script
             sys.exit(f"traindoctor: this interpreter cannot import torch ({exc}): nothing to estimate")
@@ -55,6 +65,10 @@ def main() -> None:
     monitor = hooks.Monitor(config) if hooks is not None else None
     if monitor is not None:
         monitor.install()
+        if rank_hooks is not None:
+            rank_hooks.install(monitor, config)
+        elif config.get("spawn_settings"):  # mp.spawn's processes become the ranks of this run
+            _load_hooks(monitor_file("rank_hooks")).install_spawn(monitor)
     if args[0] == "-m":
         if len(args) < 2:
             sys.exit("bootstrap.py: -m needs a module name")

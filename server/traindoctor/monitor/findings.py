@@ -105,6 +105,8 @@ def detect(run: RunData, source: str, *, only: tuple[str, ...] | None = None,
 def render_finding(finding: StepFinding) -> str:
     d = finding.diagnosis
     lines = [f"step {finding.step}: {d.title}" if finding.step is not None else d.title]
+    if d.rank is not None:
+        lines[0] = f"rank {d.rank}" + (", " if finding.step is not None else ": ") + lines[0]
     if d.location is not None:
         lines.append(f"  at {d.location.path}:{d.location.line}" + (f": {d.location.code}" if d.location.code else ""))
     if d.root_cause:

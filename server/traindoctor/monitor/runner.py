@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..live.launcher import DebuggeeCommand, LaunchError, exit_code, free_port, parse_command
+from .launchers import accelerate_command, is_launcher, torchrun_command
 
 MONITOR_DIR = Path(__file__).resolve().parent
 BOOTSTRAP = MONITOR_DIR / "bootstrap.py"
@@ -39,16 +40,19 @@ def prepare(command: list[str]) -> DebuggeeCommand:
     """The user's command, checked (raises LaunchError with a one-line reason)."""
     if command and command[0] == "--":
         command = command[1:]
-    debuggee = parse_command(command)
+    debuggee = accelerate_command(command) or parse_command(command)
     if debuggee.target and debuggee.target[0] == "-c":
         raise LaunchError("`python -c` is not supported: pass a script or `-m module`")
-    if debuggee.target[:2] == ("-m", "torch.distributed.run"):
-        raise LaunchError("torchrun is not supported by the monitor yet: run one process (`python train.py`)")
+    if is_launcher(debuggee):
+        torchrun_command(debuggee)  # checks the launcher's own options and the script (LaunchError)
     return debuggee
 
 
 def new_run_dir(debuggee: DebuggeeCommand, base: Path | None = None, label: str = "") -> Path:
     target = debuggee.target[1] if debuggee.target[0] == "-m" else Path(debuggee.target[0]).stem
+    if is_launcher(debuggee):  # the job is named after its script
+        script = torchrun_command(debuggee).script  # type: ignore[union-attr]
+        target = Path(script).stem if script.endswith(".py") else script
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", target)[:40]
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     name = f"{stamp}-{slug}{('-' + label) if label else ''}-{secrets.token_hex(2)}"
