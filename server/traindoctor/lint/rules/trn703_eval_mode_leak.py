@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.scopes import code
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
@@ -31,7 +32,7 @@ class EvalModeLeak(RoutineRule):
     def check(self, routine: Routine) -> None:
         training, reported = self.training, set()
         if routine.node is not None and \
-                vocab().pattern("training_eval_intent_pattern").search(self.model_text(routine.node)):
+                vocab().pattern("training_eval_intent_pattern").search(code(routine.node)):
             return  # "linear probe", "keep the backbone in eval": documented intent
         for loop in reversed(routine.loops):  # innermost first
             pairs = training.expanded(routine, loop.index)
@@ -67,11 +68,6 @@ class EvalModeLeak(RoutineRule):
                 return True
             parent = routine.loops[parent].parent
         return False
-
-    @staticmethod
-    def model_text(node: cst.CSTNode) -> str:
-        """The function's source with its comments and docstring."""
-        return cst.Module(body=[]).code_for_node(node)
 
     def _trained(self, routine: Routine, index: int, model: str, pairs) -> bool:
         inside = set(id(e) for e in routine.events_in(index))
