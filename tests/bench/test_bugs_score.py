@@ -169,11 +169,12 @@ def test_quiet_after_for_absence_looks_at_the_enclosing_function():
 
 
 def test_the_tally_keeps_the_keys_that_bench_accuracy_reads():
-    cases = [{"rule": "TRN101", "hit": True, "quiet_after": True},
-             {"rule": "TRN101", "hit": False, "quiet_after": False},
-             {"rule": "TRN102", "hit": True, "quiet_after": False}]
+    cases = [{"rule": "TRN101", "repo": "a/b", "hit": True, "quiet_after": True},
+             {"rule": "TRN101", "repo": "c/d", "hit": False, "quiet_after": False},
+             {"rule": "TRN102", "repo": "e/f", "hit": True, "quiet_after": False}]
     result = score.tally(cases)
-    assert set(result) == {"rules", "overall", "cases"}
+    assert set(result) == {"rules", "overall", "halves", "cases"}
+    assert sum(h["labelled"] for h in result["halves"].values()) == 3
     assert result["rules"]["TRN101"] == {"labelled": 2, "hits": 1, "quiet_after": 1}
     assert result["overall"] == {"labelled": 3, "hits": 2, "quiet_after": 1}
     table = score.format_table(result)
@@ -189,3 +190,10 @@ def test_package_files_start_with_the_labelled_file_and_are_capped(tmp_path):
     assert files[0] == "pkg/sub/train.py" and "pkg/sub/util.py" in files and "pkg/model.py" in files
     assert "top.py" not in files
     assert score.package_files(tmp_path, "pkg/sub/train.py", limit=2) == ["pkg/sub/train.py", "pkg/sub/util.py"]
+
+
+def test_a_repository_sits_in_one_half_and_both_halves_are_used():
+    repos = [f"owner{n}/repo{n}" for n in range(200)]
+    halves = [score.half_of(repo) for repo in repos]
+    assert halves == [score.half_of(repo) for repo in repos]
+    assert 60 < halves.count("dev") < 140
