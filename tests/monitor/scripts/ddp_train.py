@@ -6,10 +6,12 @@ MODE: healthy | hang (rank 0 alone logs through all_reduce at step 4) | nan (ran
 NaN at step 6) | desync (rank 1 perturbs a weight outside DDP at step 4, with its own seed) |
 straggler (rank 1's loader sleeps on every batch) | hang-sleep (rank 0 alone logs through
 all_reduce at step 4 while rank 1 is stuck in a long sleep) | same-data (no DistributedSampler) |
-slow-compute (rank 1's forward takes 50 ms longer) | slow-eval (a 12 s evaluation at step 4). On cuda: NCCL, one GPU per rank.
+slow-compute (rank 1's forward takes 50 ms longer) | slow-eval (a 12 s evaluation at step 4) |
+unseeded (the loader adds noise from Python's `random`, which nothing seeds: no two runs match). On cuda: NCCL, one GPU per rank.
 """
 
 import os
+import random
 import sys
 import time
 
@@ -49,7 +51,10 @@ data = TensorDataset(inputs, inputs @ torch.randn(16, 1, generator=generator))  
 def collate(batch):
     if mode == "straggler" and rank == 1:
         time.sleep(0.05)  # a slow loader on rank 1 only
-    return torch.utils.data.default_collate(batch)
+    x, y = torch.utils.data.default_collate(batch)
+    if mode == "unseeded":
+        x = x + random.random()  # "augmentation" from an unseeded generator
+    return x, y
 
 
 sampler = DistributedSampler(data)
