@@ -271,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         print(note)
     print()
     print("\n".join(format_accuracy(accuracy_rows(rule_sets, halves["dev"], halves["test"], bugs, fixes))))
+    for half, counts in ((bugs or {}).get("halves") or {}).items():
+        print(f"real-bug recall, {half} half: {counts['hits']}/{counts['labelled']} = "
+              f"{_ratio(counts['hits'], counts['labelled'])} (quiet after {counts['quiet_after']}/{counts['hits']})")
     print("\nfindings: +N? = N not yet judged (not counted in precision); precision = true / judged, "
           "a debatable finding is not true; quiet-after = hits the fix commit silences / hits")
     return 0
