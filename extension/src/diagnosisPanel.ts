@@ -183,7 +183,9 @@ function render(d: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions): s
     .join('');
   const evidence = (d.evidence ?? []).map((e) => `<li>${escape(e)}</li>`).join('');
   const fixes = (d.fixes ?? [])
-    .map((f) => `<li><strong>${escape(f.title)}</strong>${f.detail ? `<pre>${escape(f.detail)}</pre>` : ''}</li>`)
+    .map((f) => `<li><strong>${escape(f.title)}</strong>${f.location ? ` <span class="fix-location">at ${frameLink(
+      { path: f.location.path, line: f.location.line, function: '' }, `${path.basename(f.location.path)}:${f.location.line}`)}</span>` : ''}` +
+      `${f.detail ? `<pre>${escape(f.detail)}</pre>` : ''}</li>`)
     .join('');
   const frames = (d.frames ?? [])
     .map((f) => `<li class="${f.is_user ? 'user' : 'library'}">${frameLink(f)}${f.code ? `<br><code>${escape(f.code)}</code>` : ''}</li>`)
@@ -211,7 +213,7 @@ function render(d: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions): s
  table.tensors { border-collapse: collapse; } table.tensors td, table.tensors th { padding: .1em .6em; text-align: left; }
  tr.bad { color: var(--vscode-errorForeground); font-weight: bold; }
 </style></head>
-<body data-testid="traindoctor-diagnosis" data-kind="${escape(d.kind)}" data-origin="${origin}" data-anomaly-detection="${options.anomalyDetection ? 'on' : 'off'}">
+<body data-testid="traindoctor-diagnosis" data-kind="${escape(d.kind)}" data-origin="${origin}" data-rank="${escape(d.rank ?? '')}" data-anomaly-detection="${options.anomalyDetection ? 'on' : 'off'}">
 <h1>${escape(d.title)}</h1>
 <p class="meta"><span>${escape(d.kind)}</span><span>${escape(d.mode)}</span><span>confidence ${confidence}%</span>${origin === 'live' ? '<span>live</span>' : ''}${options.anomalyDetection ? '<span>anomaly detection</span>' : ''}${d.rank != null ? `<span>rank ${escape(d.rank)}</span>` : ''}</p>
 ${exception}${location}${cause}
@@ -246,13 +248,7 @@ ${frames ? `<h2>Frames</h2>${hiddenFrames(d.details)}<ol class="frames">${frames
  window.addEventListener('message', (event) => {
    if (event.data && event.data.type === 'fixApplied') {
      document.body.dataset.fixApplied = String(event.data.applied);
-     for (const button of document.querySelectorAll('button.anomaly-rerun')) {
-   button.addEventListener('click', () => {
-     button.disabled = true;
-     vscode.postMessage({ type: 'rerunWithAnomalyDetection' });
-   });
- }
- for (const button of document.querySelectorAll('button.apply-fix')) {
+     for (const button of document.querySelectorAll('button.apply-fix')) {
        button.disabled = event.data.applied;
        if (event.data.applied) { button.textContent = 'Fix applied'; }
      }
