@@ -1,0 +1,82 @@
+// "Watch this run" on a torchrun launch configuration in a real VS Code (code-server) with the real
+// Python server (issue 31, point 3): a 2-rank gloo DDP job on CPU whose rank 1 reads a NaN batch;
+// the finding reaches the panel with its rank. Run through scripts/e2e.sh, which builds the .vsix.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { execFileSync } from 'child_process';
+import { mkdirSync } from 'fs';
+import { join } from 'path';
+import { Editor, ROOT, Workbench } from './harness.mjs';
+
+const FIXTURES = join(ROOT, 'extension', 'test', 'fixtures', 'distributed-workspace');
+const ARTIFACTS = join(ROOT, '.e2e', 'artifacts');
+const SCREENSHOTS = process.env.E2E_SCREENSHOTS ?? join(ARTIFACTS, 'screenshots');
+const VSIX = process.env.E2E_VSIX;
+const PYTHON = process.env.E2E_PYTHON ?? join(ROOT, '.venv', 'bin', 'python');
+
+const editor = new Editor(join(ROOT, '.e2e', 'run-distributed'));
+const SETTINGS = {
+  'traindoctor.interpreter': PYTHON,
+  'files.hotExit': 'off',
+  'workbench.startupEditor': 'none',
+  'workbench.tips.enabled': false,
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
+  'chat.disableAIFeatures': true,
+  'telemetry.telemetryLevel': 'off',
+  'security.workspace.trust.enabled': false,
+  'git.enabled': false,
+  'editor.minimap.enabled': false,
+};
+let wb;
+
+function scenario(name, body, timeout = 300_000) {
+  test(name, { timeout }, async () => {
+    try {
+      await body();
+    } catch (error) {
+      mkdirSync(ARTIFACTS, { recursive: true });
+      const shot = join(ARTIFACTS, `failed-${name.replace(/\W+/g, '-').slice(0, 60)}.png`);
+      await wb?.screenshot(shot).catch(() => undefined);
+      console.error(`screenshot: ${shot}\nlogs: ${editor.logs} and ${editor.userData}/logs`);
+      throw error;
+    }
+  });
+}
+
+before(async () => {
+  assert.ok(VSIX, 'E2E_VSIX names the packaged extension (scripts/e2e.sh sets it)');
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  editor.prepare({ vsix: VSIX, fixtures: FIXTURES, settings: SETTINGS });
+  wb = new Workbench(await editor.start());
+});
+
+after(async () => {
+  await editor.stop();
+});
+
+/** Processes still running the job's script (`ps`). */
+function leftOver() {
+  const listing = execFileSync('ps', ['-ww', '-eo', 'pid,args'], { encoding: 'utf8' });
+  return listing.split('\n').filter((line) => line.includes(join(editor.workspace, 'ddp_nan.py')));
+}
+
+scenario('"Watch this run" on a torchrun launch configuration names the rank of a one-rank NaN', async () => {
+  await wb.openFile('ddp_nan.py');
+  const item = wb.page.locator('.statusbar-item', { hasText: 'traindoctor' });
+  await wb.until('the traindoctor server to run', () => item.locator('.codicon-check, .codicon-warning').count(), 90_000);
+  // .vscode/launch.json runs this file as `module: torch.distributed.run --nproc-per-node 2`.
+  await wb.command('traindoctor: Watch this run');
+  await wb.page.locator('.notification-toast', { hasText: 'watching "torchrun: ddp_nan.py on 2 ranks" on every rank' })
+    .waitFor({ timeout: 30_000 });
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="monitor"]', 240_000);
+  const body = panel.locator('body');
+  assert.equal(await body.getAttribute('data-kind'), 'nan-onset');
+  assert.equal(await body.getAttribute('data-rank'), '1');
+  assert.ok((await panel.locator('.meta span').allInnerTexts()).includes('rank 1'));
+  assert.match(await panel.locator('h1').innerText(), /step 6/);
+  const toast = wb.page.locator('.notification-toast', { hasText: 'traindoctor watch:' });
+  await toast.waitFor({ timeout: 30_000 });
+  assert.match(await toast.innerText(), /on each of 2 ranks: 1 problem\(s\): nan-onset at step 6 on rank 1/);
+  assert.deepEqual(leftOver(), []);
+  await wb.screenshot(join(SCREENSHOTS, 'watch-torchrun-rank.png'));
+});
