@@ -91,7 +91,7 @@ function substitute(value: string, folder: vscode.WorkspaceFolder | undefined, f
 
 /**
  * "Watch this run" on a torchrun launch configuration: `traindoctor watch --format json -- <the job>`
- * (every rank monitored, a hang stopped), then the findings, each with its `rank`, in the panel.
+ * (every rank monitored, a hang stopped), then its findings, each with its `rank`, listed in the panel.
  */
 export async function watchTorchrun(config: TorchrunConfig, folder: vscode.WorkspaceFolder | undefined, script: string | undefined,
   panel: DiagnosisPanel): Promise<WatchReport | undefined> {
@@ -156,7 +156,7 @@ export async function watchTorchrun(config: TorchrunConfig, folder: vscode.Works
   const findings = report.findings.filter(isDiagnosis);
   const message = `traindoctor watch: ${report.summary ?? report.verdict}`;
   if (findings.length) {
-    panel.show(findings[0], 'monitor');
+    panel.show(findings[0], 'monitor', { findings });
     void vscode.window.showWarningMessage(message);
   } else {
     void vscode.window.showInformationMessage(message);

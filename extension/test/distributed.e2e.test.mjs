@@ -60,7 +60,7 @@ function leftOver() {
   return listing.split('\n').filter((line) => line.includes(join(editor.workspace, 'ddp_nan.py')));
 }
 
-scenario('"Watch this run" on a torchrun launch configuration names the rank of a one-rank NaN', async () => {
+scenario('"Watch this run" on a torchrun launch configuration lists each rank\'s findings; a one-rank NaN names its rank', async () => {
   await wb.openFile('ddp_nan.py');
   const item = wb.page.locator('.statusbar-item', { hasText: 'traindoctor' });
   await wb.until('the traindoctor server to run', () => item.locator('.codicon-check, .codicon-warning').count(), 90_000);
@@ -68,15 +68,22 @@ scenario('"Watch this run" on a torchrun launch configuration names the rank of 
   await wb.command('traindoctor: Watch this run');
   await wb.page.locator('.notification-toast', { hasText: 'watching "torchrun: ddp_nan.py on 2 ranks" on every rank' })
     .waitFor({ timeout: 30_000 });
-  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="monitor"]', 240_000);
+  const toast = wb.page.locator('.notification-toast', { hasText: 'traindoctor watch:' });
+  await toast.waitFor({ timeout: 240_000 });
+  assert.match(await toast.innerText(), /on each of 2 ranks: 3 problem\(s\)/);
+  // The panel lists the run's findings with their ranks: rank 0's slow loader (data-starved, straggler)
+  // and rank 1's NaN; it shows the first, and one click shows another.
+  const first = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="monitor"]', 30_000);
+  const items = await first.locator('ul.findings li').allInnerTexts();
+  assert.deepEqual(items.map((t) => t.replace(/:.*/s, '')), ['rank 0, step 2', 'rank 1, step 6', 'rank 0'], JSON.stringify(items));
+  assert.equal(await first.locator('body').getAttribute('data-rank'), '0');
+  await first.locator('ul.findings a.finding', { hasText: 'rank 1, step 6' }).click();
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="monitor"][data-kind="nan-onset"]', 30_000);
   const body = panel.locator('body');
-  assert.equal(await body.getAttribute('data-kind'), 'nan-onset');
   assert.equal(await body.getAttribute('data-rank'), '1');
   assert.ok((await panel.locator('.meta span').allInnerTexts()).includes('rank 1'));
   assert.match(await panel.locator('h1').innerText(), /step 6/);
-  const toast = wb.page.locator('.notification-toast', { hasText: 'traindoctor watch:' });
-  await toast.waitFor({ timeout: 30_000 });
-  assert.match(await toast.innerText(), /on each of 2 ranks: 1 problem\(s\): nan-onset at step 6 on rank 1/);
+  assert.match(await panel.locator('ul.findings li.shown').innerText(), /^rank 1, step 6: loss became nan/);
   assert.deepEqual(leftOver(), []);
   await wb.screenshot(join(SCREENSHOTS, 'watch-torchrun-rank.png'));
 });
