@@ -173,7 +173,7 @@ async function runCheck(command: 'overfit' | 'repro', title: string, panel: Diag
   const message = `traindoctor ${command}: ${report.summary ?? report.verdict}`;
   const finding = report.findings.find(isDiagnosis);
   if (finding) {
-    panel.show(finding, 'monitor');
+    panel.show(finding, 'monitor', { findings: report.findings.filter(isDiagnosis) });
     void vscode.window.showWarningMessage(message);
   } else {
     void vscode.window.showInformationMessage(message);

@@ -42,13 +42,23 @@ export function isTorchrunConfig(config: Partial<TorchrunConfig> & { request?: s
 /** The torchrun launch configurations of `folder` that run `script` (all of them when `script` is undefined). */
 export function torchrunConfigsFor(script: string | undefined, folder?: vscode.WorkspaceFolder): TorchrunConfig[] {
   const configs = vscode.workspace.getConfiguration('launch', folder?.uri).get<TorchrunConfig[]>('configurations') ?? [];
-  return configs.filter((c) => c && typeof c === 'object' && typeof c.name === 'string' && isTorchrunConfig(c)).filter((c) => {
+  const resolved = (value: string) => {
+    try {
+      return substitute(value, folder, script);
+    } catch {
+      return undefined; // a variable we do not resolve: not a configuration we can run
+    }
+  };
+  return configs.filter((c) => c && typeof c === 'object' && typeof c.name === 'string').filter((c) => {
+    const program = typeof c.program === 'string' ? resolved(c.program) : undefined;
+    if (!isTorchrunConfig({ ...c, program })) {
+      return false;
+    }
     if (!script) {
       return true;
     }
-    const args = argsOf(c).map((a) => substitute(a, folder, script));
-    const base = folder?.uri.fsPath ?? path.dirname(script);
-    return args.some((a) => a.endsWith('.py') && path.resolve(substitute(c.cwd ?? '', folder, script) || base, a) === script);
+    const base = resolved(c.cwd ?? '') || folder?.uri.fsPath || path.dirname(script);
+    return argsOf(c).map(resolved).some((a) => a?.endsWith('.py') && path.resolve(base, a) === script);
   });
 }
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { execFileSync } from 'child_process';
 import { mkdirSync } from 'fs';
-import { join } from 'path';
+import { dirname, join } from 'path';
 import { Editor, ROOT, Workbench } from './harness.mjs';
 
 const FIXTURES = join(ROOT, 'extension', 'test', 'fixtures', 'distributed-workspace');
@@ -47,12 +47,25 @@ before(async () => {
   assert.ok(VSIX, 'E2E_VSIX names the packaged extension (scripts/e2e.sh sets it)');
   mkdirSync(SCREENSHOTS, { recursive: true });
   editor.prepare({ vsix: VSIX, fixtures: FIXTURES, settings: SETTINGS });
+  // The second launch configuration's `program`: the torchrun script of the test's environment.
+  process.env.E2E_TORCHRUN = join(dirname(PYTHON), 'torchrun');
   wb = new Workbench(await editor.start());
 });
 
 after(async () => {
   await editor.stop();
 });
+
+/** "Watch this run" on the open ddp_nan.py, picking the launch configuration `name`. */
+async function watchWith(name) {
+  await wb.command('traindoctor: Watch this run', { waitHidden: false });
+  const widget = wb.page.locator('.quick-input-widget');
+  await widget.locator('.monaco-list-row', { hasText: 'torchrun (program)' }).waitFor({ timeout: 30_000 });
+  assert.equal(await widget.locator('.monaco-list-row').count(), 2);
+  await widget.locator('.monaco-list-row', { hasText: name }).first().click();
+  await widget.waitFor({ state: 'hidden' });
+  await wb.page.locator('.notification-toast', { hasText: `watching "${name}" on every rank` }).waitFor({ timeout: 30_000 });
+}
 
 /** Processes still running the job's script (`ps`). */
 function leftOver() {
@@ -64,10 +77,8 @@ scenario('"Watch this run" on a torchrun launch configuration lists each rank\'s
   await wb.openFile('ddp_nan.py');
   const item = wb.page.locator('.statusbar-item', { hasText: 'traindoctor' });
   await wb.until('the traindoctor server to run', () => item.locator('.codicon-check, .codicon-warning').count(), 90_000);
-  // .vscode/launch.json runs this file as `module: torch.distributed.run --nproc-per-node 2`.
-  await wb.command('traindoctor: Watch this run');
-  await wb.page.locator('.notification-toast', { hasText: 'watching "torchrun: ddp_nan.py on 2 ranks" on every rank' })
-    .waitFor({ timeout: 30_000 });
+  // .vscode/launch.json runs this file twice: as `module: torch.distributed.run` and as `program: torchrun`.
+  await watchWith('torchrun: ddp_nan.py on 2 ranks');
   const toast = wb.page.locator('.notification-toast', { hasText: 'traindoctor watch:' });
   await toast.waitFor({ timeout: 240_000 });
   assert.match(await toast.innerText(), /on each of 2 ranks: 3 problem\(s\)/);
@@ -86,4 +97,17 @@ scenario('"Watch this run" on a torchrun launch configuration lists each rank\'s
   assert.match(await panel.locator('ul.findings li.shown').innerText(), /^rank 1, step 6: loss became nan/);
   assert.deepEqual(leftOver(), []);
   await wb.screenshot(join(SCREENSHOTS, 'watch-torchrun-rank.png'));
+});
+
+scenario('"Watch this run" on a launch configuration whose program is torchrun', async () => {
+  await wb.command('View: Close All Editors'); // the diagnosis panel too
+  await wb.command('Notifications: Clear All Notifications');
+  await wb.openFile('ddp_nan.py');
+  await watchWith('torchrun (program): ddp_nan.py on 2 ranks');
+  const toast = wb.page.locator('.notification-toast', { hasText: 'traindoctor watch:' });
+  await toast.waitFor({ timeout: 240_000 });
+  assert.match(await toast.innerText(), /on each of 2 ranks: 3 problem\(s\)/);
+  const panel = await wb.webviewFrame('[data-testid="traindoctor-diagnosis"][data-origin="monitor"]', 30_000);
+  assert.ok((await panel.locator('ul.findings li').allInnerTexts()).some((t) => t.startsWith('rank 1, step 6: loss became nan')));
+  assert.deepEqual(leftOver(), []);
 });
