@@ -64,3 +64,31 @@ def test_the_graph_cutting_fix_names_the_detach_line(tmp_path: Path) -> None:
     finding = build(load_monitor_rules()["does-not-fit"], Hit(200, facts, Frame(str(script), 3, "", None, True)))
     edit = next(f for f in finding.to_json()["fixes"] if f["title"] == "Compute the loss on outputs that keep their graph")
     assert edit["location"] == {"path": str(script), "line": 3}
+
+
+UNSAFE_LOG = """import torch
+
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(20):
+    p = torch.relu(model(torch.randn(8, 4)))
+    loss = -torch.log(p).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_nan_finding_names_the_unsafe_log_as_cause_and_where_to_guard(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(UNSAFE_LOG)
+    related = tuple(f for f in lint_file(script).findings if f.code.startswith("TRN4"))
+    assert related and related[0].code == "TRN401"
+    log_line, backward = 7, 9
+    hit = Hit(1, {"series": "loss", "step": 1, "value": "inf", "at_start": True},
+              Frame(str(script), backward, "<module>", "loss.backward()", True), related)
+    data = build(load_monitor_rules()["nan-onset"], hit).to_json()
+    assert data["cause_location"]["line"] == log_line and "torch.log(p)" in data["cause_location"]["code"]
+    guard = next(f for f in data["fixes"] if f["title"] == "Guard unsafe math")
+    assert guard["location"] == {"path": str(script), "line": log_line}
+    assert all("location" not in f for f in data["fixes"] if f is not guard)

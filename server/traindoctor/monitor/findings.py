@@ -67,6 +67,8 @@ class LintCache:
 
 def build(rule: MonitorRule, hit: Hit) -> StepFinding:
     facts = hit.facts
+    if hit.related:  # the lint line, for the fixes that edit it (`at: finding_place`)
+        facts = {"finding_place": f"{hit.related[0].path}:{hit.related[0].range.start.line + 1}", **facts}
     frames: tuple[Frame, ...] = (hit.location,) if hit.location is not None else ()
     details = {"detector": rule.id, "step": hit.step, "facts": {k: v for k, v in facts.items() if v is not None},
                **hit.details}
