@@ -159,6 +159,10 @@ export async function watchTorchrun(config: TorchrunConfig, folder: vscode.Works
       });
     }),
   );
+  if (report === 'cancelled') {
+    void vscode.window.showInformationMessage(`traindoctor watch: "${config.name}" stopped.`);
+    return undefined;
+  }
   if (typeof report === 'string') {
     void vscode.window.showErrorMessage(`traindoctor watch: ${report.replace(/^traindoctor: /, '')}`);
     return undefined;

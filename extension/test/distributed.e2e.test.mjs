@@ -111,3 +111,19 @@ scenario('"Watch this run" on a launch configuration whose program is torchrun',
   assert.ok((await panel.locator('ul.findings li').allInnerTexts()).some((t) => t.startsWith('rank 1, step 6: loss became nan')));
   assert.deepEqual(leftOver(), []);
 });
+
+scenario('cancelling the watch of a torchrun job stops every rank', async () => {
+  await wb.command('View: Close All Editors');
+  await wb.command('Notifications: Clear All Notifications');
+  await wb.openFile('ddp_nan.py');
+  await watchWith('torchrun: ddp_nan.py on 2 ranks');
+  // Both ranks started (they import torch and meet for a few seconds before the first step): cancel then.
+  const ranks = () => leftOver().filter((line) => line.includes('bootstrap.py') && !line.includes('torch.distributed.run'));
+  await wb.until('both ranks to run', () => ranks().length === 2, 60_000);
+  const progress = wb.page.locator('.notification-toast', { hasText: 'watching "torchrun: ddp_nan.py on 2 ranks"' });
+  await progress.hover();
+  await progress.getByRole('button', { name: 'Cancel' }).click();
+  await wb.page.locator('.notification-toast', { hasText: 'traindoctor watch: "torchrun: ddp_nan.py on 2 ranks" stopped.' })
+    .waitFor({ timeout: 60_000 });
+  assert.deepEqual(leftOver(), []);
+});
