@@ -63,5 +63,5 @@ ls -la "$VSIX"
 step "tests"
 rm -rf .e2e/artifacts  # screenshots and failure evidence of this run only
 # E2E_TESTS="extension/test/x.test.mjs ...": run only those (default: all of them).
-E2E_VSIX=$VSIX node --test --test-concurrency=1 --test-reporter=spec ${E2E_TESTS:-extension/test/e2e.test.mjs extension/test/monitor.e2e.test.mjs extension/test/budget.e2e.test.mjs extension/test/untrusted.test.mjs}
+E2E_VSIX=$VSIX node --test --test-concurrency=1 --test-reporter=spec ${E2E_TESTS:-extension/test/e2e.test.mjs extension/test/monitor.e2e.test.mjs extension/test/budget.e2e.test.mjs extension/test/untrusted.test.mjs extension/test/links.e2e.test.mjs extension/test/distributed.e2e.test.mjs}
 step "done"

@@ -22,7 +22,8 @@ export interface Diagnosis {
   title: string;
   root_cause: string;
   evidence: string[];
-  fixes: { title: string; detail?: string }[];
+  // location: the line the fix edits, when it edits code (the shape of cause_location).
+  fixes: { title: string; detail?: string; location?: { path: string; line: number } | null }[];
   confidence: number;
   location: DiagnosisFrame | null;
   frames: DiagnosisFrame[];

@@ -10,12 +10,15 @@ export interface PanelOptions {
   anomalyRerun?: boolean;
   /** The diagnosed run had autograd's anomaly detection on (launched by that re-run). */
   anomalyDetection?: boolean;
+  /** Every finding of a monitored run (each with its rank and step): listed, and one click shows it. */
+  findings?: (Diagnosis & { step?: number | null })[];
 }
 
 /** One webview panel that shows the latest Diagnosis; frames are links into the editor. */
 export class DiagnosisPanel implements vscode.Disposable {
   static readonly viewType = 'traindoctor.diagnosis';
   private panel: vscode.WebviewPanel | undefined;
+  private shown: { origin: DiagnosisOrigin; options: PanelOptions } | undefined;
 
   show(diagnosis: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions = {}): void {
     if (!this.panel) {
@@ -26,8 +29,11 @@ export class DiagnosisPanel implements vscode.Disposable {
         { enableScripts: true, enableFindWidget: true, localResourceRoots: [] },
       );
       this.panel.onDidDispose(() => (this.panel = undefined));
-      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string; fix?: string; url?: string }) => {
-        if (message.type === 'open' && typeof message.path === 'string') {
+      this.panel.webview.onDidReceiveMessage((message: { type?: string; path?: string; line?: number; code?: string; fix?: string; url?: string; index?: number }) => {
+        const other = message.type === 'showFinding' ? this.shown?.options.findings?.[Number(message.index)] : undefined;
+        if (other && this.shown) {
+          this.show(other, this.shown.origin, this.shown.options);
+        } else if (message.type === 'open' && typeof message.path === 'string') {
           void openFrame(message.path, message.line ?? 1);
         } else if (message.type === 'estimateMemory' && typeof message.path === 'string') {
           void vscode.commands.executeCommand('traindoctor.estimateMemory', vscode.Uri.file(message.path));
@@ -42,6 +48,7 @@ export class DiagnosisPanel implements vscode.Disposable {
         }
       });
     }
+    this.shown = { origin, options };
     this.panel.title = `traindoctor: ${diagnosis.title}`;
     this.panel.webview.html = render(diagnosis, origin, options);
     this.panel.reveal(vscode.ViewColumn.Beside, true);
@@ -168,6 +175,22 @@ function anomalyRerunButton(options: PanelOptions): string {
     '<button class="anomaly-rerun">Re-run with anomaly detection</button></p>';
 }
 
+/** The run's findings, the one shown marked: `rank R, step S: title`. */
+function findingsList(shown: Diagnosis, options: PanelOptions): string {
+  const findings = options.findings ?? [];
+  if (findings.length < 2) {
+    return '';
+  }
+  const items = findings.map((f, index) => {
+    const where = [f.rank != null ? `rank ${f.rank}` : '', f.step != null ? `step ${f.step}` : ''].filter(Boolean).join(', ');
+    const label = `${where ? `${where}: ` : ''}${f.title}`;
+    return f === shown
+      ? `<li class="finding shown" data-rank="${escape(f.rank ?? '')}"><strong>${escape(label)}</strong></li>`
+      : `<li class="finding" data-rank="${escape(f.rank ?? '')}"><a href="#" class="finding" data-index="${index}">${escape(label)}</a></li>`;
+  }).join('');
+  return `<h2>Findings of this run</h2><ul class="findings">${items}</ul>`;
+}
+
 function render(d: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions): string {
   const nonce = crypto.randomBytes(16).toString('base64');
   const confidence = Math.round((d.confidence ?? 0) * 100);
@@ -183,7 +206,9 @@ function render(d: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions): s
     .join('');
   const evidence = (d.evidence ?? []).map((e) => `<li>${escape(e)}</li>`).join('');
   const fixes = (d.fixes ?? [])
-    .map((f) => `<li><strong>${escape(f.title)}</strong>${f.detail ? `<pre>${escape(f.detail)}</pre>` : ''}</li>`)
+    .map((f) => `<li><strong>${escape(f.title)}</strong>${f.location ? ` <span class="fix-location">at ${frameLink(
+      { path: f.location.path, line: f.location.line, function: '' }, `${path.basename(f.location.path)}:${f.location.line}`)}</span>` : ''}` +
+      `${f.detail ? `<pre>${escape(f.detail)}</pre>` : ''}</li>`)
     .join('');
   const frames = (d.frames ?? [])
     .map((f) => `<li class="${f.is_user ? 'user' : 'library'}">${frameLink(f)}${f.code ? `<br><code>${escape(f.code)}</code>` : ''}</li>`)
@@ -211,10 +236,11 @@ function render(d: Diagnosis, origin: DiagnosisOrigin, options: PanelOptions): s
  table.tensors { border-collapse: collapse; } table.tensors td, table.tensors th { padding: .1em .6em; text-align: left; }
  tr.bad { color: var(--vscode-errorForeground); font-weight: bold; }
 </style></head>
-<body data-testid="traindoctor-diagnosis" data-kind="${escape(d.kind)}" data-origin="${origin}" data-anomaly-detection="${options.anomalyDetection ? 'on' : 'off'}">
+<body data-testid="traindoctor-diagnosis" data-kind="${escape(d.kind)}" data-origin="${origin}" data-rank="${escape(d.rank ?? '')}" data-anomaly-detection="${options.anomalyDetection ? 'on' : 'off'}">
 <h1>${escape(d.title)}</h1>
 <p class="meta"><span>${escape(d.kind)}</span><span>${escape(d.mode)}</span><span>confidence ${confidence}%</span>${origin === 'live' ? '<span>live</span>' : ''}${options.anomalyDetection ? '<span>anomaly detection</span>' : ''}${d.rank != null ? `<span>rank ${escape(d.rank)}</span>` : ''}</p>
 ${exception}${location}${cause}
+${findingsList(d, options)}
 ${anomalyRerunButton(options)}
 <h2>Root cause</h2><p class="root-cause">${escape(d.root_cause)}</p>
 ${evidence ? `<h2>Evidence</h2><ul class="evidence">${evidence}</ul>` : ''}
@@ -246,13 +272,7 @@ ${frames ? `<h2>Frames</h2>${hiddenFrames(d.details)}<ol class="frames">${frames
  window.addEventListener('message', (event) => {
    if (event.data && event.data.type === 'fixApplied') {
      document.body.dataset.fixApplied = String(event.data.applied);
-     for (const button of document.querySelectorAll('button.anomaly-rerun')) {
-   button.addEventListener('click', () => {
-     button.disabled = true;
-     vscode.postMessage({ type: 'rerunWithAnomalyDetection' });
-   });
- }
- for (const button of document.querySelectorAll('button.apply-fix')) {
+     for (const button of document.querySelectorAll('button.apply-fix')) {
        button.disabled = event.data.applied;
        if (event.data.applied) { button.textContent = 'Fix applied'; }
      }
@@ -262,6 +282,12 @@ ${frames ? `<h2>Frames</h2>${hiddenFrames(d.details)}<ol class="frames">${frames
    link.addEventListener('click', (event) => {
      event.preventDefault();
      vscode.postMessage({ type: 'openReference', url: link.dataset.url });
+   });
+ }
+ for (const link of document.querySelectorAll('a.finding')) {
+   link.addEventListener('click', (event) => {
+     event.preventDefault();
+     vscode.postMessage({ type: 'showFinding', index: Number(link.dataset.index) });
    });
  }
  for (const link of document.querySelectorAll('a.frame')) {

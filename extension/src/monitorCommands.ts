@@ -7,6 +7,7 @@ import { DiagnosisPanel } from './diagnosisPanel';
 import { resolveInterpreter } from './interpreter';
 import { log } from './logging';
 import { RunChart } from './runChart';
+import { TorchrunConfig, torchrunConfigsFor, watchTorchrun } from './torchrunWatch';
 
 /** The last stdout line of `traindoctor overfit|repro --format json`. */
 interface MonitorReport {
@@ -25,7 +26,7 @@ export function registerMonitorCommands(panel: DiagnosisPanel): vscode.Disposabl
   const chart = new RunChart();
   return [
     chart,
-    vscode.commands.registerCommand('traindoctor.watchRun', (resource?: vscode.Uri) => watchRun(chart, resource)),
+    vscode.commands.registerCommand('traindoctor.watchRun', (resource?: vscode.Uri) => watchRun(chart, panel, resource)),
     vscode.commands.registerCommand('traindoctor.overfitOneBatch', (resource?: vscode.Uri) =>
       runCheck('overfit', 'Overfitting one batch', panel, resource)),
     vscode.commands.registerCommand('traindoctor.checkReproducibility', (resource?: vscode.Uri) =>
@@ -70,11 +71,27 @@ function runDirFor(file: string, folder?: vscode.WorkspaceFolder): string {
   return path.join(base, '.traindoctor', 'runs', `${stamp}-${path.basename(file, '.py')}-vscode`);
 }
 
-/** traindoctor.watchRun: the file under the debugger with the step monitor; a NaN stops at its step. */
-async function watchRun(chart: RunChart, resource?: vscode.Uri): Promise<boolean> {
+/** The torchrun launch configuration that runs `file` (the user picks when several do); null: dismissed. */
+async function torchrunConfigFor(file: string, folder?: vscode.WorkspaceFolder): Promise<TorchrunConfig | undefined | null> {
+  const configs = torchrunConfigsFor(file, folder);
+  if (configs.length <= 1) {
+    return configs[0];
+  }
+  const picked = await vscode.window.showQuickPick(configs.map((c) => ({ label: c.name, config: c })),
+    { placeHolder: `Launch configurations that run ${path.basename(file)} under torchrun` });
+  return picked ? picked.config : null;
+}
+
+/** traindoctor.watchRun: the file under the debugger with the step monitor; a NaN stops at its step.
+ * A file that a torchrun launch configuration runs is watched as that job, every rank monitored. */
+async function watchRun(chart: RunChart, panel: DiagnosisPanel, resource?: vscode.Uri): Promise<boolean> {
   const script = await currentScript(resource);
   if (!script) {
     return false;
+  }
+  const torchrun = await torchrunConfigFor(script.file, script.folder);
+  if (torchrun !== undefined) {
+    return torchrun !== null && (await watchTorchrun(torchrun, script.folder, script.file, panel)) !== undefined;
   }
   const interpreter = await resolveInterpreter(script.folder);
   let bootstrap: string;
@@ -156,7 +173,7 @@ async function runCheck(command: 'overfit' | 'repro', title: string, panel: Diag
   const message = `traindoctor ${command}: ${report.summary ?? report.verdict}`;
   const finding = report.findings.find(isDiagnosis);
   if (finding) {
-    panel.show(finding, 'monitor');
+    panel.show(finding, 'monitor', { findings: report.findings.filter(isDiagnosis) });
     void vscode.window.showWarningMessage(message);
   } else {
     void vscode.window.showInformationMessage(message);

@@ -224,6 +224,15 @@ class Probes:
 class FixSuggestion:
     title: str
     detail: str = ""  # the setting, the code or the command
+    # The line the fix edits, when it edits code: {path, line}, the shape of Diagnosis.cause_location.
+    location: dict[str, Any] | None = field(default=None, hash=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """{title, detail}, and `location` when the fix edits a line."""
+        out: dict[str, Any] = {"title": self.title, "detail": self.detail}
+        if self.location is not None:
+            out["location"] = dict(self.location)
+        return out
 
 
 @dataclass(frozen=True)
@@ -239,7 +248,7 @@ class Hypothesis:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "cause": self.cause, "confidence": self.confidence,
-                "evidence": list(self.evidence), "fixes": [{"title": f.title, "detail": f.detail} for f in self.fixes],
+                "evidence": list(self.evidence), "fixes": [f.to_json() for f in self.fixes],
                 "check": self.check}
 
 
@@ -275,7 +284,7 @@ class Diagnosis:
             "title": self.title,
             "root_cause": self.root_cause,
             "evidence": list(self.evidence),
-            "fixes": [{"title": f.title, "detail": f.detail} for f in self.fixes],
+            "fixes": [f.to_json() for f in self.fixes],
             "confidence": self.confidence,
             "location": None if self.location is None else self.location.to_json(),
             "frames": [f.to_json() for f in self.frames],

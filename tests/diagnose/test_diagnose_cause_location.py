@@ -53,6 +53,11 @@ def test_the_inplace_statement_is_the_cause_location(tmp_path: Path) -> None:
     assert cause["line"] == line_of(tmp_path / "train.py", "y.add_(1)") != diagnosis.location.line
     assert cause["code"] == "y.add_(1)" and "in-place" in cause["why"]
     assert f"cause at {cause['path']}:{cause['line']}: y.add_(1)" in render_text(diagnosis)
+    # the fix that rewrites that statement names it the same way
+    fixes = data_fixes(diagnosis)
+    edit = next(f for f in fixes if f["title"].startswith("Make `y.add_(1)` out of place"))
+    assert edit["location"] == {"path": cause["path"], "line": cause["line"]}
+    assert all("location" not in f for f in fixes if f is not edit)
 
 
 def test_anomaly_modes_forward_op_is_the_cause_not_the_backward_call(tmp_path: Path) -> None:
@@ -64,6 +69,8 @@ def test_anomaly_modes_forward_op_is_the_cause_not_the_backward_call(tmp_path: P
     assert cause is not None and cause["line"] == line_of(tmp_path / "train.py", "torch.sqrt")
     backward = line_of(tmp_path / "train.py", "loss.backward()")
     assert f":{backward}" in cause["why"]
+    guard = next(f for f in data_fixes(diagnosis) if f["title"] == "Guard the operation at the forward line")
+    assert guard["location"] == {"path": cause["path"], "line": cause["line"]}
 
 
 def test_no_cause_location_when_the_failing_frame_is_the_cause() -> None:
@@ -72,3 +79,30 @@ def test_no_cause_location_when_the_failing_frame_is_the_cause() -> None:
     diagnosis = diagnose_text(log, correlate=False)
     assert diagnosis.kind == "shape-mismatch"
     assert diagnosis.to_json()["cause_location"] is None
+
+
+def data_fixes(diagnosis) -> list[dict]:
+    return diagnosis.to_json()["fixes"]
+
+
+def test_the_accumulating_line_is_the_cause_and_its_fix_names_it(tmp_path: Path) -> None:
+    """A CUDA OOM raised at `torch.randn` whose cause is the `running += loss` that TRN101 flags
+    (the e2e fixture: extension/test/fixtures)."""
+    fixtures = Path(__file__).resolve().parents[2] / "extension" / "test" / "fixtures"
+    (tmp_path / "train_accumulate.py").write_text((fixtures / "workspace" / "train_accumulate.py").read_text())
+    log = (fixtures / "accumulate_oom.log.in").read_text().replace("{WORKSPACE}", str(tmp_path))
+    diagnosis = diagnose_text(log, base_dir=tmp_path)
+    line = line_of(tmp_path / "train_accumulate.py", "        running += loss")
+    cause = diagnosis.to_json()["cause_location"]
+    assert (cause["line"], cause["code"]) == (line, "running += loss") != (diagnosis.location.line, None)
+    assert cause["why"].startswith("TRN101")
+    first = data_fixes(diagnosis)[0]
+    assert first["location"] == {"path": cause["path"], "line": line}
+    assert f"at {cause['path']}:{line}" in render_text(diagnosis)
+
+
+def test_a_diagnosis_without_references_still_renders() -> None:
+    import dataclasses
+
+    diagnosis = diagnose_text("hello world", correlate=False)
+    assert isinstance(render_text(dataclasses.replace(diagnosis, references=())), str)

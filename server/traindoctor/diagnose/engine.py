@@ -7,6 +7,7 @@ templates -> correlate with lint findings -> Diagnosis.
 
 from __future__ import annotations
 
+import linecache
 import re
 from pathlib import Path
 from typing import Any
@@ -138,7 +139,7 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
 
     title = signature.title_for(facts)
     root_cause = with_notes(signature.root_cause_for(facts), live.notes if live is not None else [])
-    fixes = [FixSuggestion(t, d) for t, d in signature.fixes_for(facts)]
+    fixes = signature.fix_suggestions(facts)
     # A worker error of a known kind: its own fixes follow the worker ones.
     fixes.extend(FixSuggestion(t, d) for t, d in details.pop("inner_fixes", [])[:2])
     confidence = _confidence(signature, exception, location, chain)
@@ -157,7 +158,8 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
             first = correlations[0].finding
             fixes.insert(0, FixSuggestion(
                 first.fix.title if first.fix else f"Fix {first.code} ({first.name})",
-                f"{_shown(first.path, base_dir)}:{first.range.start.line + 1}: {first.message}"))
+                f"{_shown(first.path, base_dir)}:{first.range.start.line + 1}: {first.message}",
+                {"path": first.path, "line": first.range.start.line + 1}))
             details["line_to_change"] = {"path": first.path, "line": first.range.start.line + 1,
                                          "code": first.code, "fix": first.fix.title if first.fix else None}
 
@@ -222,7 +224,9 @@ def _cause_location(facts: dict[str, Any], details: dict[str, Any], location: Fr
                            f"{raise_at.get('path')}:{raise_at.get('line')}"))
     change = details.get("line_to_change")
     if isinstance(change, dict) and change.get("path") and change.get("line"):
-        candidates.append((f"{change['path']}:{change['line']}", "",
+        linecache.checkcache(str(change["path"]))  # the server lives long: the file may have changed
+        candidates.append((f"{change['path']}:{change['line']}",
+                           linecache.getline(str(change["path"]), int(change["line"])).strip(),
                            f"{change.get('code')}: the line the correlated check flags"
                            + (f" ({change['fix']})" if change.get("fix") else "")))
     for site, code, why in candidates:

@@ -53,6 +53,8 @@ def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True
         out.append("Fixes:")
         for number, fix in enumerate(diagnosis.fixes, 1):
             out.append(f"  {number}. {fix.title}")
+            if fix.location:
+                out.append(f"     at {fix.location['path']}:{fix.location['line']}")
             for line in fix.detail.splitlines():  # code fixes keep their lines
                 out.extend(textwrap.wrap(line, width, initial_indent="     ", subsequent_indent="     ",
                                          drop_whitespace=False) or ["     "])
@@ -73,4 +75,4 @@ def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True
         out.append("References:")
         for ref in diagnosis.references[:6]:
             out.append(f"  - {ref.get('title')}: {ref.get('url')}")
-        return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n"

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from ..catalog import rules_dir
-from ..model import FAILURE_MODES
+from ..model import FAILURE_MODES, FixSuggestion
 
 _KIND_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 
@@ -38,6 +38,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 _FORMATTER = string.Formatter()
+_SITE = re.compile(r"^(?P<path>.+?):(?P<line>\d+)(?::\s.*)?$")  # path:line, or path:line: code
 
 
 class SignatureError(ValueError):
@@ -50,6 +51,12 @@ class Template:
     when: tuple[str, ...] = ()
     detail: str = ""  # fixes only
     fields: tuple[str, ...] = ()
+    at: str = ""  # fixes only: the fact holding "path:line" of the line the fix edits
+
+    def location(self, facts: Mapping[str, Any]) -> dict[str, Any] | None:
+        """{path, line} of the line this fix edits (its `at` fact), or None."""
+        found = _SITE.match(str(facts.get(self.at) or "")) if self.at else None
+        return {"path": found.group("path"), "line": int(found.group("line"))} if found else None
 
     def applies(self, facts: Mapping[str, Any]) -> bool:
         for cond in self.when:
@@ -115,8 +122,16 @@ class Signature:
     def root_cause_for(self, facts: Mapping[str, Any]) -> str:
         return " ".join(t.render(facts)[0] for t in self.root_cause if t.applies(facts))
 
+    def fix_suggestions(self, facts: Mapping[str, Any]) -> list[FixSuggestion]:
+        return fix_suggestions(self.fixes, facts)
+
     def fixes_for(self, facts: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [t.render(facts) for t in self.fixes if t.applies(facts)]
+
+
+def fix_suggestions(templates: Iterable[Template], facts: Mapping[str, Any]) -> list[FixSuggestion]:
+    """The fixes that apply, each with the location of the line it edits when its template names one."""
+    return [FixSuggestion(*t.render(facts), location=t.location(facts)) for t in templates if t.applies(facts)]
 
 
 def _known(value: Any) -> bool:
@@ -170,7 +185,7 @@ def _template(item: Any, where: str, fix: bool) -> Template:
         title, detail = str(item.get("title", "")), str(item.get("detail", ""))
         if not title:
             raise SignatureError("a fix needs a title")
-        return Template(title, tuple(map(str, when)), detail, _fields(title, detail))
+        return Template(title, tuple(map(str, when)), detail, _fields(title, detail), str(item.get("at") or ""))
     text = str(item.get("text", ""))
     if not text:
         raise SignatureError("a conditional entry needs `text`")

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..model import Diagnosis, Finding, FixSuggestion, Frame
+from ..diagnose.references import references_for
+from ..diagnose.signatures import fix_suggestions
+from ..model import Diagnosis, Finding, Frame
 from .detectors import DETECTORS, Hit
 from .rules import MonitorRule, load_monitor_rules
 from .series import RunData
@@ -65,20 +67,36 @@ class LintCache:
 
 def build(rule: MonitorRule, hit: Hit) -> StepFinding:
     facts = hit.facts
+    if hit.related:  # the lint line, for the fixes that edit it (`at: finding_place`)
+        facts = {"finding_place": f"{hit.related[0].path}:{hit.related[0].range.start.line + 1}", **facts}
     frames: tuple[Frame, ...] = (hit.location,) if hit.location is not None else ()
     details = {"detector": rule.id, "step": hit.step, "facts": {k: v for k, v in facts.items() if v is not None},
                **hit.details}
+    cause = None
     if hit.related:
         first = hit.related[0]
-        details["line_to_change"] = {"path": first.path, "line": first.range.start.line + 1, "code": first.code}
+        line = first.range.start.line + 1
+        details["line_to_change"] = {"path": first.path, "line": line, "code": first.code}
+        if hit.location is None or (hit.location.path, hit.location.line) != (first.path, line):
+            # the line that explains the run (the accumulating total, the unsafe log) is not where it stepped
+            cause = {"path": first.path, "line": line, "code": _source_line(first.path, line),
+                     "why": f"{first.code}: {first.message}"}
+    fixes = tuple(fix_suggestions(rule.fixes, facts))
     diagnosis = Diagnosis(
         kind=rule.kind, mode=rule.mode, title=rule.title_for(facts), root_cause=rule.root_cause_for(facts),
-        evidence=tuple(rule.evidence_for(facts)),
-        fixes=tuple(FixSuggestion(title, detail) for title, detail in rule.fixes_for(facts)),
+        evidence=tuple(rule.evidence_for(facts)), fixes=fixes,
         confidence=rule.confidence, location=hit.location, frames=frames, exception=None,
-        related_findings=hit.related, details=details,
+        related_findings=hit.related, details=details, cause_location=cause,
+        references=tuple(references_for(rule.kind, [f.title for f in fixes])),
     )
     return StepFinding(diagnosis, hit.step)
+
+
+def _source_line(path: str, line: int) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()[line - 1].strip()
+    except (OSError, IndexError):
+        return ""
 
 
 def detect(run: RunData, source: str, *, only: tuple[str, ...] | None = None,
@@ -109,6 +127,9 @@ def render_finding(finding: StepFinding) -> str:
         lines[0] = f"rank {d.rank}" + (", " if finding.step is not None else ": ") + lines[0]
     if d.location is not None:
         lines.append(f"  at {d.location.path}:{d.location.line}" + (f": {d.location.code}" if d.location.code else ""))
+    if d.cause_location:
+        cause = d.cause_location
+        lines.append(f"  cause at {cause['path']}:{cause['line']}" + (f": {cause['code']}" if cause.get("code") else ""))
     if d.root_cause:
         lines.append(f"  {d.root_cause}")
     lines += [f"  - {e}" for e in d.evidence]
@@ -116,4 +137,5 @@ def render_finding(finding: StepFinding) -> str:
         lines.append(f"  {i}. {fix.title}" + (f": {fix.detail}" if fix.detail else ""))
     for related in d.related_findings[:3]:
         lines.append(f"  lint {related.code} at {related.path}:{related.range.start.line + 1}: {related.message}")
+    lines += [f"  see {ref.get('title')}: {ref.get('url')}" for ref in d.references[:3]]
     return "\n".join(lines)
