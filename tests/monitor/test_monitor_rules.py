@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from traindoctor.model import FAILURE_MODES
+from traindoctor.monitor import dist_report  # noqa: F401  (registers the distributed detectors, as the report does)
 from traindoctor.monitor.detectors import DETECTORS
 from traindoctor.monitor.rules import MonitorRuleError, load_monitor_rules
 
