@@ -399,7 +399,7 @@ class LiveSession:
             if frames:
                 connection.request("evaluate", {"expression": excepthook_expression(), "frameId": frames[0].get("id"),
                                                 "context": "watch"}, timeout=self.timeouts.probe)
-        except DapError:
+        except (DapError, OSError):  # OSError: internal_frames.py unreadable
             pass
 
     @staticmethod
