@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -357,6 +358,40 @@ def _linear_fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 @detector("memory-leak")
 def memory_leak(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    """Memory that grows at constant work (RSS or CUDA allocated), or a retained autograd graph: a
+    tensor of the training loop whose graph holds every step's graph since some step (`graphs` in
+    the records, see hooks.retained_graphs). Either one is enough; both are reported together."""
+    memory = _memory_growth(run, params)
+    graph = _retained_graph(run, params)
+    if memory is None and graph is None:
+        return []
+    facts: dict[str, Any] = {**(memory or {}), **(graph or {})}
+    if memory is not None and graph is not None:
+        facts["clear_step"] = min(memory["clear_step"], graph["clear_step"])
+    findings = lint()
+    if graph is not None:  # the lint finding about this very variable first
+        named = [f for f in findings if f"`{graph['graph_name']}`" in f.message]
+        findings = named + [f for f in findings if f not in named]
+    location = site_frame(run.meta.get("step_site"))
+    if graph is not None and graph.get("graph_line"):
+        location = site_frame({"path": graph["graph_path"], "line": graph["graph_line"]})
+    if findings:
+        finding = findings[0]
+        facts.update({"finding_code": finding.code, "finding_message": finding.message,
+                      "finding_place": f"{finding.path}:{finding.range.start.line + 1}",
+                      "finding_fix": _rule_fix(finding.code)})
+        location = _finding_frame(finding)
+    step = graph["graph_origin"] if graph is not None else memory["first_step"]  # type: ignore[index]
+    details = {"metric": memory["metric_name"], "slope_bytes": memory["slope_bytes"]} if memory else {}
+    if graph is not None:
+        details["retained_graph"] = {k: graph[k] for k in ("graph_name", "graph_origin", "graph_nodes",
+                                                          "graph_last_step", "graph_nodes_per_step")}
+    for key in ("metric_name", "slope_bytes", "graph_path", "graph_nodes_per_step"):
+        facts.pop(key, None)
+    return [Hit(step, facts, location, tuple(findings), details)]
+
+
+def _memory_growth(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | None:
     skip = int(params.get("skip", 3))
     for name, metric in (("cuda_allocated", "CUDA allocated memory"), ("rss", "Process memory (RSS)")):
         series = run.series.get(name)
@@ -369,20 +404,77 @@ def memory_leak(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
             continue
         if not _still_growing(points, float(params.get("min_tail_ratio", 0.5))):
             continue  # warm-up that levels off, or a cache the program frees
-        facts: dict[str, Any] = {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
-                                 "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
-                                 "first_step": points[0][0], "last_step": points[-1][0],
-                                 "clear_step": _clear_step(points, params)}
-        findings = lint()
-        location = site_frame(run.meta.get("step_site"))
-        if findings:
-            finding = findings[0]
-            facts.update({"finding_code": finding.code, "finding_message": finding.message,
-                          "finding_place": f"{finding.path}:{finding.range.start.line + 1}",
-                          "finding_fix": _rule_fix(finding.code)})
-            location = _finding_frame(finding)
-        return [Hit(points[0][0], facts, location, tuple(findings), {"metric": name, "slope_bytes": slope})]
-    return []
+        return {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
+                "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
+                "first_step": points[0][0], "last_step": points[-1][0],
+                "clear_step": _clear_step(points, params), "metric_name": name, "slope_bytes": slope}
+    return None
+
+
+def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The tensor whose autograd graph holds the graphs of the most steps at the end of the run,
+    when it held them without a break for at least `min_graph_steps` steps and its node count grew.
+    A chain the program freed during the run (a sum reset each epoch) is a cache it frees: not
+    reported on this evidence alone."""
+    sampled = [r for r in run.records if "rss" in r or "graphs" in r]
+    if not sampled:
+        return None
+    last_step = sampled[-1]["step"]
+    chains: dict[str, list[tuple[int, int, int]]] = {}  # name -> [(step, first step held, nodes)]
+    for record in sampled:
+        for entry in record.get("graphs") or ():
+            if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str):
+                chains.setdefault(entry[0], []).append((record["step"], int(entry[1]), int(entry[2])))
+    best = None
+    for name, samples in chains.items():
+        step, origin, nodes = samples[-1]
+        if step != last_step:
+            continue  # not held at the end: freed
+        if any(o != origin for _, o, _ in samples):
+            continue  # an earlier chain of it was freed: a cache the program frees
+        held = [(s, n) for s, o, n in samples]
+        if step - origin < int(params.get("min_graph_steps", 10)) or held[-1][1] <= held[0][1]:
+            continue
+        if best is None or step - origin > best[1][-1][0] - best[1][-1][1]:
+            best = (name, samples)
+    if best is None:
+        return None
+    name, samples = best
+    points = [(float(s), float(n)) for s, _, n in samples]
+    slope = _linear_fit(points)[0] if len(points) >= 2 else 0.0
+    origin = samples[-1][1]
+    minimum = int(params.get("min_graph_steps", 10))
+    clear = next((s for s, _, _ in samples if s - origin >= minimum), samples[-1][0])
+    facts: dict[str, Any] = {"graph_name": name, "graph_origin": origin, "graph_nodes": samples[-1][2],
+                             "graph_last_step": samples[-1][0], "graph_steps": samples[-1][0] - origin,
+                             "graph_per_step": f"{slope:.0f}" if slope >= 1 else num(slope),
+                             "graph_nodes_per_step": slope, "clear_step": clear}
+    site = run.meta.get("graph_site")
+    if isinstance(site, dict) and site.get("path"):
+        line = _assignment_line(str(site["path"]), int(site.get("first_line") or 1),
+                                int(site.get("last_line") or 10**9), name)
+        if line:
+            facts.update({"graph_path": str(site["path"]), "graph_line": line,
+                          "graph_place": f"{site['path']}:{line}"})
+    return facts
+
+
+def _assignment_line(path: str, first_line: int, last_line: int, name: str) -> int | None:
+    """The first line of the function (lines `first_line`..`last_line`) that updates `name` from
+    itself (`name += x`, `name = name + x`, `name = 0.9 * name + ...`)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    target = re.escape(name)
+    augmented = re.compile(rf"^\s*{target}\s*[-+*/@]=")
+    assigned = re.compile(rf"^\s*{target}\s*=(?!=)(.*)$")
+    for number in range(max(first_line, 1), min(last_line, len(lines)) + 1):
+        text = lines[number - 1]
+        match = assigned.match(text)
+        if augmented.match(text) or (match and re.search(rf"\b{target}\b", match.group(1))):
+            return number
+    return None
 
 
 def _still_growing(points: list[tuple[int, float]], min_tail_ratio: float) -> bool:

@@ -64,16 +64,24 @@ class NonFiniteTraining(FloatingPointError):
     """Raised at the optimizer step with `--stop-on`, so a debugger stops in the training frame."""
 
 
-def user_site(depth: int = 2) -> dict[str, Any] | None:
+def user_frame(depth: int = 2) -> Any:
     """The innermost caller frame in the user's own code (not torch, the stdlib, site-packages or us)."""
     frame = sys._getframe(depth)
     while frame is not None:
         path = frame.f_code.co_filename
         if not (path.startswith("<") or path.startswith((_TORCH_DIR, _STDLIB_DIR, _HERE))
                 or "site-packages" in path or "dist-packages" in path):
-            return {"path": os.path.abspath(path), "line": frame.f_lineno, "function": frame.f_code.co_name}
+            return frame
         frame = frame.f_back
     return None
+
+
+def user_site(depth: int = 2) -> dict[str, Any] | None:
+    """Where `user_frame` is: path, line and function."""
+    frame = user_frame(depth + 1)
+    if frame is None:
+        return None
+    return {"path": os.path.abspath(frame.f_code.co_filename), "line": frame.f_lineno, "function": frame.f_code.co_name}
 
 
 # Process memory is a system call (/proc/<pid>/statm), which cost ~25 µs a step on a loaded
@@ -95,6 +103,79 @@ def _rss_bytes() -> int | None:
         return int(os.pread(_statm[0][1], 128, 0).split()[1]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError, AttributeError):
         return None
+
+
+# Retained graphs: at each sample (the steps RSS is read at), every tensor with autograd history in
+# the frame that calls optimizer.step() is tagged (its grad_fn's `metadata`). A tensor whose graph
+# holds a node tagged at an earlier sample keeps every step's graph since then alive (`total += loss`).
+_GRAPH_TAG = "traindoctor_sample"
+_GRAPH_SEARCH_NODES = 64  # nodes visited per tensor looking for an earlier sample's tag
+_GRAPH_COUNT_NODES = 20000  # nodes counted per sample in a graph that holds earlier ones
+_MAX_GRAPHS = 4  # tensors reported per record
+
+
+def retained_graphs(frame: Any, step: int, skip_id: int) -> list[list[Any]]:
+    """[name, first step held, nodes] for each tensor of `frame` (its locals; a module-level loop's
+    globals) whose autograd graph still holds the graph of an earlier sample's step. Cheap when
+    nothing is retained: a scan of the frame's variables and a search of at most
+    `_GRAPH_SEARCH_NODES` nodes per tensor with history (the backpropagated loss is skipped)."""
+    out: list[list[Any]] = []
+    for name, value in list(frame.f_locals.items()):
+        if not isinstance(value, torch.Tensor) or id(value) == skip_id:
+            continue
+        root = value.grad_fn
+        if root is None:
+            continue
+        tag = root.metadata.get(_GRAPH_TAG)
+        if tag is None:  # a graph not seen before: does it hold one that was?
+            held = _earlier_tag(root, step)
+            if held is None:
+                tag = (step, step, 0)
+            else:
+                tag = (step, held[1], held[2] + _count_new_nodes(root, step))
+            root.metadata[_GRAPH_TAG] = tag
+        if tag[1] < step and tag[2] and len(out) < _MAX_GRAPHS:
+            out.append([name, tag[1], tag[2]])
+    return out
+
+
+def _earlier_tag(root: Any, step: int) -> tuple[int, int, int] | None:
+    """The tag of a node under `root` tagged at an earlier sample, searched depth-first, first
+    inputs first (the chain of `total = total + loss` runs through each node's first input)."""
+    stack = [root]
+    seen = {id(root)}
+    budget = _GRAPH_SEARCH_NODES
+    while stack and budget > 0:
+        node = stack.pop()
+        budget -= 1
+        children = [child for child, _ in node.next_functions if child is not None and id(child) not in seen]
+        for child in children:
+            seen.add(id(child))
+            tag = child.metadata.get(_GRAPH_TAG)
+            if tag is not None and tag[0] < step:
+                return tag
+        stack.extend(reversed(children))
+    return None
+
+
+def _count_new_nodes(root: Any, step: int) -> int:
+    """The autograd nodes under `root` that no earlier sample counted (parameters' AccumulateGrad
+    nodes, shared by every step, are left out)."""
+    stack = [root]
+    seen = {id(root)}
+    count = 0
+    while stack and count < _GRAPH_COUNT_NODES:
+        node = stack.pop()
+        if type(node).__name__ != "AccumulateGrad":
+            count += 1
+        for child, _ in node.next_functions:
+            if child is None or id(child) in seen:
+                continue
+            seen.add(id(child))
+            tag = child.metadata.get(_GRAPH_TAG)
+            if tag is None or tag[0] == step:
+                stack.append(child)
+    return count
 
 
 class Monitor:
@@ -130,6 +211,7 @@ class Monitor:
         self.loss: torch.Tensor | None = None
         self.scaled: tuple[Any, torch.Tensor] | None = None  # (weak ref to scaler.scale(loss), loss)
         self.backwards = 0
+        self.backward_id = 0  # id() of the tensor last backpropagated (its graph is freed by backward)
         self.data_time = 0.0
         self.last_pre: float | None = None
         self.pending: dict[str, Any] | None = None  # this step's record; the update ratio completes it
@@ -160,6 +242,7 @@ class Monitor:
                 else:
                     monitor.loss = tensor.detach()
                 monitor.backwards += 1
+                monitor.backward_id = id(tensor)
                 if "backward_site" not in monitor.meta:
                     monitor.meta["backward_site"] = user_site()
             return original_backward(tensor, *args, **kwargs)
@@ -420,6 +503,17 @@ class Monitor:
         if self.step <= _RSS_EVERY_STEP_UNTIL or now - self.last_rss >= _RSS_EVERY_S:
             record["rss"] = _rss_bytes()
             self.last_rss = now
+            frame = user_frame(3)
+            if frame is not None:
+                graphs = retained_graphs(frame, self.step, self.backward_id)
+                if graphs:
+                    record["graphs"] = graphs
+                    if "graph_site" not in self.meta:
+                        code = frame.f_code
+                        lines = [line for _, _, line in code.co_lines() if line]
+                        self.meta["graph_site"] = {"path": os.path.abspath(code.co_filename),
+                                                   "function": code.co_name, "first_line": code.co_firstlineno,
+                                                   "last_line": max(lines, default=code.co_firstlineno)}
         if not self.on_cpu and torch.cuda.is_initialized():  # cheaper than is_available()
             record["cuda_allocated"] = torch.cuda.memory_allocated()
             record["cuda_reserved"] = torch.cuda.memory_reserved()
