@@ -109,16 +109,20 @@ def _rss_bytes() -> int | None:
 # the frame that calls optimizer.step() is tagged (its grad_fn's `metadata`). A tensor whose graph
 # holds a node tagged at an earlier sample keeps every step's graph since then alive (`total += loss`).
 _GRAPH_TAG = "traindoctor_sample"
-_GRAPH_SEARCH_NODES = 64  # nodes visited per tensor looking for an earlier sample's tag
+# Nodes visited per tensor looking for an earlier sample's tag: this many, plus 2 per step since
+# the last sample (a chain adds at least one node per step on the path the search follows first).
+_GRAPH_SEARCH_NODES = 32
 _GRAPH_COUNT_NODES = 20000  # nodes counted per sample in a graph that holds earlier ones
 _MAX_GRAPHS = 4  # tensors reported per record
 
 
-def retained_graphs(frame: Any, step: int, skip_id: int) -> list[list[Any]]:
+def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1) -> list[list[Any]]:
     """[name, first step held, nodes] for each tensor of `frame` (its locals; a module-level loop's
-    globals) whose autograd graph still holds the graph of an earlier sample's step. Cheap when
-    nothing is retained: a scan of the frame's variables and a search of at most
-    `_GRAPH_SEARCH_NODES` nodes per tensor with history (the backpropagated loss is skipped)."""
+    globals) whose autograd graph still holds the graph of an earlier sample's step (`since` steps
+    ago). Cheap when nothing is retained: a scan of the frame's variables and a search of at most
+    `_GRAPH_SEARCH_NODES + 2 * since` nodes per tensor with history (the backpropagated loss is
+    skipped)."""
+    budget = _GRAPH_SEARCH_NODES + 2 * max(since, 1)
     out: list[list[Any]] = []
     for name, value in list(frame.f_locals.items()):
         if not isinstance(value, torch.Tensor) or id(value) == skip_id:
@@ -128,7 +132,7 @@ def retained_graphs(frame: Any, step: int, skip_id: int) -> list[list[Any]]:
             continue
         tag = root.metadata.get(_GRAPH_TAG)
         if tag is None:  # a graph not seen before: does it hold one that was?
-            held = _earlier_tag(root, step)
+            held = _earlier_tag(root, step, budget)
             if held is None:
                 tag = (step, step, 0)
             else:
@@ -139,12 +143,11 @@ def retained_graphs(frame: Any, step: int, skip_id: int) -> list[list[Any]]:
     return out
 
 
-def _earlier_tag(root: Any, step: int) -> tuple[int, int, int] | None:
+def _earlier_tag(root: Any, step: int, budget: int) -> tuple[int, int, int] | None:
     """The tag of a node under `root` tagged at an earlier sample, searched depth-first, first
     inputs first (the chain of `total = total + loss` runs through each node's first input)."""
     stack = [root]
     seen = {id(root)}
-    budget = _GRAPH_SEARCH_NODES
     while stack and budget > 0:
         node = stack.pop()
         budget -= 1
@@ -220,6 +223,7 @@ class Monitor:
         self.lock = threading.Lock()
         self.last_flush = 0.0
         self.last_rss = 0.0
+        self.graph_step = 0  # the step of the last search for retained graphs
         self.closed = False
         self.step_taken = False  # the current optimizer step has been read (`_take_step`)
         self.others: dict[int, tuple[str, list[torch.Tensor], list[str]]] = {}  # id -> (label, params, names)
@@ -505,7 +509,8 @@ class Monitor:
             self.last_rss = now
             frame = user_frame(3)
             if frame is not None:
-                graphs = retained_graphs(frame, self.step, self.backward_id)
+                graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step)
+                self.graph_step = self.step
                 if graphs:
                     record["graphs"] = graphs
                     if "graph_site" not in self.meta:
