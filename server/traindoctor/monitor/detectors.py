@@ -140,12 +140,14 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
         facts: dict[str, Any] = {"series": series.name.replace("_", " "), "step": step, "value": num(value),
                                  "loss_history": history(loss, step, count),
                                  "grad_history": history(grads, step, count)}
-        before = [v for s, v in (loss.finite() if loss else []) if s < step]
+        loss_before = [(s, v) for s, v in (loss.finite() if loss else []) if s < step]
+        grads_before = [(s, v) for s, v in (grads.finite() if grads else []) if s < step]
+        before = [v for _, v in loss_before]
         facts["at_start"] = not before
-        if len(before) >= 3 and before[-1] > 2 * min(before) and before[-1] > before[0]:
+        facts.update(_trajectory(loss_before, grads_before))
+        if len(before) >= 3 and before[-1] > 2 * min(before) and before[-1] > before[0] and not facts.get("spike"):
             facts["diverged"] = True
             facts["growth"] = f"{num(min(before))} -> {num(before[-1])}"
-        facts.update(_trajectory(before))
         location = None
         details: dict[str, Any] = {"series": series.name}
         if run.records:
@@ -155,35 +157,118 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
                 facts["parameter"] = bad["nonfinite_grad"]
                 details["parameter_step"] = bad["step"]
             record = _record_at(run, step)
+            onset = next((r["onset"] for r in run.records if isinstance(r.get("onset"), dict)), None)
             if optimizer:
-                record = (record.get("others") or {}).get(optimizer) or {}
+                record, onset = (record.get("others") or {}).get(optimizer) or {}, None
             if record.get("lr"):
                 facts["lr"] = ", ".join(num(to_float(v)) for v in record["lr"])
+            if onset is not None:
+                facts.update(_onset_facts(onset))
             location = site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site"))
             if optimizer:  # a GAN's generator, say: the line that steps it
                 location = site_frame((run.meta.get("other_step_sites") or {}).get(optimizer)) or location
+        # An unsafe operation is named only from a steady run and finite inputs (weights, batch).
+        facts["unsafe_op"] = bool(facts.get("steady") and facts.get("finite_inputs") and not facts["at_start"]) or None
         if series.lines:
             details["log_line"] = series.lines[series.steps.index(step)]
         hits.append(Hit(step, facts, location, details=details))
     return hits
 
 
-def _trajectory(before: list[float]) -> dict[str, Any]:
-    """The loss's shape before a NaN: growing geometrically (each step a multiple of the last:
-    a learning rate that is too high), one spike out of a steady run (a bad batch), or steady
-    (then an unsafe operation on finite inputs)."""
-    tail = [abs(v) for v in before[-4:]]
-    if len(tail) >= 3 and all(b > 1.5 * a > 0 for a, b in zip(tail, tail[1:])):
-        factor = (tail[-1] / tail[0]) ** (1 / (len(tail) - 1))
-        return {"trajectory": f"growing geometrically (x{num(factor)} per step)", "geometric": True}
-    steady = [abs(v) for v in before[-12:-1]]
-    if len(steady) >= 3:
-        median = sorted(steady)[len(steady) // 2]
-        if median > 0 and abs(before[-1]) > 5 * median and max(steady) < 3 * median:
-            return {"trajectory": "one spike out of a steady run", "spike": True}
-        if max(steady) < 3 * max(min(steady), 1e-12):
-            return {"trajectory": "steady", "steady": True}
+def _shape(points: list[tuple[int, float]], spike_factor: float = 10.0) -> dict[str, Any]:
+    """The shape of a series (loss or gradient norm) before a NaN, from its finite points:
+    - `geometric`: it grows by a factor each step (> 1.5) to the end, from its first steps or out of
+      a slow rise: what a learning rate that is too high does;
+    - `spike`: steady, then one jump of `spike_factor` times its median or more (a bad batch), even
+      when it grows geometrically after the jump (the jump threw the weights out);
+    - `steady`: no trend, nothing more than 3x apart in its last steps."""
+    values = [abs(v) for _, v in points]
+    steps = [s for s, _ in points]
+    n = len(values)
+    if n < 2:
+        return {}
+    start = n - 1  # the growth at the end starts from values[start]
+    while start > 0 and values[start] > 1.5 * values[start - 1] > 0:
+        start -= 1
+    growing = n - 1 - start
+    if growing >= 1:
+        prefix = values[max(0, start - 11):start + 1]
+        median = statistics.median(prefix)
+        if len(prefix) >= 3 and median > 0 and max(prefix) < 3 * median \
+                and values[start + 1] >= spike_factor * median:
+            return {"shape": "spike", "spike_step": steps[start + 1], "jump": values[start + 1] / median,
+                    "after_spike": growing >= 2}
+        if growing >= 2:
+            factor = (values[-1] / values[start]) ** (1 / growing)
+            return {"shape": "geometric", "factor": factor, "growth_step": steps[start]}
+    window = values[-12:-1]
+    if len(window) >= 3:
+        median = statistics.median(window)
+        if median > 0 and values[-1] > 5 * median and max(window) < 3 * median:
+            return {"shape": "spike", "spike_step": steps[-1], "jump": values[-1] / median, "after_spike": False}
+        if max(window + values[-1:]) < 3 * max(min(window + values[-1:]), 1e-12):
+            return {"shape": "steady"}
     return {}
+
+
+def _describe(shape: dict[str, Any]) -> str | None:
+    kind = shape.get("shape")
+    if kind == "geometric":
+        return f"growing geometrically (x{num(shape['factor'])} per step since step {shape['growth_step']})"
+    if kind == "spike":
+        text = f"steady, then one spike at step {shape['spike_step']} (x{num(shape['jump'])} its median)"
+        return text + (", growing after it" if shape.get("after_spike") else "")
+    if kind == "steady":
+        return "steady"
+    return None
+
+
+def _trajectory(loss: list[tuple[int, float]], grads: list[tuple[int, float]] = ()) -> dict[str, Any]:
+    """The verdict from the loss and gradient-norm trajectories before a NaN: a spike in either
+    (the earlier one) comes first, a bad batch; else geometric growth in either, a learning rate
+    too high; steady only when the loss is steady and the gradient norm is too (or not recorded)."""
+    loss_shape, grad_shape = _shape(list(loss)), _shape(list(grads))
+    facts: dict[str, Any] = {"trajectory": _describe(loss_shape), "grad_trajectory": _describe(grad_shape)}
+    spikes = [s for s in (loss_shape, grad_shape) if s.get("shape") == "spike"]
+    geometric = [s for s in (loss_shape, grad_shape) if s.get("shape") == "geometric"]
+    if spikes:
+        first = min(spikes, key=lambda s: s["spike_step"])
+        # a geometric growth that started before the spike is the learning rate, not the batch
+        if not any(g["growth_step"] < first["spike_step"] - 1 for g in geometric):
+            facts.update(spike=True, spike_step=first["spike_step"])
+            return facts
+    if geometric:
+        fastest = max(geometric, key=lambda g: g["factor"])
+        facts.update(geometric=True, factor=num(fastest["factor"]), growth_step=min(g["growth_step"] for g in geometric))
+        return facts
+    if loss_shape.get("shape") == "steady" and grad_shape.get("shape") in ("steady", None):
+        facts["steady"] = True
+    return facts
+
+
+def _onset_facts(onset: Mapping[str, Any]) -> dict[str, Any]:
+    """What the monitor read live at the first non-finite step: were the weights and the batch
+    finite, the optimizer's settings, the GradScaler's scale."""
+    facts: dict[str, Any] = {}
+    weights, batch = onset.get("params_finite"), onset.get("batch_finite")
+    if weights is not None:
+        parts = [f"weights {'finite' if weights else 'already non-finite'}"]
+        if batch is not None:
+            parts.append(f"batch {'finite' if batch else 'holds NaN/inf'}")
+        else:
+            parts.append("batch not seen (no DataLoader)")
+        facts["inputs"] = ", ".join(parts)
+        facts["finite_inputs"] = bool(weights) and batch is not False
+        facts["bad_batch"] = batch is False or None
+        facts["bad_weights"] = not weights or None
+    settings = onset.get("settings") if isinstance(onset.get("settings"), dict) else {}
+    shown = [f"{k.replace('_', ' ')} {tuple(v) if isinstance(v, list) else num(v)}" for k, v in settings.items()]
+    if shown:
+        facts["settings"] = ", ".join(shown)
+    scaler = onset.get("scaler") if isinstance(onset.get("scaler"), dict) else None
+    if scaler and scaler.get("enabled"):
+        facts["scale"] = num(to_float(scaler.get("scale")))
+    return facts
 
 
 def _finite_before_onset(series: Series) -> list[tuple[int, float]]:
@@ -261,12 +346,27 @@ def divergence(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
         if not grew or recent_median <= first * 0.5 + best * 0.5:
             continue
         onset = next(s for s, v in points[best_index:] if v > factor * max(best, 1e-12))
-        hits.append(Hit(onset, {"series": series.name.replace("_", " "), "step": onset, "best": num(best),
-                                "best_step": best_step, "recent": num(recent_median),
-                                "ratio": f"{recent_median / best:.1f}" if best > 0 else "many",
-                                "last": num(points[-1][1]), "last_step": points[-1][0]},
-                        site_frame(run.meta.get("step_site"))))
+        facts = {"series": series.name.replace("_", " "), "step": onset, "best": num(best),
+                 "best_step": best_step, "recent": num(recent_median),
+                 "ratio": f"{recent_median / best:.1f}" if best > 0 else "many",
+                 "last": num(points[-1][1]), "last_step": points[-1][0]}
+        facts.update(_shape_facts(_shape(points[best_index:]), run, onset))
+        hits.append(Hit(onset, facts, site_frame(run.meta.get("step_site"))))
     return hits
+
+
+def _shape_facts(shape: dict[str, Any], run: RunData, step: int) -> dict[str, Any]:
+    """Facts of one series' shape for the templates: geometric growth (with the lr read live at
+    `step`) or one spike."""
+    facts: dict[str, Any] = {"trajectory": _describe(shape)}
+    if shape.get("shape") == "geometric":
+        facts.update(geometric=True, factor=num(shape["factor"]), growth_step=shape["growth_step"])
+    elif shape.get("shape") == "spike":
+        facts.update(spike=True, spike_step=shape["spike_step"])
+    lrs = _record_at(run, step).get("lr") if run.records else None
+    if lrs:
+        facts["lr"] = ", ".join(num(to_float(v)) for v in lrs)
+    return facts
 
 
 @detector("gradient-explosion")
@@ -280,9 +380,10 @@ def gradient_explosion(run: RunData, params: Mapping[str, Any], lint: Lint) -> l
         median = _median([v for _, v in points[max(0, i - window):i]])
         step, value = points[i]
         if median > 0 and value > factor * median:
-            return [Hit(step, {"step": step, "value": num(value), "median": num(median),
-                               "ratio": f"{value / median:.0f}",
-                               "history": history(series, step, 5)}, site_frame(run.meta.get("step_site")))]
+            facts = {"step": step, "value": num(value), "median": num(median), "ratio": f"{value / median:.0f}",
+                     "history": history(series, step, 5)}
+            facts.update(_shape_facts(_shape(points[:i + 1]), run, step))
+            return [Hit(step, facts, site_frame(run.meta.get("step_site")))]
     return []
 
 

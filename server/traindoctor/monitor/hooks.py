@@ -215,6 +215,9 @@ class Monitor:
         self.scaled: tuple[Any, torch.Tensor] | None = None  # (weak ref to scaler.scale(loss), loss)
         self.backwards = 0
         self.backward_id = 0  # id() of the tensor last backpropagated (its graph is freed by backward)
+        self.batch: Any = None  # the DataLoader's last batch
+        self.scaler: Any = None  # the GradScaler that scaled a loss, if any
+        self.onset_read = False  # the first non-finite step's inputs and settings were read
         self.data_time = 0.0
         self.last_pre: float | None = None
         self.pending: dict[str, Any] | None = None  # this step's record; the update ratio completes it
@@ -263,6 +266,7 @@ class Monitor:
             scaled = original_scale(scaler, outputs)
             if isinstance(outputs, torch.Tensor) and scaled is not outputs and outputs.numel() == 1:
                 monitor.scaled = (weakref.ref(scaled), outputs.detach())
+            monitor.scaler = scaler  # its scale is read at a NaN onset
             return scaled
 
         self._patch(scaler_type, "scale", scale)
@@ -272,7 +276,8 @@ class Monitor:
         def timed_next(iterator: Any) -> Any:
             start = time.perf_counter()
             try:
-                return original_next(iterator)
+                batch = monitor.batch = original_next(iterator)  # checked for NaN/inf at a NaN onset
+                return batch
             finally:
                 monitor.data_time += time.perf_counter() - start
 
@@ -495,6 +500,9 @@ class Monitor:
         nonfinite = nonfinite_grad or (loss_value is not None and not math.isfinite(loss_value))
         if nonfinite_grad:
             record["nonfinite_grad"] = _first_nonfinite(per_param, grad_index, self.names)
+        if nonfinite and not self.onset_read:
+            self.onset_read = True
+            record["onset"] = self._onset_context(optimizer)
         record["zero_grad_params"] = per_param.count(0.0)
         record["missing_grad_params"] = len(params) - len(grad_index)
         if self.per_layer:
@@ -552,6 +560,29 @@ class Monitor:
         elif now - self.last_flush >= _FLUSH_EVERY_S:
             self._write_records()
             self.last_flush = now
+
+    def _onset_context(self, optimizer: Any) -> dict[str, Any]:
+        """At the first non-finite step (once: it reads every weight): were this step's inputs
+        finite (the weights before the update, the DataLoader's last batch), and the optimizer's
+        and the GradScaler's settings, read live."""
+        out: dict[str, Any] = {"params_finite": _all_finite(self.params)}
+        if self.batch is not None:
+            out["batch_finite"] = _all_finite(_batch_tensors(self.batch))
+        group = optimizer.param_groups[0] if optimizer.param_groups else {}
+        settings: dict[str, Any] = {}
+        for key in ("betas", "eps", "weight_decay", "momentum"):
+            value = group.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                settings[key] = float(value)
+            elif isinstance(value, (tuple, list)) and all(isinstance(v, (int, float)) for v in value):
+                settings[key] = [float(v) for v in value]
+        out["settings"] = settings
+        if self.scaler is not None:
+            try:
+                out["scaler"] = {"scale": float(self.scaler.get_scale()), "enabled": bool(self.scaler.is_enabled())}
+            except Exception:
+                pass
+        return out
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.closed or optimizer is not self.optimizer:
@@ -656,6 +687,7 @@ class Monitor:
         self._write_meta()
         with self.lock:
             self.steps_file.close()
+        self.batch = self.scaler = None
         if remove_hooks:
             self._remove_hooks()
 
@@ -754,6 +786,22 @@ def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
             inner.add(id(child))
     roots = [m for m in containers if id(m) not in inner]
     return roots or modules
+
+
+def _all_finite(tensors: list[torch.Tensor]) -> bool:
+    """No NaN or inf in any floating-point tensor of the list."""
+    with torch.no_grad():
+        return all(bool(torch.isfinite(t).all()) for t in tensors if t.is_floating_point() or t.is_complex())
+
+
+def _batch_tensors(batch: Any, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors of a batch (a tensor, or tuples, lists and dicts of them, two levels deep)."""
+    if isinstance(batch, torch.Tensor):
+        return [batch]
+    if depth >= 2:
+        return []
+    items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (tuple, list)) else ()
+    return [t for item in list(items)[:32] for t in _batch_tensors(item, depth + 1)]
 
 
 def _gradients(params: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[int]]:
