@@ -125,7 +125,7 @@ def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1) -> list
     budget = _GRAPH_SEARCH_NODES + 2 * max(since, 1)
     out: list[list[Any]] = []
     for name, value in list(frame.f_locals.items()):
-        if not isinstance(value, torch.Tensor) or id(value) == skip_id:
+        if not issubclass(type(value), torch.Tensor) or id(value) == skip_id:  # type(): lazy proxies warn on __class__
             continue
         root = value.grad_fn
         if root is None:
@@ -517,7 +517,10 @@ class Monitor:
             self.last_rss = now
             frame = user_frame(3)
             if frame is not None:
-                graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step)
+                try:
+                    graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step)
+                except Exception:  # an exotic tensor or node: no graph evidence, the monitor goes on
+                    graphs = []
                 self.graph_step = self.step
                 if graphs:
                     record["graphs"] = graphs
