@@ -792,9 +792,14 @@ def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
 
 
 def _all_finite(tensors: list[torch.Tensor]) -> bool:
-    """No NaN or inf in any floating-point tensor of the list."""
+    """No NaN or inf in any floating-point tensor of the list (exact, unlike a norm that can
+    overflow; one host sync per device)."""
     with torch.no_grad():
-        return all(bool(torch.isfinite(t).all()) for t in tensors if t.is_floating_point() or t.is_complex())
+        flags = [torch.isfinite(t).all() for t in tensors if t.is_floating_point() or t.is_complex()]
+        by_device: dict[Any, list[torch.Tensor]] = {}
+        for flag in flags:
+            by_device.setdefault(flag.device, []).append(flag)
+        return all(bool(torch.stack(group).all()) for group in by_device.values())
 
 
 def _batch_tensors(batch: Any, depth: int = 0) -> list[torch.Tensor]:
