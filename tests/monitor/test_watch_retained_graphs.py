@@ -163,3 +163,35 @@ def test_real_sum_freed_every_epoch_is_quiet(tmp_path) -> None:
     outcome = monitored("watch", "epoch_sum_freed.py", cwd=tmp_path)
     assert outcome.payload["exit_code"] == 0, outcome.stderr
     assert "memory-leak" not in [f["kind"] for f in outcome.payload["findings"]]
+
+
+def test_a_list_of_outputs_with_history_is_followed_and_an_emptied_one_starts_again() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    outputs: list = []
+    lists: dict = {}
+    seen = []
+    for step in range(1, 31):
+        outputs.append(model(torch.randn(3, 4)))
+        if step == 20:
+            outputs.clear()
+            outputs.append(model(torch.randn(3, 4)))
+        seen.append(hooks.retained_graphs(sys._getframe(), step, 0, 1, lists))
+    held = [g for g in seen if any(e[0] == "outputs" for e in g)]
+    entries = [next(e for e in g if e[0] == "outputs") for g in held]
+    assert entries[0] == ["outputs", 1, 2, "list"] and entries[17] == ["outputs", 1, 19, "list"]
+    assert entries[-1] == ["outputs", 20, 11, "list"]  # emptied at step 20: held again from there
+    detached = [model(torch.randn(3, 4)).detach()]  # noqa: F841 (read from the frame)
+    assert not any(e[0] == "detached" for e in hooks.retained_graphs(sys._getframe(), 31, 0, 1, lists))
+
+
+@pytest.mark.slow
+def test_real_list_of_outputs_with_graphs_is_a_leak_and_an_emptied_one_is_quiet(tmp_path) -> None:
+    outcome = monitored("watch", "outputs_list.py", cwd=tmp_path)
+    leak = outcome.finding("memory-leak")
+    facts = leak["details"]["facts"]
+    assert facts["graph_list"] and facts["graph_name"] == "outputs" and facts["finding_code"] == "TRN101"
+    assert leak["title"].startswith("The list `outputs` keeps") and leak["location"]["line"] == 16
+    quiet = monitored("watch", "outputs_list_freed.py", cwd=tmp_path)
+    assert quiet.payload["exit_code"] == 0, quiet.stderr
+    assert "memory-leak" not in [f["kind"] for f in quiet.payload["findings"]]

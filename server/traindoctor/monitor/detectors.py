@@ -521,11 +521,14 @@ def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] |
     if not sampled:
         return None
     last_step = sampled[-1]["step"]
-    chains: dict[str, list[tuple[int, int, int]]] = {}  # name -> [(step, first step held, nodes)]
+    chains: dict[str, list[tuple[int, int, int]]] = {}  # name -> [(step, first step held, nodes or items)]
+    in_lists: set[str] = set()  # names of lists of tensors with history (entries [name, first, length, "list"])
     for record in sampled:
         for entry in record.get("graphs") or ():
-            if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str):
+            if isinstance(entry, list) and len(entry) in (3, 4) and isinstance(entry[0], str):
                 chains.setdefault(entry[0], []).append((record["step"], int(entry[1]), int(entry[2])))
+                if len(entry) == 4 and entry[3] == "list":
+                    in_lists.add(entry[0])
     best = None
     for name, samples in chains.items():
         step, origin, nodes = samples[-1]
@@ -547,6 +550,7 @@ def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] |
     minimum = int(params.get("min_graph_steps", 10))
     clear = next((s for s, _, _ in samples if s - origin >= minimum), samples[-1][0])
     facts: dict[str, Any] = {"graph_name": name, "graph_origin": origin, "graph_nodes": samples[-1][2],
+                             "graph_list": name in in_lists or None,
                              "graph_last_step": samples[-1][0], "graph_steps": samples[-1][0] - origin,
                              "graph_per_step": f"{slope:.0f}" if slope >= 1 else num(slope),
                              "graph_nodes_per_step": slope, "clear_step": clear}
@@ -562,13 +566,13 @@ def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] |
 
 def _assignment_line(path: str, first_line: int, last_line: int, name: str) -> int | None:
     """The first line of the function (lines `first_line`..`last_line`) that updates `name` from
-    itself (`name += x`, `name = name + x`, `name = 0.9 * name + ...`)."""
+    itself (`name += x`, `name = name + x`, `name = 0.9 * name + ...`) or appends to it."""
     try:
         lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
     target = re.escape(name)
-    augmented = re.compile(rf"^\s*{target}\s*[-+*/@]=")
+    augmented = re.compile(rf"^\s*{target}\s*[-+*/@]=|^\s*{target}\.(append|extend|insert)\(")
     assigned = re.compile(rf"^\s*{target}\s*=(?!=)(.*)$")
     for number in range(max(first_line, 1), min(last_line, len(lines)) + 1):
         text = lines[number - 1]

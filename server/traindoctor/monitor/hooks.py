@@ -116,15 +116,29 @@ _GRAPH_COUNT_NODES = 20000  # nodes counted per sample in a graph that holds ear
 _MAX_GRAPHS = 4  # tensors reported per record
 
 
-def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1) -> list[list[Any]]:
+def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1,
+                    lists: dict[str, tuple[int, int, int]] | None = None) -> list[list[Any]]:
     """[name, first step held, nodes] for each tensor of `frame` (its locals; a module-level loop's
     globals) whose autograd graph still holds the graph of an earlier sample's step (`since` steps
-    ago). Cheap when nothing is retained: a scan of the frame's variables and a search of at most
-    `_GRAPH_SEARCH_NODES + 2 * since` nodes per tensor with history (the backpropagated loss is
-    skipped)."""
+    ago), and [name, first step held, length, "list"] for each list whose last item is a tensor
+    with history, held since an earlier sample without shrinking (`lists` keeps, per name, the
+    first step, the list's id and its length). Cheap when nothing is retained: a scan of the
+    frame's variables and a search of at most `_GRAPH_SEARCH_NODES + 2 * since` nodes per tensor
+    with history (the backpropagated loss is skipped)."""
     budget = _GRAPH_SEARCH_NODES + 2 * max(since, 1)
     out: list[list[Any]] = []
     for name, value in list(frame.f_locals.items()):
+        if type(value) is list and lists is not None:
+            if value and issubclass(type(value[-1]), torch.Tensor) and value[-1].grad_fn is not None:
+                known = lists.get(name)
+                if known is None or known[1] != id(value) or len(value) < known[2]:  # new, or emptied
+                    known = (step, id(value), len(value))
+                lists[name] = (known[0], id(value), len(value))
+                if known[0] < step and len(out) < _MAX_GRAPHS:
+                    out.append([name, known[0], len(value), "list"])
+            else:
+                lists.pop(name, None)
+            continue
         if not issubclass(type(value), torch.Tensor) or id(value) == skip_id:  # type(): lazy proxies warn on __class__
             continue
         root = value.grad_fn
@@ -227,6 +241,7 @@ class Monitor:
         self.last_flush = 0.0
         self.last_rss = 0.0
         self.graph_step = 0  # the step of the last search for retained graphs
+        self.graph_lists: dict[str, tuple[int, int, int]] = {}  # lists of tensors with history: name -> state
         self.closed = False
         self.step_taken = False  # the current optimizer step has been read (`_take_step`)
         self.others: dict[int, tuple[str, list[torch.Tensor], list[str]]] = {}  # id -> (label, params, names)
@@ -518,7 +533,8 @@ class Monitor:
             frame = user_frame(3)
             if frame is not None:
                 try:
-                    graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step)
+                    graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step,
+                                             self.graph_lists)
                 except Exception:  # an exotic tensor or node: no graph evidence, the monitor goes on
                     graphs = []
                 self.graph_step = self.step
