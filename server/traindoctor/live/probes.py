@@ -248,6 +248,19 @@ if torch is not None:
                               'settings': settings})
             except Exception as e:
                 found.append({'name': k, 'type': type(v).__name__, 'error': type(e).__name__ + ': ' + str(e)[:200]})
+    # A GradScaler's scale (AMP): get_scale() reads the scale tensor, never initialises CUDA.
+    S = getattr(getattr(torch, 'amp', None), 'GradScaler', None)
+    for k, v, scope in candidates() if S is not None else ():
+        if len(found) >= MAXO + 2:
+            break
+        if is_a(v, S) and id(v) not in seen:
+            seen.add(id(v))
+            try:
+                found.append({'name': k, 'type': type(v).__name__, 'scaler': True, 'enabled': bool(v.is_enabled()),
+                              'scale': float(v.get_scale())})
+            except Exception as e:
+                found.append({'name': k, 'type': type(v).__name__, 'scaler': True,
+                              'error': type(e).__name__ + ': ' + str(e)[:200]})
 __td_out = json.dumps(found)
 '''
 

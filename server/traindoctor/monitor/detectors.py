@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,12 +140,14 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
         facts: dict[str, Any] = {"series": series.name.replace("_", " "), "step": step, "value": num(value),
                                  "loss_history": history(loss, step, count),
                                  "grad_history": history(grads, step, count)}
-        before = [v for s, v in (loss.finite() if loss else []) if s < step]
+        loss_before = [(s, v) for s, v in (loss.finite() if loss else []) if s < step]
+        grads_before = [(s, v) for s, v in (grads.finite() if grads else []) if s < step]
+        before = [v for _, v in loss_before]
         facts["at_start"] = not before
-        if len(before) >= 3 and before[-1] > 2 * min(before) and before[-1] > before[0]:
+        facts.update(_trajectory(loss_before, grads_before))
+        if len(before) >= 3 and before[-1] > 2 * min(before) and before[-1] > before[0] and not facts.get("spike"):
             facts["diverged"] = True
             facts["growth"] = f"{num(min(before))} -> {num(before[-1])}"
-        facts.update(_trajectory(before))
         location = None
         details: dict[str, Any] = {"series": series.name}
         if run.records:
@@ -154,35 +157,118 @@ def nan_onset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
                 facts["parameter"] = bad["nonfinite_grad"]
                 details["parameter_step"] = bad["step"]
             record = _record_at(run, step)
+            onset = next((r["onset"] for r in run.records if isinstance(r.get("onset"), dict)), None)
             if optimizer:
-                record = (record.get("others") or {}).get(optimizer) or {}
+                record, onset = (record.get("others") or {}).get(optimizer) or {}, None
             if record.get("lr"):
                 facts["lr"] = ", ".join(num(to_float(v)) for v in record["lr"])
+            if onset is not None:
+                facts.update(_onset_facts(onset))
             location = site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site"))
             if optimizer:  # a GAN's generator, say: the line that steps it
                 location = site_frame((run.meta.get("other_step_sites") or {}).get(optimizer)) or location
+        # An unsafe operation is named only from a steady run and finite inputs (weights, batch).
+        facts["unsafe_op"] = bool(facts.get("steady") and facts.get("finite_inputs") and not facts["at_start"]) or None
         if series.lines:
             details["log_line"] = series.lines[series.steps.index(step)]
         hits.append(Hit(step, facts, location, details=details))
     return hits
 
 
-def _trajectory(before: list[float]) -> dict[str, Any]:
-    """The loss's shape before a NaN: growing geometrically (each step a multiple of the last:
-    a learning rate that is too high), one spike out of a steady run (a bad batch), or steady
-    (then an unsafe operation on finite inputs)."""
-    tail = [abs(v) for v in before[-4:]]
-    if len(tail) >= 3 and all(b > 1.5 * a > 0 for a, b in zip(tail, tail[1:])):
-        factor = (tail[-1] / tail[0]) ** (1 / (len(tail) - 1))
-        return {"trajectory": f"growing geometrically (x{num(factor)} per step)", "geometric": True}
-    steady = [abs(v) for v in before[-12:-1]]
-    if len(steady) >= 3:
-        median = sorted(steady)[len(steady) // 2]
-        if median > 0 and abs(before[-1]) > 5 * median and max(steady) < 3 * median:
-            return {"trajectory": "one spike out of a steady run", "spike": True}
-        if max(steady) < 3 * max(min(steady), 1e-12):
-            return {"trajectory": "steady", "steady": True}
+def _shape(points: list[tuple[int, float]], spike_factor: float = 10.0) -> dict[str, Any]:
+    """The shape of a series (loss or gradient norm) before a NaN, from its finite points:
+    - `geometric`: it grows by a factor each step (> 1.5) to the end, from its first steps or out of
+      a slow rise: what a learning rate that is too high does;
+    - `spike`: steady, then one jump of `spike_factor` times its median or more (a bad batch), even
+      when it grows geometrically after the jump (the jump threw the weights out);
+    - `steady`: no trend, nothing more than 3x apart in its last steps."""
+    values = [abs(v) for _, v in points]
+    steps = [s for s, _ in points]
+    n = len(values)
+    if n < 2:
+        return {}
+    start = n - 1  # the growth at the end starts from values[start]
+    while start > 0 and values[start] > 1.5 * values[start - 1] > 0:
+        start -= 1
+    growing = n - 1 - start
+    if growing >= 1:
+        prefix = values[max(0, start - 11):start + 1]
+        median = statistics.median(prefix)
+        if len(prefix) >= 3 and median > 0 and max(prefix) < 3 * median \
+                and values[start + 1] >= spike_factor * median:
+            return {"shape": "spike", "spike_step": steps[start + 1], "jump": values[start + 1] / median,
+                    "after_spike": growing >= 2}
+        if growing >= 2:
+            factor = (values[-1] / values[start]) ** (1 / growing)
+            return {"shape": "geometric", "factor": factor, "growth_step": steps[start]}
+    window = values[-12:-1]
+    if len(window) >= 3:
+        median = statistics.median(window)
+        if median > 0 and values[-1] > 5 * median and max(window) < 3 * median:
+            return {"shape": "spike", "spike_step": steps[-1], "jump": values[-1] / median, "after_spike": False}
+        if max(window + values[-1:]) < 3 * max(min(window + values[-1:]), 1e-12):
+            return {"shape": "steady"}
     return {}
+
+
+def _describe(shape: dict[str, Any]) -> str | None:
+    kind = shape.get("shape")
+    if kind == "geometric":
+        return f"growing geometrically (x{num(shape['factor'])} per step since step {shape['growth_step']})"
+    if kind == "spike":
+        text = f"steady, then one spike at step {shape['spike_step']} (x{num(shape['jump'])} its median)"
+        return text + (", growing after it" if shape.get("after_spike") else "")
+    if kind == "steady":
+        return "steady"
+    return None
+
+
+def _trajectory(loss: list[tuple[int, float]], grads: list[tuple[int, float]] = ()) -> dict[str, Any]:
+    """The verdict from the loss and gradient-norm trajectories before a NaN: a spike in either
+    (the earlier one) comes first, a bad batch; else geometric growth in either, a learning rate
+    too high; steady only when the loss is steady and the gradient norm is too (or not recorded)."""
+    loss_shape, grad_shape = _shape(list(loss)), _shape(list(grads))
+    facts: dict[str, Any] = {"trajectory": _describe(loss_shape), "grad_trajectory": _describe(grad_shape)}
+    spikes = [s for s in (loss_shape, grad_shape) if s.get("shape") == "spike"]
+    geometric = [s for s in (loss_shape, grad_shape) if s.get("shape") == "geometric"]
+    if spikes:
+        first = min(spikes, key=lambda s: s["spike_step"])
+        # a geometric growth that started before the spike is the learning rate, not the batch
+        if not any(g["growth_step"] < first["spike_step"] - 1 for g in geometric):
+            facts.update(spike=True, spike_step=first["spike_step"])
+            return facts
+    if geometric:
+        fastest = max(geometric, key=lambda g: g["factor"])
+        facts.update(geometric=True, factor=num(fastest["factor"]), growth_step=min(g["growth_step"] for g in geometric))
+        return facts
+    if loss_shape.get("shape") == "steady" and grad_shape.get("shape") in ("steady", None):
+        facts["steady"] = True
+    return facts
+
+
+def _onset_facts(onset: Mapping[str, Any]) -> dict[str, Any]:
+    """What the monitor read live at the first non-finite step: were the weights and the batch
+    finite, the optimizer's settings, the GradScaler's scale."""
+    facts: dict[str, Any] = {}
+    weights, batch = onset.get("params_finite"), onset.get("batch_finite")
+    if weights is not None:
+        parts = [f"weights {'finite' if weights else 'already non-finite'}"]
+        if batch is not None:
+            parts.append(f"batch {'finite' if batch else 'holds NaN/inf'}")
+        else:
+            parts.append("batch not seen (no DataLoader)")
+        facts["inputs"] = ", ".join(parts)
+        facts["finite_inputs"] = bool(weights) and batch is not False
+        facts["bad_batch"] = batch is False or None
+        facts["bad_weights"] = not weights or None
+    settings = onset.get("settings") if isinstance(onset.get("settings"), dict) else {}
+    shown = [f"{k.replace('_', ' ')} {tuple(v) if isinstance(v, list) else num(v)}" for k, v in settings.items()]
+    if shown:
+        facts["settings"] = ", ".join(shown)
+    scaler = onset.get("scaler") if isinstance(onset.get("scaler"), dict) else None
+    if scaler and scaler.get("enabled"):
+        facts["scale"] = num(to_float(scaler.get("scale")))
+    return facts
 
 
 def _finite_before_onset(series: Series) -> list[tuple[int, float]]:
@@ -260,12 +346,27 @@ def divergence(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
         if not grew or recent_median <= first * 0.5 + best * 0.5:
             continue
         onset = next(s for s, v in points[best_index:] if v > factor * max(best, 1e-12))
-        hits.append(Hit(onset, {"series": series.name.replace("_", " "), "step": onset, "best": num(best),
-                                "best_step": best_step, "recent": num(recent_median),
-                                "ratio": f"{recent_median / best:.1f}" if best > 0 else "many",
-                                "last": num(points[-1][1]), "last_step": points[-1][0]},
-                        site_frame(run.meta.get("step_site"))))
+        facts = {"series": series.name.replace("_", " "), "step": onset, "best": num(best),
+                 "best_step": best_step, "recent": num(recent_median),
+                 "ratio": f"{recent_median / best:.1f}" if best > 0 else "many",
+                 "last": num(points[-1][1]), "last_step": points[-1][0]}
+        facts.update(_shape_facts(_shape(points[best_index:]), run, onset))
+        hits.append(Hit(onset, facts, site_frame(run.meta.get("step_site"))))
     return hits
+
+
+def _shape_facts(shape: dict[str, Any], run: RunData, step: int) -> dict[str, Any]:
+    """Facts of one series' shape for the templates: geometric growth (with the lr read live at
+    `step`) or one spike."""
+    facts: dict[str, Any] = {"trajectory": _describe(shape)}
+    if shape.get("shape") == "geometric":
+        facts.update(geometric=True, factor=num(shape["factor"]), growth_step=shape["growth_step"])
+    elif shape.get("shape") == "spike":
+        facts.update(spike=True, spike_step=shape["spike_step"])
+    lrs = _record_at(run, step).get("lr") if run.records else None
+    if lrs:
+        facts["lr"] = ", ".join(num(to_float(v)) for v in lrs)
+    return facts
 
 
 @detector("gradient-explosion")
@@ -279,9 +380,10 @@ def gradient_explosion(run: RunData, params: Mapping[str, Any], lint: Lint) -> l
         median = _median([v for _, v in points[max(0, i - window):i]])
         step, value = points[i]
         if median > 0 and value > factor * median:
-            return [Hit(step, {"step": step, "value": num(value), "median": num(median),
-                               "ratio": f"{value / median:.0f}",
-                               "history": history(series, step, 5)}, site_frame(run.meta.get("step_site")))]
+            facts = {"step": step, "value": num(value), "median": num(median), "ratio": f"{value / median:.0f}",
+                     "history": history(series, step, 5)}
+            facts.update(_shape_facts(_shape(points[:i + 1]), run, step))
+            return [Hit(step, facts, site_frame(run.meta.get("step_site")))]
     return []
 
 
@@ -357,6 +459,40 @@ def _linear_fit(points: list[tuple[int, float]]) -> tuple[float, float]:
 
 @detector("memory-leak")
 def memory_leak(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    """Memory that grows at constant work (RSS or CUDA allocated), or a retained autograd graph: a
+    tensor of the training loop whose graph holds every step's graph since some step (`graphs` in
+    the records, see hooks.retained_graphs). Either one is enough; both are reported together."""
+    memory = _memory_growth(run, params)
+    graph = _retained_graph(run, params)
+    if memory is None and graph is None:
+        return []
+    facts: dict[str, Any] = {**(memory or {}), **(graph or {})}
+    if memory is not None and graph is not None:
+        facts["clear_step"] = min(memory["clear_step"], graph["clear_step"])
+    findings = lint()
+    if graph is not None:  # the lint finding about this very variable first
+        named = [f for f in findings if f"`{graph['graph_name']}`" in f.message]
+        findings = named + [f for f in findings if f not in named]
+    location = site_frame(run.meta.get("step_site"))
+    if graph is not None and graph.get("graph_line"):
+        location = site_frame({"path": graph["graph_path"], "line": graph["graph_line"]})
+    if findings:
+        finding = findings[0]
+        facts.update({"finding_code": finding.code, "finding_message": finding.message,
+                      "finding_place": f"{finding.path}:{finding.range.start.line + 1}",
+                      "finding_fix": _rule_fix(finding.code)})
+        location = _finding_frame(finding)
+    step = graph["graph_origin"] if graph is not None else memory["first_step"]  # type: ignore[index]
+    details = {"metric": memory["metric_name"], "slope_bytes": memory["slope_bytes"]} if memory else {}
+    if graph is not None:
+        details["retained_graph"] = {k: graph[k] for k in ("graph_name", "graph_origin", "graph_nodes",
+                                                          "graph_last_step", "graph_nodes_per_step")}
+    for key in ("metric_name", "slope_bytes", "graph_path", "graph_nodes_per_step"):
+        facts.pop(key, None)
+    return [Hit(step, facts, location, tuple(findings), details)]
+
+
+def _memory_growth(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | None:
     skip = int(params.get("skip", 3))
     for name, metric in (("cuda_allocated", "CUDA allocated memory"), ("rss", "Process memory (RSS)")):
         series = run.series.get(name)
@@ -369,20 +505,81 @@ def memory_leak(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
             continue
         if not _still_growing(points, float(params.get("min_tail_ratio", 0.5))):
             continue  # warm-up that levels off, or a cache the program frees
-        facts: dict[str, Any] = {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
-                                 "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
-                                 "first_step": points[0][0], "last_step": points[-1][0],
-                                 "clear_step": _clear_step(points, params)}
-        findings = lint()
-        location = site_frame(run.meta.get("step_site"))
-        if findings:
-            finding = findings[0]
-            facts.update({"finding_code": finding.code, "finding_message": finding.message,
-                          "finding_place": f"{finding.path}:{finding.range.start.line + 1}",
-                          "finding_fix": _rule_fix(finding.code)})
-            location = _finding_frame(finding)
-        return [Hit(points[0][0], facts, location, tuple(findings), {"metric": name, "slope_bytes": slope})]
-    return []
+        return {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
+                "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
+                "first_step": points[0][0], "last_step": points[-1][0],
+                "clear_step": _clear_step(points, params), "metric_name": name, "slope_bytes": slope}
+    return None
+
+
+def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The tensor whose autograd graph holds the graphs of the most steps at the end of the run,
+    when it held them without a break for at least `min_graph_steps` steps and its node count grew.
+    A chain the program freed during the run (a sum reset each epoch) is a cache it frees: not
+    reported on this evidence alone."""
+    sampled = [r for r in run.records if "rss" in r or "graphs" in r]
+    if not sampled:
+        return None
+    last_step = sampled[-1]["step"]
+    chains: dict[str, list[tuple[int, int, int]]] = {}  # name -> [(step, first step held, nodes or items)]
+    in_lists: set[str] = set()  # names of lists of tensors with history (entries [name, first, length, "list"])
+    for record in sampled:
+        for entry in record.get("graphs") or ():
+            if isinstance(entry, list) and len(entry) in (3, 4) and isinstance(entry[0], str):
+                chains.setdefault(entry[0], []).append((record["step"], int(entry[1]), int(entry[2])))
+                if len(entry) == 4 and entry[3] == "list":
+                    in_lists.add(entry[0])
+    best = None
+    for name, samples in chains.items():
+        step, origin, nodes = samples[-1]
+        if step != last_step:
+            continue  # not held at the end: freed
+        if any(o != origin for _, o, _ in samples):
+            continue  # an earlier chain of it was freed: a cache the program frees
+        held = [(s, n) for s, o, n in samples]
+        if step - origin < int(params.get("min_graph_steps", 10)) or held[-1][1] <= held[0][1]:
+            continue
+        if best is None or step - origin > best[1][-1][0] - best[1][-1][1]:
+            best = (name, samples)
+    if best is None:
+        return None
+    name, samples = best
+    points = [(float(s), float(n)) for s, _, n in samples]
+    slope = _linear_fit(points)[0] if len(points) >= 2 else 0.0
+    origin = samples[-1][1]
+    minimum = int(params.get("min_graph_steps", 10))
+    clear = next((s for s, _, _ in samples if s - origin >= minimum), samples[-1][0])
+    facts: dict[str, Any] = {"graph_name": name, "graph_origin": origin, "graph_nodes": samples[-1][2],
+                             "graph_list": name in in_lists or None,
+                             "graph_last_step": samples[-1][0], "graph_steps": samples[-1][0] - origin,
+                             "graph_per_step": f"{slope:.0f}" if slope >= 1 else num(slope),
+                             "graph_nodes_per_step": slope, "clear_step": clear}
+    site = run.meta.get("graph_site")
+    if isinstance(site, dict) and site.get("path"):
+        line = _assignment_line(str(site["path"]), int(site.get("first_line") or 1),
+                                int(site.get("last_line") or 10**9), name)
+        if line:
+            facts.update({"graph_path": str(site["path"]), "graph_line": line,
+                          "graph_place": f"{site['path']}:{line}"})
+    return facts
+
+
+def _assignment_line(path: str, first_line: int, last_line: int, name: str) -> int | None:
+    """The first line of the function (lines `first_line`..`last_line`) that updates `name` from
+    itself (`name += x`, `name = name + x`, `name = 0.9 * name + ...`) or appends to it."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    target = re.escape(name)
+    augmented = re.compile(rf"^\s*{target}\s*[-+*/@]=|^\s*{target}\.(append|extend|insert)\(")
+    assigned = re.compile(rf"^\s*{target}\s*=(?!=)(.*)$")
+    for number in range(max(first_line, 1), min(last_line, len(lines)) + 1):
+        text = lines[number - 1]
+        match = assigned.match(text)
+        if augmented.match(text) or (match and re.search(rf"\b{target}\b", match.group(1))):
+            return number
+    return None
 
 
 def _still_growing(points: list[tuple[int, float]], min_tail_ratio: float) -> bool:

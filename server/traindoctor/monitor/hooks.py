@@ -64,16 +64,24 @@ class NonFiniteTraining(FloatingPointError):
     """Raised at the optimizer step with `--stop-on`, so a debugger stops in the training frame."""
 
 
-def user_site(depth: int = 2) -> dict[str, Any] | None:
+def user_frame(depth: int = 2) -> Any:
     """The innermost caller frame in the user's own code (not torch, the stdlib, site-packages or us)."""
     frame = sys._getframe(depth)
     while frame is not None:
         path = frame.f_code.co_filename
         if not (path.startswith("<") or path.startswith((_TORCH_DIR, _STDLIB_DIR, _HERE))
                 or "site-packages" in path or "dist-packages" in path):
-            return {"path": os.path.abspath(path), "line": frame.f_lineno, "function": frame.f_code.co_name}
+            return frame
         frame = frame.f_back
     return None
+
+
+def user_site(depth: int = 2) -> dict[str, Any] | None:
+    """Where `user_frame` is: path, line and function."""
+    frame = user_frame(depth + 1)
+    if frame is None:
+        return None
+    return {"path": os.path.abspath(frame.f_code.co_filename), "line": frame.f_lineno, "function": frame.f_code.co_name}
 
 
 # Process memory is a system call (/proc/<pid>/statm), which cost ~25 µs a step on a loaded
@@ -95,6 +103,96 @@ def _rss_bytes() -> int | None:
         return int(os.pread(_statm[0][1], 128, 0).split()[1]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError, AttributeError):
         return None
+
+
+# Retained graphs: at each sample (the steps RSS is read at), every tensor with autograd history in
+# the frame that calls optimizer.step() is tagged (its grad_fn's `metadata`). A tensor whose graph
+# holds a node tagged at an earlier sample keeps every step's graph since then alive (`total += loss`).
+_GRAPH_TAG = "traindoctor_sample"
+# Nodes visited per tensor looking for an earlier sample's tag: this many, plus 2 per step since
+# the last sample (a chain adds at least one node per step on the path the search follows first).
+_GRAPH_SEARCH_NODES = 32
+_GRAPH_COUNT_NODES = 20000  # nodes counted per sample in a graph that holds earlier ones
+_MAX_GRAPHS = 4  # tensors reported per record
+
+
+def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1,
+                    lists: dict[str, tuple[int, int, int]] | None = None) -> list[list[Any]]:
+    """[name, first step held, nodes] for each tensor of `frame` (its locals; a module-level loop's
+    globals) whose autograd graph still holds the graph of an earlier sample's step (`since` steps
+    ago), and [name, first step held, length, "list"] for each list whose last item is a tensor
+    with history, held since an earlier sample without shrinking (`lists` keeps, per name, the
+    first step, the list's id and its length). Cheap when nothing is retained: a scan of the
+    frame's variables and a search of at most `_GRAPH_SEARCH_NODES + 2 * since` nodes per tensor
+    with history (the backpropagated loss is skipped)."""
+    budget = _GRAPH_SEARCH_NODES + 2 * max(since, 1)
+    out: list[list[Any]] = []
+    for name, value in list(frame.f_locals.items()):
+        if type(value) is list and lists is not None:
+            if value and issubclass(type(value[-1]), torch.Tensor) and value[-1].grad_fn is not None:
+                known = lists.get(name)
+                if known is None or known[1] != id(value) or len(value) < known[2]:  # new, or emptied
+                    known = (step, id(value), len(value))
+                lists[name] = (known[0], id(value), len(value))
+                if known[0] < step and len(out) < _MAX_GRAPHS:
+                    out.append([name, known[0], len(value), "list"])
+            else:
+                lists.pop(name, None)
+            continue
+        if not issubclass(type(value), torch.Tensor) or id(value) == skip_id:  # type(): lazy proxies warn on __class__
+            continue
+        root = value.grad_fn
+        if root is None:
+            continue
+        tag = root.metadata.get(_GRAPH_TAG)
+        if tag is None:  # a graph not seen before: does it hold one that was?
+            held = _earlier_tag(root, step, budget)
+            if held is None:
+                tag = (step, step, 0)
+            else:
+                tag = (step, held[1], held[2] + _count_new_nodes(root, step))
+            root.metadata[_GRAPH_TAG] = tag
+        if tag[1] < step and tag[2] and len(out) < _MAX_GRAPHS:
+            out.append([name, tag[1], tag[2]])
+    return out
+
+
+def _earlier_tag(root: Any, step: int, budget: int) -> tuple[int, int, int] | None:
+    """The tag of a node under `root` tagged at an earlier sample, searched depth-first, first
+    inputs first (the chain of `total = total + loss` runs through each node's first input)."""
+    stack = [root]
+    seen = {id(root)}
+    while stack and budget > 0:
+        node = stack.pop()
+        budget -= 1
+        children = [child for child, _ in node.next_functions if child is not None and id(child) not in seen]
+        for child in children:
+            seen.add(id(child))
+            tag = child.metadata.get(_GRAPH_TAG)
+            if tag is not None and tag[0] < step:
+                return tag
+        stack.extend(reversed(children))
+    return None
+
+
+def _count_new_nodes(root: Any, step: int) -> int:
+    """The autograd nodes under `root` that no earlier sample counted (parameters' AccumulateGrad
+    nodes, shared by every step, are left out)."""
+    stack = [root]
+    seen = {id(root)}
+    count = 0
+    while stack and count < _GRAPH_COUNT_NODES:
+        node = stack.pop()
+        if type(node).__name__ != "AccumulateGrad":
+            count += 1
+        for child, _ in node.next_functions:
+            if child is None or id(child) in seen:
+                continue
+            seen.add(id(child))
+            tag = child.metadata.get(_GRAPH_TAG)
+            if tag is None or tag[0] == step:
+                stack.append(child)
+    return count
 
 
 class Monitor:
@@ -130,6 +228,10 @@ class Monitor:
         self.loss: torch.Tensor | None = None
         self.scaled: tuple[Any, torch.Tensor] | None = None  # (weak ref to scaler.scale(loss), loss)
         self.backwards = 0
+        self.backward_id = 0  # id() of the tensor last backpropagated (its graph is freed by backward)
+        self.batch: Any = None  # the DataLoader's last batch
+        self.scaler: Any = None  # the GradScaler that scaled a loss, if any
+        self.onset_read = False  # the first non-finite step's inputs and settings were read
         self.data_time = 0.0
         self.last_pre: float | None = None
         self.pending: dict[str, Any] | None = None  # this step's record; the update ratio completes it
@@ -138,6 +240,8 @@ class Monitor:
         self.lock = threading.Lock()
         self.last_flush = 0.0
         self.last_rss = 0.0
+        self.graph_step = 0  # the step of the last search for retained graphs
+        self.graph_lists: dict[str, tuple[int, int, int]] = {}  # lists of tensors with history: name -> state
         self.closed = False
         self.step_taken = False  # the current optimizer step has been read (`_take_step`)
         self.others: dict[int, tuple[str, list[torch.Tensor], list[str]]] = {}  # id -> (label, params, names)
@@ -160,6 +264,7 @@ class Monitor:
                 else:
                     monitor.loss = tensor.detach()
                 monitor.backwards += 1
+                monitor.backward_id = id(tensor)
                 if "backward_site" not in monitor.meta:
                     monitor.meta["backward_site"] = user_site()
             return original_backward(tensor, *args, **kwargs)
@@ -176,6 +281,7 @@ class Monitor:
             scaled = original_scale(scaler, outputs)
             if isinstance(outputs, torch.Tensor) and scaled is not outputs and outputs.numel() == 1:
                 monitor.scaled = (weakref.ref(scaled), outputs.detach())
+            monitor.scaler = scaler  # its scale is read at a NaN onset
             return scaled
 
         self._patch(scaler_type, "scale", scale)
@@ -185,7 +291,8 @@ class Monitor:
         def timed_next(iterator: Any) -> Any:
             start = time.perf_counter()
             try:
-                return original_next(iterator)
+                batch = monitor.batch = original_next(iterator)  # checked for NaN/inf at a NaN onset
+                return batch
             finally:
                 monitor.data_time += time.perf_counter() - start
 
@@ -408,6 +515,9 @@ class Monitor:
         nonfinite = nonfinite_grad or (loss_value is not None and not math.isfinite(loss_value))
         if nonfinite_grad:
             record["nonfinite_grad"] = _first_nonfinite(per_param, grad_index, self.names)
+        if nonfinite and not self.onset_read:
+            self.onset_read = True
+            record["onset"] = self._onset_context(optimizer)
         record["zero_grad_params"] = per_param.count(0.0)
         record["missing_grad_params"] = len(params) - len(grad_index)
         if self.per_layer:
@@ -420,6 +530,22 @@ class Monitor:
         if self.step <= _RSS_EVERY_STEP_UNTIL or now - self.last_rss >= _RSS_EVERY_S:
             record["rss"] = _rss_bytes()
             self.last_rss = now
+            frame = user_frame(3)
+            if frame is not None:
+                try:
+                    graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step,
+                                             self.graph_lists)
+                except Exception:  # an exotic tensor or node: no graph evidence, the monitor goes on
+                    graphs = []
+                self.graph_step = self.step
+                if graphs:
+                    record["graphs"] = graphs
+                    if "graph_site" not in self.meta:
+                        code = frame.f_code
+                        lines = [line for _, _, line in code.co_lines() if line]
+                        self.meta["graph_site"] = {"path": os.path.abspath(code.co_filename),
+                                                   "function": code.co_name, "first_line": code.co_firstlineno,
+                                                   "last_line": max(lines, default=code.co_firstlineno)}
         if not self.on_cpu and torch.cuda.is_initialized():  # cheaper than is_available()
             record["cuda_allocated"] = torch.cuda.memory_allocated()
             record["cuda_reserved"] = torch.cuda.memory_reserved()
@@ -453,6 +579,29 @@ class Monitor:
         elif now - self.last_flush >= _FLUSH_EVERY_S:
             self._write_records()
             self.last_flush = now
+
+    def _onset_context(self, optimizer: Any) -> dict[str, Any]:
+        """At the first non-finite step (once: it reads every weight): were this step's inputs
+        finite (the weights before the update, the DataLoader's last batch), and the optimizer's
+        and the GradScaler's settings, read live."""
+        out: dict[str, Any] = {"params_finite": _all_finite(self.params)}
+        if self.batch is not None:
+            out["batch_finite"] = _all_finite(_batch_tensors(self.batch))
+        group = optimizer.param_groups[0] if optimizer.param_groups else {}
+        settings: dict[str, Any] = {}
+        for key in ("betas", "eps", "weight_decay", "momentum"):
+            value = group.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                settings[key] = float(value)
+            elif isinstance(value, (tuple, list)) and all(isinstance(v, (int, float)) for v in value):
+                settings[key] = [float(v) for v in value]
+        out["settings"] = settings
+        if self.scaler is not None:
+            try:
+                out["scaler"] = {"scale": float(self.scaler.get_scale()), "enabled": bool(self.scaler.is_enabled())}
+            except Exception:
+                pass
+        return out
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if self.closed or optimizer is not self.optimizer:
@@ -557,6 +706,7 @@ class Monitor:
         self._write_meta()
         with self.lock:
             self.steps_file.close()
+        self.batch = self.scaler = None
         if remove_hooks:
             self._remove_hooks()
 
@@ -655,6 +805,27 @@ def _root_modules(modules: list[torch.nn.Module]) -> list[torch.nn.Module]:
             inner.add(id(child))
     roots = [m for m in containers if id(m) not in inner]
     return roots or modules
+
+
+def _all_finite(tensors: list[torch.Tensor]) -> bool:
+    """No NaN or inf in any floating-point tensor of the list (exact, unlike a norm that can
+    overflow; one host sync per device)."""
+    with torch.no_grad():
+        flags = [torch.isfinite(t).all() for t in tensors if t.is_floating_point() or t.is_complex()]
+        by_device: dict[Any, list[torch.Tensor]] = {}
+        for flag in flags:
+            by_device.setdefault(flag.device, []).append(flag)
+        return all(bool(torch.stack(group).all()) for group in by_device.values())
+
+
+def _batch_tensors(batch: Any, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors of a batch (a tensor, or tuples, lists and dicts of them, two levels deep)."""
+    if isinstance(batch, torch.Tensor):
+        return [batch]
+    if depth >= 2:
+        return []
+    items = batch.values() if isinstance(batch, dict) else batch if isinstance(batch, (tuple, list)) else ()
+    return [t for item in list(items)[:32] for t in _batch_tensors(item, depth + 1)]
 
 
 def _gradients(params: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[int]]:

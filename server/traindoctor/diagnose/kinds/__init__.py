@@ -168,7 +168,7 @@ def model_memory(live: Live) -> tuple[dict[str, Any], bool]:
     """Parameters + gradients + buffers + optimizer state, from the modules and optimizers probes,
     and whether any module or optimizer was read."""
     modules = [m for m in dict_items(live.probes, "modules") if not m.get("contained_in") and "error" not in m]
-    optimizers = [o for o in dict_items(live.probes, "optimizers") if "error" not in o]
+    optimizers = [o for o in dict_items(live.probes, "optimizers") if "error" not in o and not o.get("scaler")]
     memory: dict[str, Any] = {
         "parameters": sum(int(m.get("param_bytes", 0)) for m in modules),
         "gradients": sum(int(m.get("grad_bytes", 0)) for m in modules),

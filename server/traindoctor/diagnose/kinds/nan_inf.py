@@ -45,12 +45,17 @@ _HIGH_LR = {"adaptive": 0.05, "other": 5.0}
 
 
 def _optimizer_settings(live: Live) -> None:
-    """The optimizers' settings read live (lr, betas, eps, weight decay) as evidence; a learning
-    rate far above its family's usual range is said first: it is what makes weights diverge."""
+    """The optimizers' settings read live (lr, betas, eps, weight decay; a GradScaler's scale) as
+    evidence; a learning rate far above its family's usual range is said first: it is what makes
+    weights diverge."""
     from ..probe_values import dict_items
 
-    for optimizer in dict_items(live.probes, "optimizers")[:3]:
+    for optimizer in dict_items(live.probes, "optimizers")[:5]:
         if "error" in optimizer:
+            continue
+        if optimizer.get("scaler"):  # AMP's GradScaler: its scale, read live
+            if optimizer.get("enabled") and isinstance(optimizer.get("scale"), (int, float)):
+                live.evidence.append(f"GradScaler `{optimizer.get('name')}`: scale {optimizer['scale']:g}.")
             continue
         lrs = [lr for lr in optimizer.get("lr") or () if isinstance(lr, (int, float))]
         settings = optimizer.get("settings") if isinstance(optimizer.get("settings"), dict) else {}
