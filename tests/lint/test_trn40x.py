@@ -97,3 +97,46 @@ def test_log_softmax_fix_keeps_values():
     exec(fixed, namespace)
     assert torch.allclose(namespace["f"](x), torch.log(torch.softmax(x, dim=1)), atol=1e-6)
     assert math.isfinite(namespace["f"](torch.tensor([[500.0, 0.0]]))[0, 1].item())
+
+
+_CALLERS = """import torch
+import torch.nn as nn
+
+
+class ARGA(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.discriminator = nn.Linear(4, 1)
+
+    def discriminate(self, z):
+        real = torch.sigmoid(self.discriminator(torch.randn_like(z)))
+        fake = torch.sigmoid(self.discriminator(z))
+        return real, fake
+
+    def discriminator_loss(self, real, fake):
+        return -torch.log(real).mean() - torch.log((1 - fake).clamp(min=1e-8)).mean()
+
+    def loss(self, z):
+        return self.discriminator_loss(*self.discriminate(z))
+
+
+def nll(p, y):
+    return -torch.log(p).mean()
+
+
+def step(x, y, model):
+    return nll(torch.softmax(model(x), -1), y) + nll(model(x), y)
+"""
+
+
+def test_a_parameter_is_a_probability_when_every_in_file_caller_passes_one():
+    # discriminator_loss's `real` is always the sigmoid returned by discriminate (through `*`);
+    # nll's `p` is a softmax at one call and a model output at the other: nothing is known
+    assert findings_of(_CALLERS, CODES) == [(16, "TRN402")]
+    namespace: dict = {}
+    exec(compile(_CALLERS, "a.py", "exec"), namespace)
+    model = namespace["ARGA"]()
+    with torch.no_grad():
+        model.discriminator.bias.fill_(-200.0)  # a discriminator sure that everything is fake
+    loss = model.loss(torch.zeros(2, 4))
+    assert torch.isinf(loss).item()  # log(sigmoid(-200)) = log(0)

@@ -334,7 +334,8 @@ class Values:
             kind = self.model.object_kind(name)  # a parameter named like the object the script passes in
             if kind is not None:
                 return Value("object", obj=kind, origin=self.model.object(name).node)
-            return self._by_name(name)
+            passed = self._passed_in(name, function, klass, depth)
+            return passed if passed.prob else self._by_name(name)
         if isinstance(expr, cst.Attribute):
             inner = self.of(expr.value, at, function, klass, depth - 1)
             attr = expr.attr.value
@@ -351,6 +352,65 @@ class Values:
         if kind is not None:
             return Value("object", obj=kind, origin=self.model.object(name).node)
         return self._by_name(name)
+
+    def _passed_in(self, param: str, function, klass: str, depth: int) -> Value:
+        """A parameter's probability fact when every in-file call of its function passes one
+        (`self.discriminator_loss(*self.discriminate(z))` of a method returning two sigmoids)."""
+        if function is None or depth <= 2:
+            return UNKNOWN
+        qualname = f"{klass}.{function.name.value}" if klass else function.name.value
+        home = self.model.function_home.get(qualname)
+        if home is None or home[0].node is not function or param not in home[0].params:
+            return UNKNOWN
+        key = ("passed-in", qualname, param)
+        summaries = self.model.summaries
+        if key in summaries:
+            return summaries[key]  # type: ignore[return-value]
+        summaries[key] = UNKNOWN  # recursion guard
+        info = home[0]
+        position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
+        callee = f"self.{info.name}" if klass else info.name
+        found: Value | None = None
+        for site in self.model.calls.get(callee, ()):
+            caller = self._caller_of(site.node)
+            if caller is None or (klass and caller.klass != klass):
+                found = None
+                break
+            value = self._argument(site.node, param, position, caller, depth)
+            found = value if found is None else join(found, value)
+            if not found.prob:
+                break
+        result = found if found is not None and found.prob in ("softmax", "sigmoid") else UNKNOWN
+        summaries[key] = result
+        return result
+
+    def _caller_of(self, call: cst.CSTNode):
+        """The in-file function (a FuncInfo) whose body holds `call`."""
+        def index():
+            found = {}
+            for info, _ in self.model.function_home.values():
+                for node in iter_nodes(info.node.body):
+                    if type(node) is cst.Call:
+                        found[id(node)] = info  # a nested function, listed after its outer one, wins
+            return found
+        return self.model.remembered("values:callers", index).get(id(call))
+
+    def _argument(self, call: cst.Call, param: str, position: int, caller, depth: int) -> Value:
+        _, analysis = self.model.function_home[caller.qualname]
+        values = self.model.evaluators.get(id(analysis))
+        if values is None:
+            values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
+        at = lambda e: values.of(e, 10**9, caller.node, caller.klass, depth - 2)  # noqa: E731
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == param:
+                return at(a.value)
+        positional = [a for a in call.args if a.keyword is None]
+        if len(positional) == 1 and positional[0].star == "*":
+            items = at(positional[0].value).items  # f(*g()): g's returned tuple, position by position
+            return items[position] if items is not None and 0 <= position < len(items) else UNKNOWN
+        if any(a.star for a in positional) or not 0 <= position < len(positional):
+            return UNKNOWN
+        return at(positional[position].value)
 
     def _output_attribute(self, inner: Value, attr: str) -> Value:
         if inner.grad and attr in ("loss", "losses"):
