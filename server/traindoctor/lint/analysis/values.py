@@ -10,8 +10,8 @@
   `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
 - `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask | selected: a ReLU's
   output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
-  not inf | diff: `a - b`, 0 where the two are equal | tested: the function itself compares it with 0,
-  clamps it or adds an epsilon to it elsewhere, see zero_evidence.py), or "safe" (kept away from 0 by
+  not inf | diff: `a - b`, 0 where the two are equal | tested: the function itself compares it with 0
+  or clamps it to at least 1 elsewhere, see zero_evidence.py), or "safe" (kept away from 0 by
   construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal), or "one"
   (`n + 1` of an `n` that can be 0: exactly 1 there, so its log is 0).
   A square, `abs` or sum of squares can be 0 only where its base can: the square of a learned
@@ -154,12 +154,12 @@ class Values:
         return self.analysis.scope_of(self.walk.function)
 
     def evidence(self, function: cst.FunctionDef | None) -> dict[str, cst.CSTNode]:
-        """Names `function` itself compares with 0, clamps or adds an epsilon to (zero_evidence.py)."""
+        """Names `function` itself compares with 0 or clamps to at least 1 (zero_evidence.py)."""
         if function is None:
             return {}
         known = self._evidence.get(id(function))
         if known is None or known[0] is not function:
-            known = (function, zero_evidence(function.body, self.model.names.qualify, positive_constant))
+            known = (function, zero_evidence(function.body, self.model.names.qualify))
             self._evidence[id(function)] = known
         return known[1]
 

@@ -1,11 +1,13 @@
 """Where the code itself says that a value can be exactly 0.
 
-A function that compares a value with 0 (`n == 0`, `n != 0`), clamps it to a positive
-minimum (`n.clamp(min=1)`, `torch.clamp(n, min=1)`, `max(n, 1)`) or adds an epsilon to it
-(`std + 1e-8`) tells the reader that its author has seen it reach 0. A division or log of
-the same value elsewhere in that function, without the guard, is then a hazard the code
-states itself, not a guess from the value's name. An `if`/`assert`/conditional expression
-on it is a guard of the whole function (the scope's `guarded` names), handled by the rules.
+A function that compares a value with 0 (`n == 0`, `n != 0`) or clamps it to a count of
+at least 1 (`n.clamp(min=1)`, `torch.clamp(n, min=1)`, `max(n, 1)`) tells the reader that its
+author has seen it reach 0. A division or log of the same value elsewhere in that function,
+without the guard, is then a hazard the code states itself, not a guess from the value's name.
+An epsilon (`sigma + 1e-44`, `std.clamp(min=1e-5)`) is not such evidence: it is often added
+defensively to values that are never 0 (noise levels, stds of latents). An `if`/`assert`/
+conditional expression on the value guards the whole function (the scope's `guarded` names),
+which the rules handle.
 """
 
 from __future__ import annotations
@@ -40,19 +42,18 @@ def subject(expr: cst.BaseExpression) -> str | None:
     return dotted_name(expr)
 
 
-def zero_evidence(root: cst.CSTNode, qualify: Callable[[cst.BaseExpression], str | None],
-                  is_epsilon: Callable[[cst.BaseExpression], bool]) -> dict[str, cst.CSTNode]:
-    """Names that `root` (a function) compares with 0, clamps to a positive minimum or adds an
-    epsilon to, each with the first node that does."""
+def zero_evidence(root: cst.CSTNode, qualify: Callable[[cst.BaseExpression], str | None]) -> dict[str, cst.CSTNode]:
+    """Names that `root` (a function) compares with 0 or clamps to at least 1, each with the
+    first node that does."""
     found: dict[str, cst.CSTNode] = {}
     for node in iter_nodes(root):
-        name = _tested(node, qualify, is_epsilon)
+        name = _tested(node, qualify)
         if name is not None and name not in found:
             found[name] = node
     return found
 
 
-def _tested(node: cst.CSTNode, qualify, is_epsilon) -> str | None:
+def _tested(node: cst.CSTNode, qualify) -> str | None:
     kind = type(node)
     if kind is cst.Comparison and len(node.comparisons) == 1:  # type: ignore[attr-defined]
         test = node.comparisons[0]  # type: ignore[attr-defined]
@@ -68,22 +69,16 @@ def _tested(node: cst.CSTNode, qualify, is_epsilon) -> str | None:
         qualified = qualify(func) or ""
         if qualified in _CLAMPS or qualified == "max":
             first, low = arg(node, 0, "input"), arg(node, 1, "min")  # type: ignore[arg-type]
-            if first is not None and low is not None and _positive(low, is_epsilon):
+            if first is not None and low is not None and _count_floor(low):
                 return subject(first)
         elif type(func) is cst.Attribute and func.attr.value in ("clamp", "clamp_", "clip", "clamp_min",
                                                                   "clamp_min_"):
             low = arg(node, 0, "min")  # type: ignore[arg-type]
-            return subject(func.value) if low is not None and _positive(low, is_epsilon) else None
-        return None
-    if kind is cst.BinaryOperation and type(node.operator) is cst.Add:  # type: ignore[attr-defined]
-        left, right = node.left, node.right  # type: ignore[attr-defined]
-        for value, other in ((left, right), (right, left)):
-            number = _number(other)
-            if (number is not None and 0 < number < 1e-3) or (number is None and is_epsilon(other)):
-                return subject(value)
+            return subject(func.value) if low is not None and _count_floor(low) else None
     return None
 
 
-def _positive(node: cst.BaseExpression, is_epsilon) -> bool:
+def _count_floor(node: cst.BaseExpression) -> bool:
+    """`1` (or another whole number >= 1): the floor of a count, not a defensive epsilon."""
     number = _number(node)
-    return number > 0 if number is not None else is_epsilon(node)
+    return number is not None and number >= 1 and number == int(number)

@@ -21,7 +21,7 @@ from ..rule import FixSpec, Replace, Rule
 
 _WHAT = {"prob": "a probability", "zero": "a value that can be exactly 0", "count": "a count",
          "spread": "a spread (std/var) that can be 0", "squares": "a square",
-         "tested": "a value this function itself compares with 0, clamps or offsets elsewhere"}
+         "tested": "a value this function itself compares with 0 or clamps to at least 1 elsewhere"}
 # Calls whose arguments are only shown: no gradient flows out of a printed or logged value.
 _SHOWN = ("print", "logging.info", "logging.debug", "logging.warning")
 _SHOWN_METHODS = ("info", "debug", "warning", "warn", "write", "format", "add_scalar", "set_postfix")

@@ -85,6 +85,8 @@ class ExpOverflow(Rule):
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract):
             return any(isinstance(n, cst.Name) and n.value in ("max", "amax", "logsumexp")
                        for n in iter_nodes(expr.right))
+        if _nonpositive(expr):
+            return True  # exp(-d**2 / (2 * sigma**2)) <= 1: a Gaussian, not scores
         if isinstance(expr, cst.UnaryOperation):
             return False
         if isinstance(expr, cst.Call):
@@ -165,3 +167,32 @@ def _upper(call: cst.Call, method: bool) -> bool:
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "clamp_max":
         return True
     return arg(call, 1 if method else 2, "max") is not None
+
+
+def _nonnegative(expr: cst.BaseExpression) -> bool:
+    """Written so that it is >= 0 whatever its operands: a square, abs, relu, exp, a positive
+    number, and sums, products and quotients of those."""
+    if isinstance(expr, cst.Integer | cst.Float):
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Power):
+            exponent = expr.right
+            return isinstance(exponent, cst.Integer) and int(exponent.value) % 2 == 0 or _nonnegative(expr.left)
+        if isinstance(expr.operator, (cst.Add, cst.Multiply, cst.Divide)):
+            return _nonnegative(expr.left) and _nonnegative(expr.right)
+        return False
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "").rsplit(".", 1)[-1]
+        return last in ("abs", "square", "relu", "exp", "sqrt", "norm", "softplus", "sigmoid", "softmax")
+    return False
+
+
+def _nonpositive(expr: cst.BaseExpression) -> bool:
+    """`-(x ** 2)`, `-d / (2 * s ** 2)`, `-x.abs() * c`: the negation of a non-negative value, scaled."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return _nonnegative(expr.expression)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        return (_nonpositive(expr.left) and _nonnegative(expr.right)) or \
+            (isinstance(expr.operator, cst.Multiply) and _nonnegative(expr.left) and _nonpositive(expr.right))
+    return False

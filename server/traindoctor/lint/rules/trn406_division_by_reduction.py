@@ -2,8 +2,8 @@
 
 Only two kinds of evidence count, both about what the value is, never its name:
 
-- the function itself says it can be 0: it compares the same value with 0, clamps it to a
-  positive minimum or adds an epsilon to it elsewhere (zero_evidence.py), and this
+- the function itself says it can be 0: it compares the same value with 0 or clamps it to a
+  count of at least 1 elsewhere (zero_evidence.py), and this
   division has no such guard (a count clamped in one branch and not in the other; a result
   overwritten where the count is 0, whose gradient is still 0/0 = NaN);
 - the standard deviation of a batch statistic, recomputed in a loop (advantages normalised per
@@ -56,7 +56,7 @@ class DivisionByReduction(Rule):
         if subject is not None:
             said = evidence[subject]
             how = f"compares `{subject}` with 0" if type(said) is cst.Comparison else \
-                f"adds an epsilon to `{subject}`" if type(said) is cst.BinaryOperation else f"clamps `{subject}`"
+                f"clamps `{subject}` to at least 1"
             what = f"`{short}`" if zero_subject(denominator) == subject else \
                 f"`{short}`, which is 0 where `{subject}` is"
             message = (f"division by {what}: this function itself {how} elsewhere, so it can be 0, and "
@@ -82,9 +82,6 @@ class DivisionByReduction(Rule):
         if type(said) is cst.Comparison:  # 1 where it is 0, itself elsewhere
             new = f"max({text}, 1)" if text.endswith(".item()") else \
                 f"{atom(denominator)}.masked_fill({atom(denominator)} == 0, 1)"
-        elif type(said) is cst.BinaryOperation:
-            epsilon = said.right if zero_subject(said.left) == subject else said.left  # type: ignore[attr-defined]
-            new = f"({text} + {code(epsilon)})"
         else:
             low = arg(said, 0, "min") if type(said.func) is cst.Attribute else arg(said, 1, "min")  # type: ignore
             if low is None:
