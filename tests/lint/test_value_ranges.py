@@ -252,3 +252,26 @@ def test_a_softmax_written_out_overflows_where_softmax_does_not():
     scores = torch.tensor([[100.0, 0.0]])
     assert torch.isnan(namespace["softmax"](scores)).any().item()
     assert torch.isfinite(torch.softmax(scores, -1)).all().item()
+
+
+# -- what counts as the code's own evidence that a value can be 0 ----------------------------------------
+
+EVIDENCE = {
+    "compared-with-0": ("    bad = n == 0\n", True),
+    "compared-after-cast": ("    bad = n.float() != 0\n", True),
+    "clamped-to-1": ("    safe = torch.clamp(n, min=1)\n", True),
+    "clamped-method": ("    safe = n.clamp(1)\n", True),
+    # defensive epsilons say nothing: they are added to values that are never 0 too
+    "epsilon-added": ("    safe = n + 1e-8\n", False),
+    "clamped-to-epsilon": ("    safe = n.clamp(min=1e-6)\n", False),
+    # a selection by sign is not a test for exact zeros
+    "positive-selected": ("    pos = n > 0\n", False),
+}
+
+
+@pytest.mark.parametrize("name", list(EVIDENCE))
+def test_only_a_zero_test_or_a_count_floor_is_evidence(name):
+    line, reported = EVIDENCE[name]
+    source = f"import torch\n\n\ndef f(total, n):\n{line}    return total / n\n"
+    found = [f.code for f in lint_source(source, "e.py", Config(select=("strict",))).findings]
+    assert ("TRN406" in found) == reported, name
