@@ -373,10 +373,11 @@ class Values:
         found: Value | None = None
         for site in self.model.calls.get(callee, ()):
             caller = self._caller_of(site.node)
-            if caller is None or (klass and caller.klass != klass):
+            if caller is None or (klass and caller.klass != klass and not self._inherits_unchanged(caller.klass, klass,
+                                                                                                  site.node)):
                 found = None
                 break
-            value = self._argument(site.node, param, position, caller, depth)
+            value = self._argument(site.node, param, position, caller, klass, depth)
             found = value if found is None else join(found, value)
             if not found.prob:
                 break
@@ -395,12 +396,23 @@ class Values:
             return found
         return self.model.remembered("values:callers", index).get(id(call))
 
-    def _argument(self, call: cst.Call, param: str, position: int, caller, depth: int) -> Value:
+    def _inherits_unchanged(self, subclass: str, base: str, call: cst.Call) -> bool:
+        """`subclass` derives from `base` (in this file) and overrides none of the `self.` methods
+        that `call` names: there, they are `base`'s own."""
+        if subclass not in self.model._subclasses(frozenset((base,))):
+            return False
+        called = {n.attr.value for n in iter_nodes(call) if type(n) is cst.Attribute and type(n.value) is cst.Name
+                  and n.value.value == "self"}
+        return not any(f"{subclass}.{name}" in self.model.function_home for name in called)
+
+    def _argument(self, call: cst.Call, param: str, position: int, caller, klass: str, depth: int) -> Value:
+        """The value passed for `param` at `call`, a call in `caller`; `self.` methods are looked up
+        in `klass` (the callee's class: the caller is that class or a subclass that keeps them)."""
         _, analysis = self.model.function_home[caller.qualname]
         values = self.model.evaluators.get(id(analysis))
         if values is None:
             values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
-        at = lambda e: values.of(e, 10**9, caller.node, caller.klass, depth - 2)  # noqa: E731
+        at = lambda e: values.of(e, 10**9, caller.node, klass or caller.klass, depth - 2)  # noqa: E731
         for a in call.args:
             if a.keyword is not None and a.keyword.value == param:
                 return at(a.value)

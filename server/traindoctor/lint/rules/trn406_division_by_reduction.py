@@ -63,7 +63,7 @@ class DivisionByReduction(Rule):
                        f"here it is not guarded: the result is inf/NaN where it is 0, and overwriting the result "
                        f"afterwards still leaves a NaN gradient (0/0 in backward)")
             related = (Related(said, f"here the function {how}"),)
-            fix = self._like_the_guard(denominator, subject, said)
+            fix = self._like_the_guard(denominator, subject, said, value.kind == "scalar")
         elif value.zero == "spread" and self.walk.loops_here():
             message = (f"division by `{short}`, the spread of a batch recomputed in a loop: one constant batch "
                        f"(or a batch of one) makes it 0, and the result and every gradient NaN")
@@ -73,20 +73,22 @@ class DivisionByReduction(Rule):
             return
         self.report(node, message, fix=fix, related=related)
 
-    def _like_the_guard(self, denominator: cst.BaseExpression, subject: str, said: cst.CSTNode) -> FixSpec | None:
+    def _like_the_guard(self, denominator: cst.BaseExpression, subject: str, said: cst.CSTNode,
+                        number: bool) -> FixSpec | None:
         """Guard the denominator the way the function guards it elsewhere; no fix when the
         denominator is more than the guarded value (`log(deg + 1)`)."""
         if zero_subject(denominator) != subject:
             return None
         text = code(denominator)
+        number = number or text.endswith(".item()")  # a Python number: no tensor methods
         if type(said) is cst.Comparison:  # 1 where it is 0, itself elsewhere
-            new = f"max({text}, 1)" if text.endswith(".item()") else \
+            new = f"max({text}, 1)" if number else \
                 f"{atom(denominator)}.masked_fill({atom(denominator)} == 0, 1)"
         else:
             low = arg(said, 0, "min") if type(said.func) is cst.Attribute else arg(said, 1, "min")  # type: ignore
             if low is None:
                 return None
-            new = f"max({text}, {code(low)})" if text.endswith(".item()") else \
+            new = f"max({text}, {code(low)})" if number else \
                 f"{atom(denominator)}.clamp_min({code(low)})"
         return FixSpec("Guard it as the function does elsewhere", (Replace(denominator, new),), safe=False)
 
