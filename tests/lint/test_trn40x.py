@@ -149,3 +149,39 @@ def test_a_parameter_is_a_probability_when_every_in_file_caller_passes_one():
         model.discriminator.bias.fill_(-200.0)  # a discriminator sure that everything is fake
     loss = model.loss(torch.zeros(2, 4))
     assert torch.isinf(loss).item()  # log(sigmoid(-200)) = log(0)
+
+
+_HELPERS = """import torch
+import torch.nn.functional as F
+
+
+def loss_fn(p, y):
+    return F.cross_entropy(p, y)
+
+
+def bce(p, y):
+    return F.binary_cross_entropy(p, y)
+
+
+def step(out, y):
+    return loss_fn(torch.softmax(out, -1), y) + bce(torch.sigmoid(out[:, 0]), y.float())
+"""
+
+
+def test_a_loss_helper_fed_probabilities_by_its_only_caller():
+    found = findings_of(_HELPERS, ("TRN302", "TRN407"))
+    assert found == [(6, "TRN302"), (10, "TRN407")]
+    namespace: dict = {}
+    exec(compile(_HELPERS, "h.py", "exec"), namespace)
+    out = torch.tensor([[30.0, 0.0]], requires_grad=True)
+    y = torch.tensor([0])
+    # softmax twice: the loss of a confident right answer stays far from 0 (log(1 + e^-1) = 0.31)
+    assert namespace["loss_fn"](torch.softmax(out, -1), y).item() > 0.3 > F_cross_entropy(out, y)
+    # BCE on a saturated sigmoid: a confident wrong answer gets no gradient at all
+    wrong = torch.tensor([-120.0, 0.0], requires_grad=True)  # below the float32 underflow logit (-88.7)
+    namespace["bce"](torch.sigmoid(wrong[:1]), torch.ones(1)).backward()
+    assert wrong.grad[0].item() == 0.0
+
+
+def F_cross_entropy(out, y):
+    return torch.nn.functional.cross_entropy(out, y).item()
