@@ -27,12 +27,16 @@ def pairwise_distance(encoder, a, b):
     return torch.sqrt(((encoder(a) - encoder(b)) ** 2).sum(-1))  # expect: TRN401
 
 
-def masked_mean(values, mask):
-    return (values * mask).sum() / mask.sum()  # expect: TRN406
+def span_mean(values, mask):
+    lengths = mask.sum(-1)
+    out = (values * mask).sum(-1) / lengths  # expect: TRN406
+    out[lengths == 0] = 0  # the forward is patched; backward still divides by 0
+    return out
 
 
-def normalize_advantages(adv):
-    return (adv - adv.mean()) / adv.std()  # expect: TRN406
+def normalize_advantages(batches):
+    for adv in batches:
+        yield (adv - adv.mean()) / adv.std()  # expect: TRN406
 
 
 class Discriminator(nn.Module):

@@ -10,8 +10,12 @@
   `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
 - `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask | selected: a ReLU's
   output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
-  not inf) or "safe" (kept away from 0 by construction or a guard: clamp, where, + eps, max(x, eps),
-  an exp, a positive literal).
+  not inf | diff: `a - b`, 0 where the two are equal | tested: the function itself compares it with 0
+  or clamps it to at least 1 elsewhere, see zero_evidence.py), or "safe" (kept away from 0 by
+  construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal), or "one"
+  (`n + 1` of an `n` that can be 0: exactly 1 there, so its log is 0).
+  A square, `abs` or sum of squares can be 0 only where its base can: the square of a learned
+  output, a gradient or a positive gain is not "possibly 0" (its norm never is, in practice).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .collect import BlockAnalysis
 from .names import arg, dotted_name
 from .scopes import Scope, returns
 from .vocab import vocab
+from .zero_evidence import zero_evidence
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,11 @@ class LossCall:
 # Reasons a sum or mean of the value keeps (a sum of ReLU outputs is 0 where each is, and its
 # backward still reaches them only through ReLU's).
 _ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected")
+# Reasons a value can be exactly 0; "safe" and "one" are kept away from it.
+ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested"))
+_NONZERO = ("safe", "one")
+# Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
+_ONLY_DIRECT = ("diff", "tested", "one")
 UNKNOWN = Value()
 SCALAR = Value("scalar")
 _GRAD_RANK = {"": 0, "likely": 1, "known": 2}
@@ -133,6 +143,7 @@ class Values:
         self.v = vocab()
         self._memo: dict[tuple[int, int], Value] = {}
         self._loss_calls: dict[int, tuple[cst.Call, LossCall | None]] = {}  # four rules ask at each call
+        self._evidence: dict[int, tuple[cst.CSTNode, dict[str, cst.CSTNode]]] = {}
 
     def __call__(self, expr: cst.BaseExpression) -> Value:
         walk = self.walk
@@ -141,6 +152,16 @@ class Values:
 
     def scope(self) -> Scope:
         return self.analysis.scope_of(self.walk.function)
+
+    def evidence(self, function: cst.FunctionDef | None) -> dict[str, cst.CSTNode]:
+        """Names `function` itself compares with 0 or clamps to at least 1 (zero_evidence.py)."""
+        if function is None:
+            return {}
+        known = self._evidence.get(id(function))
+        if known is None or known[0] is not function:
+            known = (function, zero_evidence(function.body, self.model.names.qualify))
+            self._evidence[id(function)] = known
+        return known[1]
 
     def loss_call(self, call: cst.Call) -> LossCall | None:
         """What loss `call` applies, or None when its callee is neither a loss function of torch
@@ -273,6 +294,14 @@ class Values:
         return Value("container", element.grad, element.role, origin=element.origin, elements=element)
 
     def _name(self, expr, at, function, klass, depth) -> Value:
+        found = self._name_value(expr, at, function, klass, depth)
+        if not found.zero and found.kind not in ("object", "container") and function is not None:
+            name = dotted_name(expr)
+            if name is not None and name in self.evidence(function):
+                return replace(found, zero="tested")
+        return found
+
+    def _name_value(self, expr, at, function, klass, depth) -> Value:
         name = dotted_name(expr)
         if name is None:
             if isinstance(expr, cst.Attribute):  # model(**batch).logits
@@ -305,7 +334,8 @@ class Values:
             kind = self.model.object_kind(name)  # a parameter named like the object the script passes in
             if kind is not None:
                 return Value("object", obj=kind, origin=self.model.object(name).node)
-            return self._by_name(name)
+            passed = self._passed_in(name, function, klass, depth)
+            return passed if passed.prob else self._by_name(name)
         if isinstance(expr, cst.Attribute):
             inner = self.of(expr.value, at, function, klass, depth - 1)
             attr = expr.attr.value
@@ -322,6 +352,77 @@ class Values:
         if kind is not None:
             return Value("object", obj=kind, origin=self.model.object(name).node)
         return self._by_name(name)
+
+    def _passed_in(self, param: str, function, klass: str, depth: int) -> Value:
+        """A parameter's probability fact when every in-file call of its function passes one
+        (`self.discriminator_loss(*self.discriminate(z))` of a method returning two sigmoids)."""
+        if function is None or depth <= 2:
+            return UNKNOWN
+        qualname = f"{klass}.{function.name.value}" if klass else function.name.value
+        home = self.model.function_home.get(qualname)
+        if home is None or home[0].node is not function or param not in home[0].params:
+            return UNKNOWN
+        key = ("passed-in", qualname, param)
+        summaries = self.model.summaries
+        if key in summaries:
+            return summaries[key]  # type: ignore[return-value]
+        summaries[key] = UNKNOWN  # recursion guard
+        info = home[0]
+        position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
+        callee = f"self.{info.name}" if klass else info.name
+        found: Value | None = None
+        for site in self.model.calls.get(callee, ()):
+            caller = self._caller_of(site.node)
+            if caller is None or (klass and caller.klass != klass and not self._inherits_unchanged(caller.klass, klass,
+                                                                                                  site.node)):
+                found = None
+                break
+            value = self._argument(site.node, param, position, caller, klass, depth)
+            found = value if found is None else join(found, value)
+            if not found.prob:
+                break
+        result = found if found is not None and found.prob in ("softmax", "sigmoid") else UNKNOWN
+        summaries[key] = result
+        return result
+
+    def _caller_of(self, call: cst.CSTNode):
+        """The in-file function (a FuncInfo) whose body holds `call`."""
+        def index():
+            found = {}
+            for info, _ in self.model.function_home.values():
+                for node in iter_nodes(info.node.body):
+                    if type(node) is cst.Call:
+                        found[id(node)] = info  # a nested function, listed after its outer one, wins
+            return found
+        return self.model.remembered("values:callers", index).get(id(call))
+
+    def _inherits_unchanged(self, subclass: str, base: str, call: cst.Call) -> bool:
+        """`subclass` derives from `base` (in this file) and overrides none of the `self.` methods
+        that `call` names: there, they are `base`'s own."""
+        if subclass not in self.model._subclasses(frozenset((base,))):
+            return False
+        called = {n.attr.value for n in iter_nodes(call) if type(n) is cst.Attribute and type(n.value) is cst.Name
+                  and n.value.value == "self"}
+        return not any(f"{subclass}.{name}" in self.model.function_home for name in called)
+
+    def _argument(self, call: cst.Call, param: str, position: int, caller, klass: str, depth: int) -> Value:
+        """The value passed for `param` at `call`, a call in `caller`; `self.` methods are looked up
+        in `klass` (the callee's class: the caller is that class or a subclass that keeps them)."""
+        _, analysis = self.model.function_home[caller.qualname]
+        values = self.model.evaluators.get(id(analysis))
+        if values is None:
+            values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
+        at = lambda e: values.of(e, 10**9, caller.node, klass or caller.klass, depth - 2)  # noqa: E731
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == param:
+                return at(a.value)
+        positional = [a for a in call.args if a.keyword is None]
+        if len(positional) == 1 and positional[0].star == "*":
+            items = at(positional[0].value).items  # f(*g()): g's returned tuple, position by position
+            return items[position] if items is not None and 0 <= position < len(items) else UNKNOWN
+        if any(a.star for a in positional) or not 0 <= position < len(positional):
+            return UNKNOWN
+        return at(positional[position].value)
 
     def _output_attribute(self, inner: Value, attr: str) -> Value:
         if inner.grad and attr in ("loss", "losses"):
@@ -417,19 +518,23 @@ class Values:
             if method in v.pass_through_methods:
                 return receiver
             if method in ("sum", "mean"):
-                zero = "count" if receiver.zero == "mask" else receiver.zero if receiver.zero in _ZERO_KEPT_BY_SUMS \
-                    else ""
-                return replace(receiver, prob="", zero=zero, unit=_reduced(method, call, receiver))
+                return replace(receiver, prob="", zero=_summed(receiver), unit=_reduced(method, call, receiver))
             if method in ("std", "var"):
-                return replace(receiver, prob="", zero="spread")
+                return replace(receiver, prob="", zero="" if _learned_output(receiver) else "spread")
             if method == "norm":
                 return replace(receiver, prob="", zero="" if _learned_output(receiver) else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
                                receiver.zero)
-            if method in ("relu", "abs", "square") and not call.args:
-                return replace(receiver, prob="", zero="squares" if method != "relu" else "selected")
+            if method == "relu" and not call.args:
+                return replace(receiver, prob="", zero="selected")
+            if method in ("abs", "square") and not call.args:
+                return replace(receiver, prob="", zero=_squared(receiver))
+            if method == "pow" and call.args and _even(call.args[0].value):
+                return replace(receiver, prob="", zero=_squared(receiver))
+            if method in ("log", "log1p") and not call.args:
+                return replace(receiver, prob="", zero=_logged(method, receiver))
             if method in ("masked_fill", "masked_fill_", "where"):
                 return replace(receiver, zero="safe")
             if receiver.grad:
@@ -463,10 +568,14 @@ class Values:
                 return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="selected")
             if qualified in v.zero_at_zero:
                 inner = sub(arg(call, 0, "input") or call)
-                return Value("tensor", inner.grad, zero="squares" if qualified in ("torch.abs", "torch.square")
+                return Value("tensor", inner.grad, zero=_squared(inner) if qualified in ("torch.abs", "torch.square")
                              else "zero")
+            if qualified in ("torch.log", "torch.log1p"):
+                inner = sub(arg(call, 0, "input") or call)
+                return Value("tensor", inner.grad, zero=_logged(last, inner))
             if qualified in v.spreads:
-                return Value("tensor", zero="spread")
+                first = arg(call, 0, "input")
+                return Value("tensor", zero="" if first is not None and _learned_output(sub(first)) else "spread")
             if qualified in v.norms:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "norm")
@@ -474,9 +583,7 @@ class Values:
                 return Value("tensor", zero="count")
             if qualified in v.sums:
                 inner = sub(arg(call, 0, "input") or call)
-                return Value("tensor", inner.grad, zero="count" if inner.zero == "mask" else
-                             inner.zero if inner.zero in _ZERO_KEPT_BY_SUMS else "",
-                             unit=_reduced(last, call, inner, 1))
+                return Value("tensor", inner.grad, zero=_summed(inner), unit=_reduced(last, call, inner, 1))
             if qualified in ("sum", "min"):
                 first = arg(call, 0)
                 inner = sub(first) if first is not None else UNKNOWN
@@ -645,18 +752,22 @@ class Values:
         if isinstance(op, cst.Subtract):
             one = _number(expr.left)
             if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero", "selected")):
-                return replace(base, prob="", zero="mask" if right.zero == "mask" else "zero")
+                return replace(base, prob="", zero="zero")
+            if one is None and _number(expr.right) is None and not positive_constant(expr.right):
+                return replace(base, prob="", zero="diff")  # 0 where the two are equal
             return replace(base, prob="", zero="")
         if isinstance(op, cst.Power):
-            exponent = _number(expr.right)
-            even = exponent is not None and exponent > 0 and exponent == int(exponent) and int(exponent) % 2 == 0
-            if left.zero == "safe":
-                return replace(left, prob="")  # a positive number to any power
-            return replace(left, prob="", zero="squares" if even else "")
+            return replace(left, prob="", zero=_squared(left) if _even(expr.right) else
+                           "safe" if left.zero in _NONZERO else "")
+        # in a product, a sum or a quotient, a difference or a value tested elsewhere says nothing more
+        lzero = "" if left.zero in _ONLY_DIRECT else left.zero
+        rzero = "" if right.zero in _ONLY_DIRECT else right.zero
         if isinstance(op, cst.Multiply):
             if dotted_name(expr.left) is not None and dotted_name(expr.left) == dotted_name(expr.right):
-                return replace(base, zero="squares")
-            zl, zr = ("" if left.zero == "safe" else left.zero), ("" if right.zero == "safe" else right.zero)
+                return replace(base, prob="", zero=_squared(left))
+            if left.zero in _NONZERO and right.zero in _NONZERO:
+                return replace(base, prob="", zero="safe")  # a product of positives
+            zl, zr = ("" if lzero == "safe" else lzero), ("" if rzero == "safe" else rzero)
             pl, pr = left.prob in ("softmax", "sigmoid", "prob"), right.prob in ("softmax", "sigmoid", "prob")
             if not (zl or zr or pl or pr):
                 return replace(base, prob="", zero="")
@@ -665,21 +776,53 @@ class Values:
             other = zl or zr
             return replace(base, prob="", zero=other if other in ("squares", "spread") and not (pl or pr) else "zero")
         if isinstance(op, cst.Add):
-            if "safe" in (left.zero, right.zero) or positive_constant(expr.left) or positive_constant(expr.right):
+            for value, constant in ((left, expr.right), (right, expr.left)):
+                if _number(constant) == 1.0 and value.zero in ZERO_POSSIBLE:
+                    return replace(base, prob="", zero="one")  # n + 1: exactly 1 where n is 0
+            if "safe" in (lzero, rzero) or positive_constant(expr.left) or positive_constant(expr.right):
                 return replace(base, prob="", zero="safe")
             if _tests_zero(expr.right, expr.left) or _tests_zero(expr.left, expr.right):
                 return replace(base, prob="", zero="safe")  # n + (n == 0): 1 where n is 0
-            lz = left.zero or ("zero" if left.prob in ("softmax", "sigmoid", "prob") else "")
-            rz = right.zero or ("zero" if right.prob in ("softmax", "sigmoid", "prob") else "")
+            lz = lzero or ("zero" if left.prob in ("softmax", "sigmoid", "prob") else "")
+            rz = rzero or ("zero" if right.prob in ("softmax", "sigmoid", "prob") else "")
             if not lz or not rz or lz == rz == "squares":
                 return replace(base, prob="", zero="")  # x**2 + c**2: c is usually a positive constant
             return replace(base, prob="", zero="selected" if lz == rz == "selected" else "zero")
         if isinstance(op, cst.Divide):
-            if left.zero in ("squares", "spread"):
-                return replace(base, prob="", zero=left.zero)
-            lz = left.zero or ("zero" if left.prob and left.prob != "logits" else "")
+            if lzero in ("squares", "spread"):
+                return replace(base, prob="", zero=lzero)
+            lz = lzero or ("zero" if left.prob and left.prob != "logits" else "")
             return replace(base, prob="", zero="zero" if lz and lz != "safe" else "")
         return replace(base, prob="", zero="")
+
+
+def _even(exponent: cst.BaseExpression) -> bool:
+    number = _number(exponent)
+    return number is not None and number > 0 and number == int(number) and int(number) % 2 == 0
+
+
+def _squared(base: Value) -> str:
+    """What `base ** 2` (`abs(base)`, `base * base`) is: 0 only where `base` can be."""
+    if base.zero in _NONZERO:
+        return "safe"
+    return "squares" if base.zero in ZERO_POSSIBLE else ""
+
+
+def _summed(value: Value) -> str:
+    """What a sum or mean of `value`'s elements is."""
+    if value.zero == "mask":
+        return "count"
+    if value.zero in _NONZERO:
+        return "safe"  # a sum of positives
+    return value.zero if value.zero in _ZERO_KEPT_BY_SUMS else ""
+
+
+def _logged(function: str, value: Value) -> str:
+    """What `log(value)` or `log1p(value)` is: 0 where `value` is 1 (log of `n + 1`), or where it
+    is 0 (log1p)."""
+    if function == "log":
+        return "zero" if value.zero == "one" else ""
+    return "zero" if value.zero in ZERO_POSSIBLE else "safe" if value.zero in _NONZERO else ""
 
 
 def _learned_output(value: Value) -> bool:

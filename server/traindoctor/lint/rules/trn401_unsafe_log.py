@@ -3,8 +3,10 @@ where a gradient flows (its gradient at 0 is inf), without a guard.
 
 Only torch logs count: a math/NumPy log of 0 is -inf in a number no gradient
 flows through. The model's `zero` fact says why a value can be 0 (a probability product,
-`1 - p`, a ReLU, a count, a sum of squares, a spread) and which guards rule it
-out (clamp, where, + eps, max(x, eps), exp, an `if`/assert on it). softmax and
+`1 - p`, a ReLU, a count, a sum of squares of something that can be 0, a spread, or the
+function's own test of it against 0 or clamp to at least 1) and which guards rule it
+out (clamp, where, + eps, max(x, eps), exp, an `if`/assert on it). A value only printed or
+logged carries no gradient and is not reported. softmax and
 sigmoid outputs under a torch log are TRN402's. The fixes clamp or add a tiny
 value, which can change a finite result: they are unsafe (applied on request).
 """
@@ -20,7 +22,11 @@ from ..fixes import atom, sum_operand
 from ..rule import FixSpec, Replace, Rule
 
 _WHAT = {"prob": "a probability", "zero": "a value that can be exactly 0", "count": "a count",
-         "spread": "a spread (std/var) that can be 0", "squares": "a square"}
+         "spread": "a spread (std/var) that can be 0", "squares": "a square",
+         "tested": "a value this function itself compares with 0 or clamps to at least 1 elsewhere"}
+# Calls whose arguments are only shown: no gradient flows out of a printed or logged value.
+_SHOWN = ("print", "logging.info", "logging.debug", "logging.warning")
+_SHOWN_METHODS = ("info", "debug", "warning", "warn", "write", "format", "add_scalar", "set_postfix")
 
 
 def _short(node: cst.CSTNode) -> str:
@@ -49,7 +55,7 @@ class UnsafeLog(Rule):
             return
         else:
             return
-        if target is None or self._guarded(target) or not self.gradient_flows():
+        if target is None or self._guarded(target) or not self.gradient_flows() or self._only_shown():
             return
         if isinstance(target, cst.BinaryOperation) and \
                 isinstance(target.operator, cst.Subtract) and self.values(target.right).prob == "sigmoid":
@@ -57,20 +63,21 @@ class UnsafeLog(Rule):
         value = self.values(target)
         kind = value.zero or ("prob" if value.prob == "prob" else "")
         kind = "zero" if kind == "selected" else kind  # log(relu(z)) is -inf forward
-        if kind not in ("prob", "zero", "count"):
+        if kind not in ("prob", "zero", "count", "tested"):
             return  # masks are logged on purpose (-inf biases); squares are usually of a positive value
         message = (f"`log({_short(target)})`: {_WHAT[kind]}; at 0 the log is -inf and its gradient inf, "
                    f"turning the loss NaN")
         self.report(node, message, fix=self._clamp(target))
 
     def _check_sqrt(self, node: cst.Call, target: cst.BaseExpression | None, method: bool) -> None:
-        if target is None or not self.gradient_flows() or self._guarded(target):
+        if target is None or not self.gradient_flows() or self._guarded(target) or self._only_shown():
             return  # sqrt(0) is 0; only its gradient is the problem
         value = self.values(target)
         rsqrt = isinstance(node.func, cst.Attribute) and node.func.attr.value == "rsqrt"  # inf forward at 0
         if value.zero == "selected" and not rsqrt:
             return  # sqrt(relu(z)): ReLU's backward passes 0 where it is 0, so the gradient is 0, not inf
-        if value.zero not in ("spread", "squares", "zero", "count", "selected") or not self._has_gradient(value):
+        if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested") or \
+                not self._has_gradient(value):
             return
         message = (f"`sqrt({_short(target)})` of a value that can be exactly 0: the gradient of sqrt at 0 is "
                    f"inf, so backward produces inf/NaN")
@@ -78,6 +85,19 @@ class UnsafeLog(Rule):
         fix = FixSpec("Add the dtype's tiny value under the square root",
                       (Replace(target, f"({new})" if method else new),), safe=False)
         self.report(node, message, fix=fix)
+
+    def _only_shown(self) -> bool:
+        """Inside `print(...)`, a logger call or a format string: the value is only shown."""
+        for ancestor in self.walk.stack[:-1]:
+            kind = type(ancestor)
+            if kind is cst.FormattedString:
+                return True
+            if kind is cst.Call:
+                func = ancestor.func  # type: ignore[attr-defined]
+                if (self.names.qualify(func) or "") in _SHOWN or \
+                        (type(func) is cst.Attribute and func.attr.value in _SHOWN_METHODS):
+                    return True
+        return False
 
     def _has_gradient(self, value) -> bool:
         """sqrt(0) is fine forward: only a gradient through it is inf. Evidence that one

@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.scopes import names_in
+from ..walk import iter_nodes
 from ..analysis.names import dotted_name
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
@@ -31,6 +32,11 @@ class ExpOverflow(Rule):
             return
         if inner is None or not self.gradient_flows():
             return
+        shape = self._overflow_shape(node, inner)
+        if shape:
+            self._reported = self.walk.statement()
+            self.report(node, shape)
+            return
         value = self.values(inner)
         raw = value.prob == "logits" or (value.role == "output" and value.grad == "known" and not value.prob and
                                          self._model_call(inner))
@@ -41,6 +47,80 @@ class ExpOverflow(Rule):
         self.report(node, "exp of raw scores: float32 overflows to inf above ~88 (float16 above ~11) and the "
                           "loss becomes NaN; subtract the max first (`(x - x.max(-1, keepdim=True).values).exp()`), "
                           "or use logsumexp/softmax/log_softmax, which do")
+
+    def _overflow_shape(self, node: cst.Call, inner: cst.BaseExpression) -> str:
+        """Code whose own shape says the exponent is unbounded: exp clamped from above after it is
+        taken (the clamp cannot undo an inf, and its backward multiplies 0 by inf: NaN), or exp
+        divided by its own sum (a softmax written out without subtracting the max)."""
+        if self._bounded(inner, 3):
+            return ""
+        parent = self.walk.parent
+        if type(parent) is cst.Attribute and parent.attr.value in ("clamp", "clip", "clamp_max") and \
+                len(self.walk.stack) >= 3 and type(self.walk.stack[-3]) is cst.Call and \
+                _upper(self.walk.stack[-3], method=True):
+            return ("exp is clamped after it is taken: above ~88 (float32; ~11 in float16) it is already inf, "
+                    "and the clamp's backward multiplies a zero gradient by that inf, which is NaN; clamp or "
+                    "shift the exponent before exp (`(x - x.max(-1, keepdim=True).values).exp()`)")
+        if type(parent) is cst.Arg and len(self.walk.stack) >= 3 and type(self.walk.stack[-3]) is cst.Call and \
+                (self.names.qualify(self.walk.stack[-3].func) or "") in ("torch.clamp", "torch.clip") and \
+                _upper(self.walk.stack[-3], method=False):
+            return ("exp is clamped after it is taken: above ~88 (float32) it is already inf, and the clamp's "
+                    "backward multiplies a zero gradient by that inf, which is NaN; clamp the exponent instead")
+        bound = self._bound_name()
+        if bound is not None and self._divided_by_own_sum(bound):
+            return (f"`{bound}` is exp of unshifted scores divided by its own sum, a softmax written out: one "
+                    f"score above ~88 (float32) makes it inf/inf = NaN; subtract the max first, or use "
+                    f"softmax (for groups, a scatter softmax that subtracts each group's max)")
+        return ""
+
+    def _bounded(self, expr: cst.BaseExpression, depth: int) -> bool:
+        """Shifted by a max, clamped from above, or a probability/log-probability: exp of it is at most a constant."""
+        if depth <= 0:
+            return False
+        name = dotted_name(expr)
+        if name is not None:
+            definition = self.scope().lookup(name, self.walk.order)
+            return definition is not None and definition.index is None and definition.value is not None and \
+                self._bounded(definition.value, depth - 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract):
+            return any(isinstance(n, cst.Name) and n.value in ("max", "amax", "logsumexp")
+                       for n in iter_nodes(expr.right))
+        if _nonpositive(expr):
+            return True  # exp(-d**2 / (2 * sigma**2)) <= 1: a Gaussian, not scores
+        if isinstance(expr, cst.UnaryOperation):
+            return False
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            last = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "").rsplit(".", 1)[-1]
+            if last in ("clamp", "clip", "clamp_max", "tanh", "sigmoid", "softmax", "log_softmax", "logsigmoid",
+                        "cos", "sin", "cosine_similarity", "normalize", "minimum"):
+                return last not in ("clamp", "clip") or _upper(expr, method=isinstance(func, cst.Attribute) and
+                                                               not (self.names.qualify(func) or "").startswith("torch."))
+        value = self.values(expr)
+        return value.prob in ("softmax", "sigmoid", "prob", "logprob")
+
+    def _bound_name(self) -> str | None:
+        """The name the exp call is assigned to whole (`out = src.exp()`)."""
+        parent = self.walk.parent
+        if type(parent) is cst.Assign and len(parent.targets) == 1:
+            return dotted_name(parent.targets[0].target)
+        return None
+
+    def _divided_by_own_sum(self, name: str) -> bool:
+        """A later `name / <sum of name>` (`.sum(...)`, `torch.sum`, `scatter_add`, `scatter_sum`) in this scope."""
+        root = self.walk.function
+        if root is None:
+            return False
+        for node in iter_nodes(root):
+            if type(node) is cst.BinaryOperation and type(node.operator) is cst.Divide and \
+                    dotted_name(node.left) == name and name in names_in(node.right):
+                for call in iter_nodes(node.right):
+                    if type(call) is cst.Call:
+                        func = call.func
+                        last = func.attr.value if type(func) is cst.Attribute else dotted_name(func) or ""
+                        if last.rsplit(".", 1)[-1] in ("sum", "scatter_add", "scatter_sum", "scatter_add_"):
+                            return True
+        return False
 
     def _model_call(self, expr: cst.BaseExpression) -> bool:
         """`model(x)` itself, or a name bound directly to it."""
@@ -80,3 +160,39 @@ class ExpOverflow(Rule):
     def _returned_by_loss(self) -> frozenset[str]:
         """In a loss-named function: the names its returned value is computed from."""
         return self.scope().feeds_return() if self._loss_function() else frozenset()
+
+
+def _upper(call: cst.Call, method: bool) -> bool:
+    """`.clamp(max=...)`, `.clamp(lo, hi)`, `.clamp_max(hi)`, `torch.clamp(x, lo, hi)`: an upper bound is given."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "clamp_max":
+        return True
+    return arg(call, 1 if method else 2, "max") is not None
+
+
+def _nonnegative(expr: cst.BaseExpression) -> bool:
+    """Written so that it is >= 0 whatever its operands: a square, abs, relu, exp, a positive
+    number, and sums, products and quotients of those."""
+    if isinstance(expr, cst.Integer | cst.Float):
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr.operator, cst.Power):
+            exponent = expr.right
+            return isinstance(exponent, cst.Integer) and int(exponent.value) % 2 == 0 or _nonnegative(expr.left)
+        if isinstance(expr.operator, (cst.Add, cst.Multiply, cst.Divide)):
+            return _nonnegative(expr.left) and _nonnegative(expr.right)
+        return False
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "").rsplit(".", 1)[-1]
+        return last in ("abs", "square", "relu", "exp", "sqrt", "norm", "softplus", "sigmoid", "softmax")
+    return False
+
+
+def _nonpositive(expr: cst.BaseExpression) -> bool:
+    """`-(x ** 2)`, `-d / (2 * s ** 2)`, `-x.abs() * c`: the negation of a non-negative value, scaled."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        return _nonnegative(expr.expression)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        return (_nonpositive(expr.left) and _nonnegative(expr.right)) or \
+            (isinstance(expr.operator, cst.Multiply) and _nonnegative(expr.left) and _nonpositive(expr.right))
+    return False

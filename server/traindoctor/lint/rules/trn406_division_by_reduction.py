@@ -1,20 +1,32 @@
-"""TRN406 division-by-reduction (strict set): division by a count, a spread or a
-norm that can be 0 (an empty mask, a constant batch, a zero vector).
+"""TRN406 division-by-reduction (strict set): division by a value that can really be 0.
 
-Often fine in practice (masks that always keep a CLS/EOS token, embeddings that
-are never all-zero), so it is opt-in: `select = ["strict"]`. Guards (clamp,
-`+ eps`, where, an `if`/assert on the value) keep it quiet. For norms the
-suggestion is `F.normalize`, which has an eps."""
+Only two kinds of evidence count, both about what the value is, never its name:
+
+- the function itself says it can be 0: it compares the same value with 0 or clamps it to a
+  count of at least 1 elsewhere (zero_evidence.py), and this
+  division has no such guard (a count clamped in one branch and not in the other; a result
+  overwritten where the count is 0, whose gradient is still 0/0 = NaN);
+- the standard deviation of a batch statistic, recomputed in a loop (advantages normalised per
+  minibatch): one constant batch (sparse rewards, a batch of one) gives 0. The std of a learned
+  output (a model's prediction, a latent) is not: it is never constant in practice.
+
+A loss divided by a whole batch's count of valid tokens, the norm of an embedding, a
+bincount, a dataset column's std stay quiet: they are 0 only on inputs that PyTorch's own mean
+would turn NaN too, or never. Guards (clamp, `+ eps`, where, an `if`/assert on the value)
+keep it quiet. For norms the suggestion is `F.normalize`, which has an eps."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.scopes import code
-from ..analysis.names import dotted_name
-from ..analysis.vocab import vocab
+from ..analysis.names import arg
+from ..analysis.scopes import code, names_in
+from ..analysis.values import ZERO_POSSIBLE
+from ..analysis.zero_evidence import subject as zero_subject
 from ..fixes import atom
-from ..rule import FixSpec, Replace, Rule
+from ..rule import FixSpec, Related, Replace, Rule
+
+_WHERE = ("torch.where", "torch.masked_fill")
 
 
 class DivisionByReduction(Rule):
@@ -30,32 +42,60 @@ class DivisionByReduction(Rule):
             self._check(node, node.value)
 
     def _check(self, node: cst.CSTNode, denominator: cst.BaseExpression) -> None:
-        base = denominator
-        while isinstance(base, cst.Call) and isinstance(base.func, cst.Attribute) and \
-                base.func.attr.value in vocab().pass_through_methods:
-            base = base.func.value  # counts.unsqueeze(-1), counts.float(): the counts
-        name = dotted_name(base)
-        if (name is not None and name in self.scope().guarded) or not self.gradient_flows():
+        read = names_in(denominator)
+        if read & self.scope().guarded or not self.gradient_flows() or self._guarded_by_where(read):
             return
         value = self.values(denominator)
-        if value.zero not in ("count", "spread", "norm"):
+        if value.zero not in ZERO_POSSIBLE or any(n.startswith(("np.", "numpy.")) for n in read):
             return
-        if isinstance(denominator, cst.Call) and isinstance(denominator.func, cst.Attribute) and \
-                denominator.func.attr.value == "sqrt":
-            return
+        evidence = self.values.evidence(self.walk.function)
+        subject = next((n for n in sorted(read) if n in evidence), None)
         text = code(denominator)
         short = text if len(text) <= 40 else text[:37] + "..."
-        if value.zero == "count":
-            message = (f"division by `{short}`, a count that is 0 when nothing is selected (an empty mask, a batch "
-                       f"of padding): the result is NaN and so is every gradient")
-            new = f"max({text}, 1)" if text.endswith(".item()") else f"{atom(denominator)}.clamp_min(1)"
-            fix = FixSpec("Count at least 1", (Replace(denominator, new),), safe=False)
-        else:
-            what = "a norm" if value.zero == "norm" else "a spread"
-            message = (f"division by `{short}`, {what} that is 0 for constant or all-zero inputs: the result is "
-                       f"inf/NaN and so is every gradient" + ("; `F.normalize` has an eps" if value.zero == "norm"
-                                                               else ""))
+        related: tuple[Related, ...] = ()
+        if subject is not None:
+            said = evidence[subject]
+            how = f"compares `{subject}` with 0" if type(said) is cst.Comparison else \
+                f"clamps `{subject}` to at least 1"
+            what = f"`{short}`" if zero_subject(denominator) == subject else \
+                f"`{short}`, which is 0 where `{subject}` is"
+            message = (f"division by {what}: this function itself {how} elsewhere, so it can be 0, and "
+                       f"here it is not guarded: the result is inf/NaN where it is 0, and overwriting the result "
+                       f"afterwards still leaves a NaN gradient (0/0 in backward)")
+            related = (Related(said, f"here the function {how}"),)
+            fix = self._like_the_guard(denominator, subject, said, value.kind == "scalar")
+        elif value.zero == "spread" and self.walk.loops_here():
+            message = (f"division by `{short}`, the spread of a batch recomputed in a loop: one constant batch "
+                       f"(or a batch of one) makes it 0, and the result and every gradient NaN")
             bare = denominator.with_changes(lpar=[], rpar=[]) if denominator.lpar else denominator
-            fix = FixSpec("Add a tiny epsilon to the denominator", (Replace(denominator, f"({code(bare)} + 1e-12)"),),
-                          safe=False)
-        self.report(node, message, fix=fix)
+            fix = FixSpec("Add an epsilon to the std", (Replace(denominator, f"({code(bare)} + 1e-8)"),), safe=False)
+        else:
+            return
+        self.report(node, message, fix=fix, related=related)
+
+    def _like_the_guard(self, denominator: cst.BaseExpression, subject: str, said: cst.CSTNode,
+                        number: bool) -> FixSpec | None:
+        """Guard the denominator the way the function guards it elsewhere; no fix when the
+        denominator is more than the guarded value (`log(deg + 1)`)."""
+        if zero_subject(denominator) != subject:
+            return None
+        text = code(denominator)
+        number = number or text.endswith(".item()")  # a Python number: no tensor methods
+        if type(said) is cst.Comparison:  # 1 where it is 0, itself elsewhere
+            new = f"max({text}, 1)" if number else \
+                f"{atom(denominator)}.masked_fill({atom(denominator)} == 0, 1)"
+        else:
+            low = arg(said, 0, "min") if type(said.func) is cst.Attribute else arg(said, 1, "min")  # type: ignore
+            if low is None:
+                return None
+            new = f"max({text}, {code(low)})" if number else \
+                f"{atom(denominator)}.clamp_min({code(low)})"
+        return FixSpec("Guard it as the function does elsewhere", (Replace(denominator, new),), safe=False)
+
+    def _guarded_by_where(self, read: set[str]) -> bool:
+        """Inside `torch.where(n > 0, x / n, ...)`, or an expression whose condition reads the denominator."""
+        for ancestor in self.walk.stack[:-1]:
+            if type(ancestor) is cst.Call and (self.names.qualify(ancestor.func) or "") in _WHERE and \
+                    ancestor.args and names_in(ancestor.args[0].value) & read:
+                return True
+        return False
