@@ -5,7 +5,9 @@ and nothing in the file calls `set_epoch`: every epoch sees the same order.
 The sampler or the loader may come from in-file helpers that return them
 (`sampler = make_sampler(ds)`, `loader = build_loader(ds)`: Training.returns).
 Quiet on `shuffle=False` samplers, and when any `set_epoch` appears in the file
-(on the sampler, the loader's sampler or batch sampler, in a helper)."""
+(on the sampler, the loader's sampler or batch sampler, in a helper).
+Loaders that build the DistributedSampler themselves (DGL's `use_ddp=True, shuffle=True`)
+have their own `set_epoch`; they are vocabulary (training_ddp_loaders)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ class SamplerWithoutSetEpoch(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if "set_epoch" in training.event_kinds or "sampler" not in training.event_kinds:
+        if "set_epoch" in training.event_kinds or ("sampler" not in training.event_kinds and not any(
+                e.kind == "loader" and e.arg.startswith("use_ddp") for r in training.all for e in r.events)):
             return  # no DistributedSampler is built anywhere in the file (nor in a helper here)
         events = training.with_returned_objects(routine)  # `sampler = make_sampler(ds)` builds one too
         if routine.node is None:  # module-level code: the samplers and loaders of earlier blocks too
@@ -29,22 +32,29 @@ class SamplerWithoutSetEpoch(RoutineRule):
             events = [e for r in earlier[:earlier.index(routine)] for e in training.with_returned_objects(r)] + \
                 events
         for build in events:
-            if build.kind != "sampler" or build.arg == "shuffle=False":
+            own_sampler = build.kind == "loader" and build.arg.startswith("use_ddp") and build.receiver
+            if (build.kind != "sampler" or build.arg == "shuffle=False") and not own_sampler:
                 continue
             sampler = build.receiver
-            loaders = [e for e in events if e.kind == "loader" and e.receiver and
-                       ((sampler and e.arg == sampler) or "DistributedSampler(" in e.arg)]
+            loaders = [build] if own_sampler else [
+                e for e in events if e.kind == "loader" and e.receiver and
+                ((sampler and e.arg == sampler) or "DistributedSampler(" in e.arg)]
             for loader in loaders:
-                access = sampler if sampler and loader.arg == sampler else f"{loader.receiver}.sampler"
+                access = sampler if sampler and loader.arg == sampler or own_sampler else f"{loader.receiver}.sampler"
                 found = self._epoch_loop(routine, loader.receiver, loader)
                 if found is None:
                     continue
                 epoch, use = found
-                message = (f"`{access}` (a shuffling DistributedSampler) is iterated every epoch but `set_epoch` is "
+                what = "a loader with its own shuffling DistributedSampler" if own_sampler else \
+                    "a shuffling DistributedSampler"
+                message = (f"`{access}` ({what}) is iterated every epoch but `set_epoch` is "
                            f"never called: it shuffles with the same seed each time, so every epoch sees the "
                            f"same order. Call `{access}.set_epoch(epoch)` at the start of each epoch.")
                 guarded = build.conditional or loader.conditional  # a RandomSampler (or None) on other paths
-                self.report(use, message, fix=self._fix(epoch, access, guarded),
+                # DGL's loader.set_epoch raises unless use_ddp is on: no fix when it depends on the run
+                fix = None if own_sampler and (guarded or build.arg != "use_ddp") else \
+                    self._fix(epoch, access, guarded)
+                self.report(use, message, fix=fix,
                             related=[Related(loader.node, "the DataLoader with the sampler")])
                 return
 
@@ -56,9 +66,9 @@ class SamplerWithoutSetEpoch(RoutineRule):
         own = built in routine.events
         for loop in routine.loops:
             inside = routine.events_in(loop.index)
-            if loop.parent != -1 or (own and (not inside or routine.events.index(inside[0]) <
-                                              routine.events.index(built))):
-                continue
+            if loop.parent != -1 or (own and loop.index < built.after and (
+                    not inside or routine.events.index(inside[0]) < routine.events.index(built))):
+                continue  # neither after the construction nor a loop that builds it first
             for other in routine.loops:
                 if other.index != loop.index and word.search(other.iter) and _under(routine, other, loop):
                     return loop, other.node.iter  # type: ignore[union-attr]

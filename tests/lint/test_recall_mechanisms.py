@@ -1,0 +1,110 @@
+"""Mechanisms added for recall on real bug-fix commits (bench/bugs, dev half): each test is a
+small real program that the rule missed before, and a quiet twin that must stay quiet."""
+
+from __future__ import annotations
+
+import ast
+
+from traindoctor.config import Config
+from traindoctor.lint import fix_source, lint_source
+
+CONFIG = Config(select=("strict",))
+
+
+def _found(source: str, code: str) -> list:
+    return [f for f in lint_source(source, "t.py", CONFIG).findings if f.code == code]
+
+
+def _lines(source: str, code: str) -> list[int]:
+    return [f.range.start.line + 1 for f in _found(source, code)]
+
+
+# -- TRN203: the sampler built inside a loop over the configured phases; the epoch loop comes later
+
+SAMPLER_BUILT_IN_A_LOOP = '''import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def main(opt, model, optimizer, datasets):
+    for phase, dataset in datasets.items():
+        if phase == "train":
+            train_sampler = DistributedSampler(dataset, shuffle=opt["shuffle"])
+            train_loader = DataLoader(dataset, batch_size=8, sampler=train_sampler)
+    for epoch in range(100):
+        for x, y in train_loader:
+            model.feed(x, y)
+            model.optimize()
+'''
+
+
+def test_sampler_built_before_an_epoch_loop_without_events():
+    assert _lines(SAMPLER_BUILT_IN_A_LOOP, "TRN203") == [12]
+    fixed = fix_source(SAMPLER_BUILT_IN_A_LOOP, "t.py", CONFIG, unsafe=True)[0]
+    ast.parse(fixed)
+    assert "train_sampler.set_epoch(epoch)" in fixed and not _found(fixed, "TRN203")
+
+
+def test_epoch_loop_before_the_sampler_is_quiet():
+    source = SAMPLER_BUILT_IN_A_LOOP.replace("    for epoch in range(100):\n        for x, y in train_loader:\n",
+                                             "    for epoch in range(100):\n        for x, y in other_loader:\n")
+    assert _found(source, "TRN203") == []
+
+
+# -- TRN203: library loaders (PyG's DataLoader takes sampler=, DGL's builds its own under use_ddp)
+
+PYG_LOADER = '''import torch
+from torch.utils.data.distributed import DistributedSampler
+from torch_geometric.loader import DataLoader
+
+
+def run(rank, world_size, dataset, model, optimizer):
+    sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank)
+    loader = DataLoader(dataset, batch_size=128, sampler=sampler)
+    for epoch in range(1, 51):
+        model.train()
+        for data in loader:
+            optimizer.zero_grad()
+            model(data).sum().backward()
+            optimizer.step()
+'''
+
+DGL_LOADER = '''import dgl
+import torch
+
+
+def run(g, train_idx, sampler, model, optimizer, n_gpus):
+    loader = dgl.dataloading.NodeDataLoader(g, train_idx, sampler, use_ddp=n_gpus > 1, batch_size=64,
+                                            shuffle=True)
+    for epoch in range(10):
+        model.train()
+        for input_nodes, seeds, blocks in loader:
+            optimizer.zero_grad()
+            model(blocks).sum().backward()
+            optimizer.step()
+'''
+
+
+def test_pyg_loader_with_a_distributed_sampler():
+    assert _lines(PYG_LOADER, "TRN203") == [11]
+
+
+def test_dgl_loader_with_use_ddp_has_its_own_set_epoch():
+    found = _found(DGL_LOADER, "TRN203")
+    assert [f.range.start.line + 1 for f in found] == [10]
+    assert "`loader`" in found[0].message
+    assert found[0].fix is None  # DGL raises in set_epoch when use_ddp is off: n_gpus > 1 varies per run
+
+
+def test_dgl_loader_fix_when_always_distributed():
+    source = DGL_LOADER.replace("use_ddp=n_gpus > 1", "use_ddp=True")
+    fixed = fix_source(source, "t.py", CONFIG, unsafe=True)[0]
+    assert "loader.set_epoch(epoch)" in fixed and not _found(fixed, "TRN203")
+
+
+def test_dgl_loader_quiet_without_shuffle_or_ddp():
+    assert _found(DGL_LOADER.replace("shuffle=True", "shuffle=False"), "TRN203") == []
+    assert _found(DGL_LOADER.replace("use_ddp=n_gpus > 1, ", ""), "TRN203") == []
+    assert _found(DGL_LOADER.replace("    for epoch in range(10):\n",
+                                     "    for epoch in range(10):\n        loader.set_epoch(epoch)\n"),
+                  "TRN203") == []
