@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import ast
 
+import pytest
+import torch
+
 from traindoctor.config import Config
 from traindoctor.lint import fix_source, lint_source
 
@@ -108,3 +111,63 @@ def test_dgl_loader_quiet_without_shuffle_or_ddp():
     assert _found(DGL_LOADER.replace("    for epoch in range(10):\n",
                                      "    for epoch in range(10):\n        loader.set_epoch(epoch)\n"),
                   "TRN203") == []
+
+
+# -- TRN705: an empty list (or [None] * n) that __init__ fills with modules afterwards
+
+FILLED_LIST = '''import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, depth=3):
+        super().__init__()
+        self.head = nn.Linear(4, 2)
+        self.blocks = []
+        for i in range(depth):
+            block = nn.Linear(4, 4)
+            self.blocks.append(block)
+        self.norms = [None] * depth
+        for i in range(depth):
+            self.norms[i] = nn.LayerNorm(4)
+
+    def forward(self, x):
+        for block, norm in zip(self.blocks, self.norms):
+            x = norm(block(x))
+        return self.head(x)
+'''
+
+
+def _built(source: str) -> torch.nn.Module:
+    namespace: dict = {}
+    exec(compile(source, "net.py", "exec"), namespace)
+    return namespace["Net"]()
+
+
+def test_list_filled_with_modules_later():
+    assert _lines(FILLED_LIST, "TRN705") == [9, 13]
+    assert len(list(_built(FILLED_LIST).parameters())) == 2  # the bug: only the head is registered
+    fixed = fix_source(FILLED_LIST, "t.py", CONFIG, unsafe=True)[0]
+    assert "self.blocks = nn.ModuleList()" in fixed and "self.norms = [None] * depth" in fixed
+    model = _built(fixed)
+    assert len(list(model.parameters())) == 2 + 3 * 2  # the blocks' weights now train
+    model(torch.zeros(1, 4))
+    assert _lines(fixed, "TRN705") == [13]  # `[None] * n` has no ModuleList equivalent: no fix
+
+
+@pytest.mark.parametrize("fill", [
+    "self.blocks.append((i, i))",                       # a list of int tuples
+    "self.blocks.append(nn.Parameter(torch.zeros(4)))",  # parameters: nn.ParameterList's business
+    "self.blocks.append(nn.ReLU())",                     # no weights, nothing lost
+    "self.blocks.append(make_block(i))",                 # unknown: what it returns is not known here
+])
+def test_list_filled_with_other_things_is_quiet(fill):
+    source = FILLED_LIST.replace("self.blocks.append(block)", fill)
+    assert 9 not in _lines(source, "TRN705")
+
+
+def test_list_registered_afterwards_is_quiet():
+    source = FILLED_LIST.replace("        self.norms = [None] * depth\n",
+                                 "        self.blocks = nn.ModuleList(self.blocks)\n        self.norms = [None] * depth\n")
+    assert 9 not in _lines(source, "TRN705")
+    _built(source)
