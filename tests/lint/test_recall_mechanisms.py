@@ -171,3 +171,64 @@ def test_list_registered_afterwards_is_quiet():
                                  "        self.blocks = nn.ModuleList(self.blocks)\n        self.norms = [None] * depth\n")
     assert 9 not in _lines(source, "TRN705")
     _built(source)
+
+
+# -- TRN602: what the loaded file holds, known from the loaded object itself
+
+LOAD_USED_AS_MODULE = '''import torch
+
+
+class Generator:
+    def __init__(self, path):
+        self.net = torch.load(path, map_location=torch.device("cpu"))
+        self.net.eval()
+'''
+
+LOAD_ANNOTATED = '''import torch
+
+
+class Forecaster:
+    def save(self, path):
+        torch.save(self, path)
+
+    @staticmethod
+    def load(path):
+        with open(path, "rb") as f:
+            model: Forecaster = torch.load(f, map_location="cpu")
+        return model
+'''
+
+
+def test_load_used_as_a_module():
+    found = _found(LOAD_USED_AS_MODULE, "TRN602")
+    assert [f.range.start.line + 1 for f in found] == [6]
+    assert "self.net.eval()" in found[0].message
+    fixed = fix_source(LOAD_USED_AS_MODULE, "t.py", CONFIG, unsafe=True)[0]
+    assert "weights_only=False" in fixed and not _found(fixed, "TRN602")
+
+
+def test_load_annotated_as_a_class_of_the_file():
+    assert _lines(LOAD_ANNOTATED, "TRN602") == [11]
+
+
+@pytest.mark.parametrize("source", [
+    LOAD_USED_AS_MODULE.replace("self.net.eval()", "self.model.load_state_dict(self.net)"),  # a state dict
+    LOAD_USED_AS_MODULE.replace("self.net.eval()", "self.net = build()\n        self.net.eval()"),  # rebound
+    LOAD_USED_AS_MODULE.replace("map_location=", "weights_only=False, map_location="),
+    LOAD_ANNOTATED.replace("model: Forecaster", "model: dict"),
+    LOAD_ANNOTATED.replace("class Forecaster:", "class State(TypedDict):\n    step: int\n\n\nclass Forecaster:")
+                  .replace("model: Forecaster", "model: State").replace("torch.save(self, path)", "pass"),
+])
+def test_weights_only_loads_are_quiet(source):
+    assert _found(source, "TRN602") == []
+
+
+def test_a_pickled_module_is_refused_by_the_default_load(tmp_path):
+    """The claim, on the installed torch: the default torch.load refuses a whole module."""
+    if tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) < (2, 6):
+        pytest.skip("weights_only=True is the default from torch 2.6")
+    path = tmp_path / "net.pt"
+    torch.save(torch.nn.Linear(2, 2), path)
+    with pytest.raises(Exception, match="[Ww]eights only load failed"):
+        torch.load(path)
+    assert isinstance(torch.load(path, weights_only=False), torch.nn.Linear)
