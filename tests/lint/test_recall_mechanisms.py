@@ -232,3 +232,35 @@ def test_a_pickled_module_is_refused_by_the_default_load(tmp_path):
     with pytest.raises(Exception, match="[Ww]eights only load failed"):
         torch.load(path)
     assert isinstance(torch.load(path, weights_only=False), torch.nn.Linear)
+
+
+# -- TRN204: Process(target=fn) under the spawn start method starts a fresh interpreter
+
+SPAWNED_PROCESS = '''import numpy as np
+import torch
+import torch.multiprocessing as mp
+
+
+def play(queue, steps):
+    for _ in range(steps):
+        queue.put(np.random.rand() + torch.rand(1).item())
+    queue.put(None)
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    np.random.seed(0)
+    torch.manual_seed(0)
+    queue = mp.Queue()
+    proc = mp.Process(target=play, args=(queue, 10))
+    proc.start()
+'''
+
+
+def test_process_target_under_spawn_is_a_spawned_worker():
+    assert _lines(SPAWNED_PROCESS, "TRN204") == [6]
+
+
+def test_process_target_under_fork_is_quiet():
+    assert _found(SPAWNED_PROCESS.replace('    mp.set_start_method("spawn")\n', ""), "TRN204") == []
+    assert _found(SPAWNED_PROCESS.replace('"spawn"', '"fork"'), "TRN204") == []
