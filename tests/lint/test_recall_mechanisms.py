@@ -264,3 +264,58 @@ def test_process_target_under_spawn_is_a_spawned_worker():
 def test_process_target_under_fork_is_quiet():
     assert _found(SPAWNED_PROCESS.replace('    mp.set_start_method("spawn")\n', ""), "TRN204") == []
     assert _found(SPAWNED_PROCESS.replace('"spawn"', '"fork"'), "TRN204") == []
+
+
+# -- TRN502: batches from next(iter(loader)), the loader a parameter that every caller fills
+
+PASSED_LOADER = '''import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, optimizer, labeled_loader, steps, device):
+    batches = iter(labeled_loader)
+    for step in range(steps):
+        try:
+            inputs, targets = next(batches)
+        except StopIteration:
+            batches = iter(labeled_loader)
+            inputs, targets = next(batches)
+        inputs = inputs.to(device, non_blocking=True)
+        targets = targets.to(device, non_blocking=True)
+        loss = torch.nn.functional.mse_loss(model(inputs), targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main():
+    dataset = TensorDataset(torch.randn(16, 3), torch.randn(16, 1))
+    loader = DataLoader(dataset, batch_size=4, shuffle=True)
+    model = torch.nn.Linear(3, 1)
+    train(model, torch.optim.SGD(model.parameters(), lr=0.1), loader, 8, "cpu")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_loader_passed_by_the_caller_and_drawn_with_next():
+    assert _lines(PASSED_LOADER, "TRN502") == [13, 14]
+    fixed = fix_source(PASSED_LOADER, "t.py", CONFIG)[0]
+    assert "DataLoader(dataset, batch_size=4, shuffle=True, pin_memory=True)" in fixed
+    assert not _found(fixed, "TRN502")
+    exec(compile(fixed, "t.py", "exec"), {"__name__": "__main__"})  # still runs (pinning is skipped without a GPU)
+
+
+@pytest.mark.parametrize("change", [
+    ("shuffle=True)", "shuffle=True, pin_memory=True)"),  # pinned
+    ("    train(model, torch.optim", "    train(model, optimizer=None, labeled_loader=make(), steps=1, device=0)\n"
+                                     "    train(model, torch.optim"),  # another caller passes an unknown object
+    ("    for step in range(steps):", "    for step in range(steps):\n        break"),  # not reached in a loop: no
+])
+def test_passed_loader_quiet(change):
+    source = PASSED_LOADER.replace(*change)
+    if change[0].startswith("    for step"):
+        source = source.replace("        loss.backward()\n", "").replace("        optimizer.step()\n", "")
+    assert _found(source, "TRN502") == []
