@@ -319,3 +319,41 @@ def test_passed_loader_quiet(change):
     if change[0].startswith("    for step"):
         source = source.replace("        loss.backward()\n", "").replace("        optimizer.step()\n", "")
     assert _found(source, "TRN502") == []
+
+
+# -- TRN203: the loader built by the caller, the epoch loop in the function it is passed to
+
+PASSED_DISTRIBUTED_LOADER = '''import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def fit(model, optimizer, loader, epochs):
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+
+
+def main(model, optimizer, dataset):
+    sampler = DistributedSampler(dataset)
+    train_loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    fit(model, optimizer, epochs=10, loader=train_loader)
+'''
+
+
+def test_distributed_loader_passed_to_the_epoch_loop():
+    assert _lines(PASSED_DISTRIBUTED_LOADER, "TRN203") == [8]
+    fixed = fix_source(PASSED_DISTRIBUTED_LOADER, "t.py", CONFIG, unsafe=True)[0]
+    assert 'if hasattr(loader.sampler, "set_epoch"):\n            loader.sampler.set_epoch(epoch)' in fixed
+    assert not _found(fixed, "TRN203")
+
+
+@pytest.mark.parametrize("change", [
+    ("DistributedSampler(dataset)", "DistributedSampler(dataset, shuffle=False)"),
+    ("loader=train_loader", "loader=other_loader"),
+    ("    for epoch in range(epochs):\n", "    for epoch in range(epochs):\n        loader.sampler.set_epoch(epoch)\n"),
+])
+def test_passed_loader_quiet_cases(change):
+    assert _found(PASSED_DISTRIBUTED_LOADER.replace(*change), "TRN203") == []

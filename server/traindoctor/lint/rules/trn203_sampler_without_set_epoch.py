@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..analysis.training import Routine
+from ..analysis.training import Event, Routine
 from ..rule import FixSpec, InsertBefore, Related
 from .trn7xx_training_base import RoutineRule
 
@@ -57,13 +57,61 @@ class SamplerWithoutSetEpoch(RoutineRule):
                 self.report(use, message, fix=fix,
                             related=[Related(loader.node, "the DataLoader with the sampler")])
                 return
+        self._check_passed(routine)
+
+    def _check_passed(self, routine: Routine) -> None:
+        """A loader parameter that an in-file caller fills with a DataLoader over a shuffling
+        DistributedSampler (by position or keyword), iterated here every epoch."""
+        training = self.training
+        params = [p for p in routine.params if p not in ("self", "cls")]
+        if routine.node is None or not params:
+            return
+        passed: dict[str, list[Event]] = {}
+        for caller in training.all:
+            if caller is routine:
+                continue
+            events = training.with_returned_objects(caller)
+            samplers = {e.receiver for e in events if e.kind == "sampler" and e.arg != "shuffle=False" and e.receiver}
+            loaders = {e.receiver: e for e in events if e.kind == "loader" and e.receiver and (
+                e.arg in samplers or "DistributedSampler(" in e.arg or e.arg == "use_ddp")}
+            for event in caller.events:
+                if event.kind != "call" or training.callee(event, caller) is not routine:
+                    continue
+                mapping = dict(zip(params, event.args))
+                mapping.update((k, a) for k, a in event.keywords if k in params)
+                for param, argument in mapping.items():
+                    if argument in loaders:
+                        passed.setdefault(param, []).append(loaders[argument])
+        for param, loaders in passed.items():
+            found = self._epoch_loop(routine, param, None)
+            if found is None:
+                continue
+            epoch, use = found
+            own_sampler = all(e.arg == "use_ddp" for e in loaders)
+            if not own_sampler and any(e.arg == "use_ddp" for e in loaders):
+                continue  # DGL loaders and torch ones mixed: no one call fits both
+            access = param if own_sampler else f"{param}.sampler"
+            message = (f"`{param}` is a DataLoader over a shuffling DistributedSampler (the caller passes "
+                       f"`{loaders[0].receiver}`) and is iterated every epoch here, but `set_epoch` is never "
+                       f"called: every epoch sees the same order. Call `{access}.set_epoch(epoch)` at the start "
+                       f"of each epoch.")
+            # callers elsewhere may pass a loader without a DistributedSampler: the call is guarded;
+            # DGL's set_epoch raises without use_ddp, so it is offered only when every caller's has it
+            if own_sampler:
+                fix = None if any(e.conditional for e in loaders) else self._fix(epoch, access, False)
+            else:
+                fix = self._fix(epoch, access, True)
+            self.report(use, message, fix=fix,
+                        related=[Related(e.node, "the DataLoader the caller passes") for e in loaders])
+            return
 
     def _epoch_loop(self, routine: Routine, loader: str, built):
         """The first loop after the loader's construction that iterates it in an inner loop,
         or hands it to a function, each iteration; with the node that uses it."""
         word = re.compile(rf"(^|[^\w.]){re.escape(loader)}($|[^\w])")
-        built = next((e for e in routine.events if e.node is built.node), built)  # a helper call standing for it
-        own = built in routine.events
+        if built is not None:
+            built = next((e for e in routine.events if e.node is built.node), built)  # a helper call for it
+        own = built is not None and built in routine.events
         for loop in routine.loops:
             inside = routine.events_in(loop.index)
             if loop.parent != -1 or (own and loop.index < built.after and (
