@@ -357,3 +357,10 @@ def test_distributed_loader_passed_to_the_epoch_loop():
 ])
 def test_passed_loader_quiet_cases(change):
     assert _found(PASSED_DISTRIBUTED_LOADER.replace(*change), "TRN203") == []
+
+
+def test_list_of_modules_registered_by_setattr_is_quiet():
+    source = FILLED_LIST.replace("            self.blocks.append(block)",
+                                 "            setattr(self, f'block{i}', block)\n            self.blocks.append(block)")
+    assert 9 not in _lines(source, "TRN705")
+    assert len(list(_built(source).parameters())) == 2 + 3 * 2  # registered: nothing to report

@@ -148,6 +148,8 @@ class UnregisteredSubmodules(Rule):
                 callee = self.names.qualify(node.func) or ""
                 if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("add_module", "register_module"):
                     return None
+                if callee == "setattr" and node.args and dotted_name(node.args[0].value) == "self":
+                    return None  # setattr(self, name, module) registers through Module.__setattr__
                 if callee in registering and any(f"self.{attr}" in code(a.value) for a in node.args):
                     return None
             elif isinstance(node, cst.Assign) and node is not assign:
