@@ -30,20 +30,6 @@ class WeightsOnlyLoad(Rule):
     CODE = "TRN602"
     READS = ("names", "objects", "classes", "program")
 
-    def __init__(self, context, sink) -> None:
-        super().__init__(context, sink)
-        # a load call -> (the target it is bound to, its annotation), from the visits of the
-        # assignments, which come before their value's
-        self._bound: dict[int, tuple[cst.BaseExpression, cst.BaseExpression | None]] = {}
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if len(node.targets) == 1 and isinstance(node.value, cst.Call):
-            self._bound[id(node.value)] = (node.targets[0].target, None)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.value, cst.Call):
-            self._bound[id(node.value)] = (node.target, node.annotation.annotation)
-
     def visit_Call(self, node: cst.Call) -> None:
         if (self.names.qualify(node.func) or "") not in vocab().checkpoint_loads:
             return
@@ -84,7 +70,12 @@ class WeightsOnlyLoad(Rule):
         """What the object bound to the load's result is, when the file says it is not weights
         only: an annotation naming a class of this file, or a module's method called on it in
         the same function, the name bound nowhere else there."""
-        target, annotation = self._bound.get(id(node), (None, None))
+        parent = self.walk.parent
+        target = annotation = None
+        if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
+            target = parent.targets[0].target
+        elif isinstance(parent, cst.AnnAssign) and parent.value is node:
+            target, annotation = parent.target, parent.annotation.annotation
         name = dotted_name(target) if target is not None else None
         if name is None:
             return None
