@@ -364,3 +364,54 @@ def test_list_of_modules_registered_by_setattr_is_quiet():
                                  "            setattr(self, f'block{i}', block)\n            self.blocks.append(block)")
     assert 9 not in _lines(source, "TRN705")
     assert len(list(_built(source).parameters())) == 2 + 3 * 2  # registered: nothing to report
+
+
+# -- TRN102: the evaluation loop in a helper, the eval() switch in its callers
+
+EVALUATED_BY_CALLER = '''import torch
+import torch.nn.functional as F
+
+
+def evaluate(net, loader):
+    correct = 0
+    for x, y in loader:
+        correct += (net(x).argmax(1) == y).sum().item()
+    return correct / len(loader.dataset)
+
+
+def train_epoch(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def main(model, train_loader, val_loader, optimizer):
+    for epoch in range(10):
+        model.train()
+        train_epoch(model, train_loader, optimizer)
+        model.eval()
+        print(evaluate(model, val_loader))
+'''
+
+
+def test_model_evaluated_by_every_caller():
+    found = _found(EVALUATED_BY_CALLER, "TRN102")
+    assert [f.range.start.line + 1 for f in found] == [8]
+    assert "every caller puts it in eval mode" in found[0].message
+    fixed = fix_source(EVALUATED_BY_CALLER, "t.py", CONFIG)[0]
+    assert "@torch.no_grad()\ndef evaluate(net, loader):" in fixed and not _found(fixed, "TRN102")
+
+
+@pytest.mark.parametrize("change", [
+    ("        print(evaluate(model, val_loader))",
+     "        with torch.no_grad():\n            print(evaluate(model, val_loader))"),  # the caller disables grad
+    ("        model.eval()\n", ""),                                                       # still in train mode
+    ("        print(evaluate(model, val_loader))",
+     "        print(evaluate(model, val_loader))\n        model.train()\n        evaluate(model, train_loader)"),
+    ("        correct += (net(x).argmax(1) == y).sum().item()",
+     "        correct += (net(x).argmax(1) == y).sum().item()\n        net.zero_grad()\n"
+     "        F.cross_entropy(net(x), y).backward()"),                                    # it wants gradients
+])
+def test_model_evaluated_by_callers_quiet(change):
+    assert _found(EVALUATED_BY_CALLER.replace(*change), "TRN102") == []
