@@ -415,3 +415,37 @@ def test_model_evaluated_by_every_caller():
 ])
 def test_model_evaluated_by_callers_quiet(change):
     assert _found(EVALUATED_BY_CALLER.replace(*change), "TRN102") == []
+
+
+# -- TRN101: a loop that trains through an in-file helper, its summed loss returned
+
+TRAINS_THROUGH_HELPER = '''import torch
+import torch.nn as nn
+
+
+def train_step(model, opt, x, y):
+    opt.zero_grad()
+    out = model(x)
+    loss = nn.functional.cross_entropy(out, y)
+    loss.backward()
+    opt.step()
+    return loss, out
+
+
+def fit(model, opt, loader):
+    total = 0
+    for x, y in loader:
+        loss, _ = train_step(model, opt, x, y)
+        total += loss
+    return total / len(loader)
+'''
+
+
+def test_loss_summed_in_a_loop_that_trains_through_a_helper():
+    assert _lines(TRAINS_THROUGH_HELPER, "TRN101") == [18]
+
+
+def test_loss_summed_in_a_loop_that_does_not_train_is_quiet():
+    source = TRAINS_THROUGH_HELPER.replace("    loss.backward()\n    opt.step()\n", "")
+    assert _found(source, "TRN101") == []
+
