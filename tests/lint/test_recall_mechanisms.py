@@ -449,3 +449,42 @@ def test_loss_summed_in_a_loop_that_does_not_train_is_quiet():
     source = TRAINS_THROUGH_HELPER.replace("    loss.backward()\n    opt.step()\n", "")
     assert _found(source, "TRN101") == []
 
+
+# -- TRN701: an ignite Engine's process function is one iteration of the engine's loop
+
+ENGINE_STEP = '''import torch
+import torch.nn.functional as F
+from ignite.engine import Engine
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train_step(engine, batch):
+    model.train()
+    x, y = batch
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+trainer = Engine(train_step)
+'''
+
+
+def test_engine_process_function_without_zero_grad():
+    found = _found(ENGINE_STEP, "TRN701")
+    assert [f.range.start.line + 1 for f in found] == [13]
+    fixed = fix_source(ENGINE_STEP, "t.py", CONFIG)[0]
+    assert "    optimizer.zero_grad()\n    loss.backward()" in fixed and not _found(fixed, "TRN701")
+
+
+@pytest.mark.parametrize("change", [
+    ("    loss.backward()\n", "    optimizer.zero_grad()\n    loss.backward()\n"),
+    ("trainer = Engine(train_step)\n", "trainer = Engine(train_step)\n\n\n"
+     "@trainer.on(Events.ITERATION_STARTED)\ndef reset(engine):\n    optimizer.zero_grad()\n"),
+    ("trainer = Engine(train_step)\n", "trainer = other_engine(train_step)\n"),  # not known to be an engine
+])
+def test_engine_process_function_quiet(change):
+    assert _found(ENGINE_STEP.replace(*change), "TRN701") == []
