@@ -7,7 +7,9 @@ Event kinds: zero_grad, backward, scaled_backward (scaler.scale(l).backward();
 receiver = the scaler), step (an optimizer's), scaler_step (arg = the optimizer),
 scaler_update, unscale, sched_step, other_step (deepspeed engines...), clip, eval,
 train, set_epoch, build_optimizer, build_scheduler, build_model, sampler (a
-DistributedSampler bound to `receiver`), loader (a DataLoader; arg = its sampler),
+DistributedSampler bound to `receiver`), loader (a DataLoader; arg = its sampler, or "use_ddp"
+for a loader that builds a shuffling DistributedSampler itself and has its own `set_epoch`;
+"use_ddp=?" when only some runs make it distributed),
 empty_cache, host_transfer (`torch.zeros(..).to(dev)`; arg = the device), grad_mode
 (`torch.set_grad_enabled(...)` as a statement; arg = "off" | "on"), call (a call of a
 plain/dotted name: receiver = the callee, args = argument sources).
@@ -46,6 +48,7 @@ class Event:
     keywords: tuple[tuple[str, str], ...] = ()  # kind == "call": (keyword, argument source)
     node: Node = _node()  # the call (or assignment)
     stmt: Node = _node()  # the statement holding it, directly in a block body
+    after: int = field(default=0, compare=False)  # loops of the routine begun before it (Loop.index >= after: later)
 
 
 @dataclass(frozen=True)
@@ -226,7 +229,8 @@ class _Collector:
 
         def make(kind: str, receiver: str, arg: str = "", args: tuple[str, ...] = (),
                  keywords: tuple[tuple[str, str], ...] = ()) -> Event:
-            return Event(kind, receiver, arg, loops, cond, no_grad, args, bound, returned, keywords, node, stmt)
+            return Event(kind, receiver, arg, loops, cond, no_grad, args, bound, returned, keywords, node, stmt,
+                         len(self.loops))
 
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.empty_cache":
@@ -284,7 +288,12 @@ class _Collector:
         if last in ("DistributedSampler", "ElasticDistributedSampler"):
             shuffle = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "shuffle"), "")
             return make("sampler", bound, f"shuffle={shuffle}" if shuffle else "")
-        if qualified in self.v.dataloaders:
+        if qualified in self.v.training_ddp_loaders:  # builds its own DistributedSampler under use_ddp=
+            keywords = {k.keyword.value: _code(k.value) for k in node.args if k.keyword}
+            ddp = keywords.get("use_ddp", "False")
+            if ddp != "False" and keywords.get("shuffle", "False") != "False":
+                return make("loader", bound, "use_ddp" if ddp == "True" else "use_ddp=?")
+        if qualified in self.v.dataloaders or qualified in self.v.training_sampler_loaders:
             sampler = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "sampler"), "")
             return make("loader", bound, sampler)
         if qualified.startswith(tuple(self.v.model_constructors)) and last[:1].isupper():

@@ -1,5 +1,6 @@
 """Program-level facts: what `torch.save` writes (for weights-only loading),
-which functions `torch.multiprocessing.spawn`/`start_processes` start, and which
+which functions `torch.multiprocessing.spawn`/`start_processes` start (also a
+`Process(target=fn)`, with whether the program sets the spawn start method), and which
 an engine calls once per batch (ignite's `Engine(process_function)`)."""
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ class ProgramFacts:
             target = arg(node, 0, "fn")
             if isinstance(target, cst.Name):
                 out.append(Marker("spawn-fn", target.value, node))
+        elif qualified in v.process_classes:  # Process(target=fn): a spawned one under the spawn start method
+            target = arg(node, 1, "target")
+            if isinstance(target, cst.Name):
+                out.append(Marker("process-fn", target.value, node))
+        elif qualified in v.start_method_setters:
+            method = arg(node, 0, "method")
+            if isinstance(method, cst.SimpleString) and method.evaluated_value in ("spawn", "forkserver"):
+                out.append(Marker("spawn-start", method.evaluated_value, node))
         elif qualified in v.training_engines:
             target = arg(node, 0, "process_function")
             if isinstance(target, cst.Name):

@@ -26,7 +26,7 @@ _NUMBER_FUNCTIONS = {"print", "float", "int", "round", "str", "format", "abs", "
 
 class LossAccumulationKeepsGraph(Rule):
     CODE = "TRN101"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program", "training")
     MODULE_HOOK_JUDGES_VISITS = True  # leave_Module judges the sites the visits collected
 
     def __init__(self, *args) -> None:
@@ -131,9 +131,10 @@ class LossAccumulationKeepsGraph(Rule):
         for stmt, value, accumulator, how, found, loop in pending:
             if accumulator in feeding:
                 continue  # sub-losses summed into the loss backpropagated in this step
-            if accumulator in returning and id(loop) not in scope.training_loops:
+            trains = id(loop) in scope.training_loops or self._trains_through_helpers(function, loop)
+            if accumulator in returning and not trains:
                 continue  # e.g. per-head or per-scale losses summed inside one loss call, then returned
-            if (found.role != "loss" or found.grad == "likely") and not scope.trains:
+            if (found.role != "loss" or found.grad == "likely") and not (scope.trains or trains):
                 continue  # outputs, or values only named like losses, outside training code
             kept.append((stmt, value, accumulator, how, found))
         summed = {accumulator for _, _, accumulator, how, _ in kept if how in ("+=", "=")}
@@ -141,6 +142,19 @@ class LossAccumulationKeepsGraph(Rule):
             if how not in ("+=", "=") and _mentions(value, summed - {accumulator}):
                 continue  # e.g. `losses.append(total / n)`: the finding on `total += loss` is the cause and its fix
             self._report(stmt, value, accumulator, how, found, scope, function)
+
+    def _trains_through_helpers(self, function: cst.FunctionDef | None, loop: cst.CSTNode) -> bool:
+        """The loop's iterations call backward or step inside in-file helpers (`loss, acc =
+        train_step(model, opt, x, y)`): it is a training loop although its own code is not."""
+        training = self.training
+        if function is not None:
+            routine = training.routine_at(function)
+        else:
+            routine = training.block_routine(self.analysis)
+        if routine is None:
+            return False
+        index = next((l.index for l in routine.loops if l.node is loop), None)
+        return index is not None and training.trains(routine, index)
 
     def _report(self, stmt, value, accumulator, how, found, scope, function) -> None:
         text = code(value)

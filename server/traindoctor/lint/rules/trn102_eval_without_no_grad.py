@@ -2,7 +2,9 @@
 calling backward or an optimizer step) calls the model outside no_grad/
 inference_mode, so every forward pass records an autograd graph it never uses.
 
-Quiet in functions decorated with or only called under no_grad, in Lightning's
+The evaluated model may be a parameter that every in-file caller fills with a model it has
+put in eval mode (`model.eval(); evaluate(model, loader)`). Quiet in functions decorated with
+or only called under no_grad, in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's
 own `def test(model, loader)` loop is not one), and where the
 code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
@@ -44,6 +46,9 @@ class EvalWithoutNoGrad(RoutineRule):
                          if e.kind in ("eval", "train") and not e.no_grad and not e.loops] + modes
             models = [e.receiver for e in modes if e.kind == "eval" and
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
+            by_callers = not modes
+            if by_callers:  # no mode switch here: the callers' (every one evaluates the model it passes)
+                models = self._evaluated_by_callers(routine)
             if not models:
                 continue
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
@@ -53,11 +58,36 @@ class EvalWithoutNoGrad(RoutineRule):
             if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
                 return
             model = calls[0].receiver.removesuffix(".forward")
-            message = (f"`{model}` is evaluated (after `.eval()`, no backward) outside `torch.no_grad()`/"
+            when = "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
+            message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
                        f"`torch.inference_mode()`: every forward pass records an autograd graph and keeps its "
                        f"activations, for nothing (more memory, slower, OOM on large batches).")
             self.report(calls[0].node, message, fix=self._fix(routine))
             return
+
+    def _evaluated_by_callers(self, routine: Routine) -> list[str]:
+        """Parameters that every in-file caller fills with a model it has put in eval mode (no
+        `train()` since), outside no_grad, from a routine that does not train through this call."""
+        training = self.training
+        params = [p for p in routine.params if p not in ("self", "cls")]
+        if routine.node is None or not params:
+            return []
+        evaluated: dict[str, bool] = {}
+        for caller in training.all:
+            if caller is routine:
+                continue
+            for at, event in enumerate(caller.events):
+                if event.kind != "call" or training.callee(event, caller) is not routine:
+                    continue
+                mapping = dict(zip(params, event.args))
+                mapping.update((k, a) for k, a in event.keywords if k in params)
+                before = [e for e in caller.events[:at] if e.kind in ("eval", "train")]
+                for param in params:
+                    argument = mapping.get(param, "")
+                    switches = [e for e in before if argument and same_object(e.receiver, argument)]
+                    evaluated[param] = evaluated.get(param, True) and not event.no_grad and \
+                        bool(switches) and switches[-1].kind == "eval"
+        return [p for p, ok in evaluated.items() if ok]
 
     def _fix(self, routine: Routine) -> FixSpec | None:
         function = routine.node

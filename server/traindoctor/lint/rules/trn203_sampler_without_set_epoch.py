@@ -5,13 +5,15 @@ and nothing in the file calls `set_epoch`: every epoch sees the same order.
 The sampler or the loader may come from in-file helpers that return them
 (`sampler = make_sampler(ds)`, `loader = build_loader(ds)`: Training.returns).
 Quiet on `shuffle=False` samplers, and when any `set_epoch` appears in the file
-(on the sampler, the loader's sampler or batch sampler, in a helper)."""
+(on the sampler, the loader's sampler or batch sampler, in a helper).
+Loaders that build the DistributedSampler themselves (DGL's `use_ddp=True, shuffle=True`)
+have their own `set_epoch`; they are vocabulary (training_ddp_loaders)."""
 
 from __future__ import annotations
 
 import re
 
-from ..analysis.training import Routine
+from ..analysis.training import Event, Routine
 from ..rule import FixSpec, InsertBefore, Related
 from .trn7xx_training_base import RoutineRule
 
@@ -21,7 +23,8 @@ class SamplerWithoutSetEpoch(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if "set_epoch" in training.event_kinds or "sampler" not in training.event_kinds:
+        if "set_epoch" in training.event_kinds or ("sampler" not in training.event_kinds and not any(
+                e.kind == "loader" and e.arg.startswith("use_ddp") for r in training.all for e in r.events)):
             return  # no DistributedSampler is built anywhere in the file (nor in a helper here)
         events = training.with_returned_objects(routine)  # `sampler = make_sampler(ds)` builds one too
         if routine.node is None:  # module-level code: the samplers and loaders of earlier blocks too
@@ -29,36 +32,91 @@ class SamplerWithoutSetEpoch(RoutineRule):
             events = [e for r in earlier[:earlier.index(routine)] for e in training.with_returned_objects(r)] + \
                 events
         for build in events:
-            if build.kind != "sampler" or build.arg == "shuffle=False":
+            own_sampler = build.kind == "loader" and build.arg.startswith("use_ddp") and build.receiver
+            if (build.kind != "sampler" or build.arg == "shuffle=False") and not own_sampler:
                 continue
             sampler = build.receiver
-            loaders = [e for e in events if e.kind == "loader" and e.receiver and
-                       ((sampler and e.arg == sampler) or "DistributedSampler(" in e.arg)]
+            loaders = [build] if own_sampler else [
+                e for e in events if e.kind == "loader" and e.receiver and
+                ((sampler and e.arg == sampler) or "DistributedSampler(" in e.arg)]
             for loader in loaders:
-                access = sampler if sampler and loader.arg == sampler else f"{loader.receiver}.sampler"
+                access = sampler if sampler and loader.arg == sampler or own_sampler else f"{loader.receiver}.sampler"
                 found = self._epoch_loop(routine, loader.receiver, loader)
                 if found is None:
                     continue
                 epoch, use = found
-                message = (f"`{access}` (a shuffling DistributedSampler) is iterated every epoch but `set_epoch` is "
+                what = "a loader with its own shuffling DistributedSampler" if own_sampler else \
+                    "a shuffling DistributedSampler"
+                message = (f"`{access}` ({what}) is iterated every epoch but `set_epoch` is "
                            f"never called: it shuffles with the same seed each time, so every epoch sees the "
                            f"same order. Call `{access}.set_epoch(epoch)` at the start of each epoch.")
                 guarded = build.conditional or loader.conditional  # a RandomSampler (or None) on other paths
-                self.report(use, message, fix=self._fix(epoch, access, guarded),
+                # DGL's loader.set_epoch raises unless use_ddp is on: no fix when it depends on the run
+                fix = None if own_sampler and (guarded or build.arg != "use_ddp") else \
+                    self._fix(epoch, access, guarded)
+                self.report(use, message, fix=fix,
                             related=[Related(loader.node, "the DataLoader with the sampler")])
                 return
+        self._check_passed(routine)
+
+    def _check_passed(self, routine: Routine) -> None:
+        """A loader parameter that an in-file caller fills with a DataLoader over a shuffling
+        DistributedSampler (by position or keyword), iterated here every epoch."""
+        training = self.training
+        params = [p for p in routine.params if p not in ("self", "cls")]
+        if routine.node is None or not params:
+            return
+        passed: dict[str, list[Event]] = {}
+        for caller in training.all:
+            if caller is routine:
+                continue
+            events = training.with_returned_objects(caller)
+            samplers = {e.receiver for e in events if e.kind == "sampler" and e.arg != "shuffle=False" and e.receiver}
+            loaders = {e.receiver: e for e in events if e.kind == "loader" and e.receiver and (
+                e.arg in samplers or "DistributedSampler(" in e.arg or e.arg == "use_ddp")}
+            for event in caller.events:
+                if event.kind != "call" or training.callee(event, caller) is not routine:
+                    continue
+                mapping = dict(zip(params, event.args))
+                mapping.update((k, a) for k, a in event.keywords if k in params)
+                for param, argument in mapping.items():
+                    if argument in loaders:
+                        passed.setdefault(param, []).append(loaders[argument])
+        for param, loaders in passed.items():
+            found = self._epoch_loop(routine, param, None)
+            if found is None:
+                continue
+            epoch, use = found
+            own_sampler = all(e.arg == "use_ddp" for e in loaders)
+            if not own_sampler and any(e.arg == "use_ddp" for e in loaders):
+                continue  # DGL loaders and torch ones mixed: no one call fits both
+            access = param if own_sampler else f"{param}.sampler"
+            message = (f"`{param}` is a DataLoader over a shuffling DistributedSampler (the caller passes "
+                       f"`{loaders[0].receiver}`) and is iterated every epoch here, but `set_epoch` is never "
+                       f"called: every epoch sees the same order. Call `{access}.set_epoch(epoch)` at the start "
+                       f"of each epoch.")
+            # callers elsewhere may pass a loader without a DistributedSampler: the call is guarded;
+            # DGL's set_epoch raises without use_ddp, so it is offered only when every caller's has it
+            if own_sampler:
+                fix = None if any(e.conditional for e in loaders) else self._fix(epoch, access, False)
+            else:
+                fix = self._fix(epoch, access, True)
+            self.report(use, message, fix=fix,
+                        related=[Related(e.node, "the DataLoader the caller passes") for e in loaders])
+            return
 
     def _epoch_loop(self, routine: Routine, loader: str, built):
         """The first loop after the loader's construction that iterates it in an inner loop,
         or hands it to a function, each iteration; with the node that uses it."""
         word = re.compile(rf"(^|[^\w.]){re.escape(loader)}($|[^\w])")
-        built = next((e for e in routine.events if e.node is built.node), built)  # a helper call standing for it
-        own = built in routine.events
+        if built is not None:
+            built = next((e for e in routine.events if e.node is built.node), built)  # a helper call for it
+        own = built is not None and built in routine.events
         for loop in routine.loops:
             inside = routine.events_in(loop.index)
-            if loop.parent != -1 or (own and (not inside or routine.events.index(inside[0]) <
-                                              routine.events.index(built))):
-                continue
+            if loop.parent != -1 or (own and loop.index < built.after and (
+                    not inside or routine.events.index(inside[0]) < routine.events.index(built))):
+                continue  # neither after the construction nor a loop that builds it first
             for other in routine.loops:
                 if other.index != loop.index and word.search(other.iter) and _under(routine, other, loop):
                     return loop, other.node.iter  # type: ignore[union-attr]

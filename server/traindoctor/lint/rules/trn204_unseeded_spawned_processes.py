@@ -1,5 +1,6 @@
 """TRN204 unseeded-spawned-processes: the program seeds, but the function it
-starts with `torch.multiprocessing.spawn`/`start_processes` never does (nor any
+starts with `torch.multiprocessing.spawn`/`start_processes` (or `Process(target=fn)` after
+`set_start_method("spawn")`/`"forkserver"`) never does (nor any
 in-file function it calls). A spawned process is a fresh interpreter: it does not
 inherit the parent's seed (module-level code outside `if __name__ == "__main__":`
 does run again in each process, so seeding there counts): its torch, NumPy and `random` generators start
@@ -27,8 +28,9 @@ class UnseededSpawnedProcesses(Rule):
         if self.walk.klass is not None:
             return
         name = node.name.value
-        spawn = next((m for m in self.model.facts["program"] if isinstance(m, Marker) and m.kind == "spawn-fn"
-                      and m.text == name), None)
+        markers = [m for m in self.model.facts["program"] if isinstance(m, Marker)]
+        spawned = ("spawn-fn", "process-fn") if any(m.kind == "spawn-start" for m in markers) else ("spawn-fn",)
+        spawn = next((m for m in markers if m.kind in spawned and m.text == name), None)
         if spawn is None or self.model.function(name) is None:
             return
         reached = self._reachable(name)

@@ -4,7 +4,11 @@ this program wrote with `torch.save(model)` (a whole nn.Module) then fails to
 load with UnpicklingError. Version-aware like TRN201 (the installed torch, else
 the project's pin; quiet below 2.6 or when unknown). The fix passes
 weights_only=False: right for the program's own files, unsafe for files from
-elsewhere (arbitrary code on load), so it is offered as unsafe."""
+elsewhere (arbitrary code on load), so it is offered as unsafe.
+
+What the file holds is known from a whole-module `torch.save` of the same path, or from
+the loaded object itself: annotated as a class of this file (`m: Net = torch.load(p)`),
+or used as a module in the same function (`m = torch.load(p); m.eval()`)."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from ..analysis.names import dotted_name
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
 from ..rule import FixSpec, Related, Rule
+from ..walk import iter_nodes
 
 _NOT_A_MODULE = ("state", "dict", "sd", "ckpt", "checkpoint", "param", "weight", "optim", "config", "args")
 
@@ -42,15 +47,58 @@ class WeightsOnlyLoad(Rule):
             return
         save = next((f for f in facts if isinstance(f, Checkpoint) and f.kind == "save" and
                      f.path == code(path) and self._whole_module(f)), None)
-        if save is None:
-            return
-        message = (f"`{save.obj}` is saved as a whole module (`torch.save({save.obj}, ...)`), and on "
-                   f"{describe(version)} `torch.load` defaults to weights_only=True, which refuses to unpickle "
-                   f"modules: this load raises UnpicklingError; save `{save.obj}.state_dict()` and load it into "
-                   f"a new model, or pass weights_only=False for this trusted file")
         fix = FixSpec("Pass weights_only=False (the program's own file)",
                       (append_kwargs(node, [("weights_only", "False")]),), safe=False)
-        self.report(node, message, fix=fix, related=[Related(save.node, "the whole module is saved here")])
+        if save is not None:
+            message = (f"`{save.obj}` is saved as a whole module (`torch.save({save.obj}, ...)`), and on "
+                       f"{describe(version)} `torch.load` defaults to weights_only=True, which refuses to "
+                       f"unpickle modules: this load raises UnpicklingError; save `{save.obj}.state_dict()` and "
+                       f"load it into a new model, or pass weights_only=False for this trusted file")
+            self.report(node, message, fix=fix, related=[Related(save.node, "the whole module is saved here")])
+            return
+        held = self._what_the_load_holds(node)
+        if held is None:
+            return
+        what, evidence = held
+        message = (f"The loaded file holds {what}, and on {describe(version)} `torch.load` defaults to "
+                   f"weights_only=True, which refuses to unpickle modules and other custom classes: this load "
+                   f"raises UnpicklingError; save and load a state dict instead, or pass weights_only=False "
+                   f"for a trusted file")
+        self.report(node, message, fix=fix, related=[Related(evidence, "this says what the file holds")])
+
+    def _what_the_load_holds(self, node: cst.Call) -> tuple[str, cst.CSTNode] | None:
+        """What the object bound to the load's result is, when the file says it is not weights
+        only: an annotation naming a class of this file, or a module's method called on it in
+        the same function, the name bound nowhere else there."""
+        parent = self.walk.parent
+        target = annotation = None
+        if isinstance(parent, cst.Assign) and parent.value is node and len(parent.targets) == 1:
+            target = parent.targets[0].target
+        elif isinstance(parent, cst.AnnAssign) and parent.value is node:
+            target, annotation = parent.target, parent.annotation.annotation
+        name = dotted_name(target) if target is not None else None
+        if name is None:
+            return None
+        if annotation is not None:
+            klass = dotted_name(annotation) or ""
+            info = self.model.classes.get(klass.rsplit(".", 1)[-1])
+            if info is not None and not any(b.rsplit(".", 1)[-1] in vocab().plain_data_bases for b in info.bases):
+                return f"a pickled `{info.name}` object (the annotation says so)", annotation
+        function = self.walk.function
+        if function is None or name in {p.name.value for p in function.params.params}:
+            return None
+        use = None
+        for inner in iter_nodes(function):
+            if isinstance(inner, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and inner.value is not node:
+                targets = [t.target for t in inner.targets] if isinstance(inner, cst.Assign) else [inner.target]
+                if any(dotted_name(t) == name or (isinstance(t, cst.Tuple) and name in code(t)) for t in targets):
+                    return None  # bound to something else too: not followed
+            elif use is None and isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and \
+                    inner.func.attr.value in vocab().module_only_methods and dotted_name(inner.func.value) == name:
+                use = inner
+        if use is None:
+            return None
+        return f"a pickled module (`{code(use.func)}()` is called on what it returns)", use
 
     def _whole_module(self, save: Checkpoint) -> bool:
         if save.callee:

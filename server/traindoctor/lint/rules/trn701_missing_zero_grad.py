@@ -7,10 +7,12 @@ Quiet on any zeroing in the loop (optimizer/model `zero_grad`, `set_to_none`,
 accumulation that zeroes after its conditional step, on LBFGS-style closures, on
 loops that hand the optimizer to a function we cannot see, on optimizer classes of
 the file whose `step` zeroes, and on loops that build a new model each iteration.
+An ignite Engine's process function is one iteration of the engine's loop.
 """
 
 from __future__ import annotations
 
+from ..analysis.facts import Marker
 from ..analysis.training import BACKWARD, STEP, Routine
 from ..rule import FixSpec, InsertBefore, Related
 from .trn7xx_training_base import RoutineRule
@@ -18,10 +20,11 @@ from .trn7xx_training_base import RoutineRule
 
 class MissingZeroGrad(RoutineRule):
     CODE = "TRN701"
-    READS = ("names", "objects", "training")
+    READS = ("names", "objects", "training", "program")
 
     def check(self, routine: Routine) -> None:
         training = self.training
+        self._check_process_function(routine)
         for index in training.step_loops(routine, through_calls=True):
             pairs = training.expanded(routine, index)
             events = [e for _, e in pairs]
@@ -52,6 +55,43 @@ class MissingZeroGrad(RoutineRule):
             direct = first in routine.events and all(s in routine.events for s in steps)
             self.report(first.node, message, fix=self._fix(routine, index, first, steps, optimizers) if direct else None,
                         related=[Related(steps[0].node, "the optimizer steps here")] if direct else related)
+
+    def _check_process_function(self, routine: Routine) -> None:
+        """A function an engine calls once per batch (ignite's `Engine(process_function)`: the
+        engine adds nothing to it) is one loop iteration: backward and step in it, and no zeroing
+        of that optimizer anywhere in the file (an event handler may zero), accumulate."""
+        if routine.node is None or routine.qualname not in self._engine_steps():
+            return
+        pairs = self.training.expanded(routine)
+        events = [e for _, e in pairs]
+        steps = [e for e in events if e.kind in STEP]
+        backwards = [local for local, e in pairs if e.kind in BACKWARD]
+        if not steps or not backwards or any(e.kind in ("zero_grad", "build_model") for e in events):
+            return
+        optimizers = {self.optimizer_of(s) for s in steps}
+        if any(s.kind == "step" and s.arg for s in steps) or "" in optimizers or \
+                any(self.training.unresolved_calls_with(routine, None, name) for name in optimizers) or \
+                any(self._step_zeroes(name, routine.klass) for name in optimizers):
+            return
+        if any(e.kind == "zero_grad" for r in self.training.all for e in r.events):
+            return  # zeroed elsewhere: an ITERATION_STARTED handler, a helper
+        first = backwards[0]
+        names = ", ".join(f"`{n}`" for n in sorted(optimizers))
+        message = (f"`{routine.qualname}` is the engine's process function, run once per batch: {names} steps "
+                   f"there but the gradients are never zeroed, so each step applies the sum of all gradients "
+                   f"so far. Call `{sorted(optimizers)[0]}.zero_grad()` before `backward()`.")
+        direct = first in routine.events and all(s in routine.events for s in steps)
+        fix = None
+        if direct and len(optimizers) == 1 and not first.loops and not first.conditional and \
+                first.stmt is not None and all(not s.loops and not s.conditional for s in steps):
+            name = next(iter(optimizers))
+            fix = FixSpec(f"Insert `{name}.zero_grad()` before the backward",
+                          (InsertBefore(first.stmt, f"{name}.zero_grad()"),))
+        self.report(first.node, message, fix=fix,
+                    related=[Related(steps[0].node, "the optimizer steps here")] if direct else [])
+
+    def _engine_steps(self) -> frozenset[str]:
+        return frozenset(f.text for f in self.model.facts["program"] if isinstance(f, Marker) and f.kind == "step-fn")
 
     def _call_sites(self, inner) -> list[tuple[int, int, object]]:
         """(id of the routine's node, loop, the call there) of every step loop, in file order,
