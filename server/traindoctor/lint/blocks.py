@@ -197,6 +197,10 @@ def scanned_statements(source: str, lines: list[str]) -> list[tuple[int, int, bo
     return [(first, following[last], simple) for first, last, simple in statements]
 
 
+def _has_code(text: str) -> bool:
+    return any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines())
+
+
 class BlockSplitter:
     """Splits successive versions of one document, splitting again only the blocks
     an edit touched (the rest are shifted). Falls back to a full split when the
@@ -248,6 +252,8 @@ class BlockSplitter:
                 return None
         else:
             middle = []
+        if any(not _has_code(b.text) for b in middle):
+            return None  # blank lines or comments alone belong to a neighbour, which a full split decides
         if after and middle and not middle[-1].text.endswith(("\n", "\r")):
             return None  # the region ends mid-line: cannot happen with whole-line edits
         blocks = before + middle + [b.shifted(delta) for b in after]
