@@ -8,6 +8,8 @@ error, a configuration or write error, or no Python file to lint (a warning).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -22,6 +24,8 @@ from ..lint.diff import unified_diff
 from ..lint.engine import LintError
 from ..lint.files import python_files
 from ..lint.notebook import check_notebook, is_notebook
+from ..lint.analysis.summary import EMPTY_IMPORTS, ImportedFacts
+from ..lint.project import Imported, index_for_check
 from ..model import Finding
 from . import errors, output
 
@@ -55,6 +59,7 @@ class _Job:
     ignore: tuple[str, ...]
     mode: str  # "lint", "fix" or "diff"
     unsafe: bool = False  # --unsafe-fixes: apply the unsafe fixes too
+    imported: ImportedFacts = EMPTY_IMPORTS  # what the file reads from the project's other files
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,10 @@ def _process(job: _Job) -> _Outcome:
         source = read_source(path)
     except LintError as exc:
         return _Outcome(LintResult(job.path, error=str(exc)))
+    project = Imported(job.imported) if job.imported else None
     if job.mode == "lint":
-        return _Outcome(lint_source(source, job.path, config))
-    fixed, count = fix_source(source, job.path, config, unsafe=job.unsafe)
+        return _Outcome(lint_source(source, job.path, config, project=project))
+    fixed, count = fix_source(source, job.path, config, unsafe=job.unsafe, project=project)
     diff = ""
     if fixed != source:
         if job.mode == "fix":
@@ -91,7 +97,7 @@ def _process(job: _Job) -> _Outcome:
                 return _Outcome(LintResult(job.path, error=error, fatal=True))
         else:
             diff = unified_diff(source.splitlines(keepends=True), fixed.splitlines(keepends=True), job.path)
-    after = lint_source(fixed if job.mode == "fix" else source, job.path, config)
+    after = lint_source(fixed if job.mode == "fix" else source, job.path, config, project=project)
     return _Outcome(after, diff, count)
 
 
@@ -105,11 +111,33 @@ def _write_fixed(path: Path, source: str, fixed: str) -> str | None:
     return None
 
 
-def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
-    if len(jobs) < _PARALLEL_THRESHOLD or workers <= 1:
-        return [_process(job) for job in jobs]
+@contextlib.contextmanager
+def _mapper(count: int, workers: int):
+    """map(function, items) in the worker pool (in this process for a few files)."""
+    if count < _PARALLEL_THRESHOLD or workers <= 1:
+        yield lambda function, items: [function(item) for item in items]
+        return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_process, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+        yield lambda function, items: list(pool.map(function, items,
+                                                    chunksize=max(1, len(items) // (workers * 8))))
+
+
+def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
+    """Summaries of the checked files (and the project files they import) in parallel,
+    then the rules in parallel, each file with the facts it reads from the others."""
+    with _mapper(len(jobs), workers) as mapper:
+        index = index_for_check([job.path for job in jobs], mapper)
+        if len(index):
+            jobs = [_with_imports(job, index) for job in jobs]
+        return mapper(_process, jobs)
+
+
+def _with_imports(job: _Job, index) -> _Job:
+    summary = index.summary(job.path)
+    if summary is None:
+        return job
+    imported = index.imported_for(job.path, summary.imports)
+    return dataclasses.replace(job, imported=imported) if imported else job
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,6 +36,8 @@ from .analysis.collect import BlockAnalysis
 from .analysis.facts import CATEGORIES
 from .analysis.model import FileModel
 from .analysis.names import Names, top_level_aliases
+from .analysis.summarize import summarize_model
+from .analysis.summary import EMPTY_IMPORTS, imports_of
 from .analysis.values import Values
 from .context import WalkState
 from .parsing import parse_module
@@ -201,6 +203,7 @@ class LintCache:
         self.splitter = BlockSplitter()
         self.model: FileModel | None = None
         self.runs: list[str] | None = None  # tests: a list records each rule whose results a block recomputed
+        self.summary = None  # the file's project summary (analysis/summary.py) of the last lint, when asked
 
     def blocks_for(self, blocks: Sequence[Block]) -> list[_ParsedBlock]:
         available = {text: list(parsed) for text, parsed in self._blocks.items()}
@@ -446,8 +449,11 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> list[Finding]:
-    """Lint `source` (already checked to be text worth linting); see collector_paused."""
+def lint_blocks(source: str, path: str, config: Config, cache: LintCache, project=None) -> list[Finding]:
+    """Lint `source` (already checked to be text worth linting); see collector_paused.
+    `project`: what the file reads from the rest of its project, through `imported_for(path,
+    imports)` (a ProjectIndex, or check's precomputed facts); with `wants_summary`, the file's
+    own summary of this text is left in `cache.summary`."""
     blocks = cache.splitter.split(source)
     try:
         parsed = cache.blocks_for(blocks)
@@ -457,7 +463,10 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
     rules = [rule for rule in all_rules() if _wanted(rule, config, path)]
     names = Names(tuple(alias for p in parsed for alias in p.aliases))
     analyses = [p.analysis(names) for p in parsed]
-    model = FileModel(names, analyses, cache.model, path)
+    imported = EMPTY_IMPORTS
+    if project is not None:
+        imported = project.imported_for(path, imports_of(top.node for a in analyses for top in a.facts.layout))
+    model = FileModel(names, analyses, cache.model, path, imported)
     cache.model = model
     owners: dict[int, int] = {}
     for index, analysis in enumerate(analyses):
@@ -466,6 +475,8 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
     plan = _RulePlan(rules, model, owners, cache.runs)
     try:
         per_block = [p.reports(model, plan) for p in parsed]
+        if getattr(project, "wants_summary", False):
+            cache.summary = summarize_model(model)
     finally:
         model.lint_done()
     findings = _findings_for(path, blocks, parsed, per_block, config, owners)

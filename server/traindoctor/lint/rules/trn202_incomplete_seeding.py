@@ -7,9 +7,12 @@ RNGs with the seed the program already uses, next to its own seed call."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from ..analysis.facts import Draw, Seed
+from ..analysis.summary import FunctionSummary
 from ..fixes import insert_after_imports, module_reference
 from ..rule import FixSpec, InsertAfter, Related, Rule
 
@@ -23,7 +26,7 @@ def _short(qualified: str) -> str:
 
 class IncompleteSeeding(Rule):
     CODE = "TRN202"
-    READS = ("names", "functions", "seeding", "layout")
+    READS = ("names", "functions", "seeding", "layout", "project")
 
     def visit_Call(self, node: cst.Call) -> None:
         plan = self._plan()
@@ -54,7 +57,8 @@ class IncompleteSeeding(Rule):
     def _compute(self):
         model = self.model
         # seeds inside class methods manage private states (e.g. Megatron's CUDA RNG tracker)
-        seeds = [s for s in model.seeds if s.kind in _ORDER and not model.in_worker(s) and "." not in s.function]
+        seeds = [s for s in self._with_project_helpers(model.seeds) if s.kind in _ORDER and not model.in_worker(s)
+                 and "." not in s.function]
         # a helper that only seeds CUDA (Megatron's model_parallel_cuda_manual_seed) is called after the
         # program's own seeding: not the program's seeding
         cuda_only = {s.function for s in seeds if s.function} - {s.function for s in seeds if s.kind not in
@@ -77,13 +81,26 @@ class IncompleteSeeding(Rule):
         return (anchor, missing, first_draw, only_gpu, seeds) if missing else None
 
     def _seeds_everything(self) -> bool:
-        """A library helper, or a seed helper whose body is not in this file."""
-        for seed in self.model.seeds:
+        """A library helper, or a seed helper whose body is neither in this file nor in the
+        project index (what it seeds is then unknown)."""
+        for seed in self._with_project_helpers(self.model.seeds):
             if seed.kind == "all":
                 return True
             if seed.kind == "helper" and self.model.function(seed.name.rsplit(".", 1)[-1]) is None:
                 return True
         return False
+
+    def _with_project_helpers(self, seeds):
+        """Each call of a seed helper defined in another project file stands for the seeds
+        its summary lists (one Seed per RNG, at the call)."""
+        found = []
+        for seed in seeds:
+            helper = self.model.project_symbol(seed.name) if seed.kind == "helper" else None
+            if isinstance(helper, FunctionSummary) and helper.seeds:
+                found.extend(replace(seed, kind=kind) for kind in helper.seeds)
+            else:
+                found.append(seed)
+        return found
 
     def _in_worker_fn(self, draw: Draw) -> bool:
         function = draw.function.rsplit(".", 1)[-1]

@@ -8,22 +8,21 @@ elsewhere (arbitrary code on load), so it is offered as unsafe."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 
 from ..analysis.scopes import code
 from ..analysis.environment import describe, torch_version
 from ..analysis.facts import Checkpoint
-from ..analysis.names import dotted_name
+from ..analysis.summarize import saved_kind
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
 from ..rule import FixSpec, Related, Rule
 
-_NOT_A_MODULE = ("state", "dict", "sd", "ckpt", "checkpoint", "param", "weight", "optim", "config", "args")
-
-
 class WeightsOnlyLoad(Rule):
     CODE = "TRN602"
-    READS = ("names", "objects", "classes", "program")
+    READS = ("names", "objects", "classes", "program", "functions", "calls", "project")
 
     def visit_Call(self, node: cst.Call) -> None:
         if (self.names.qualify(node.func) or "") not in vocab().checkpoint_loads:
@@ -41,27 +40,16 @@ class WeightsOnlyLoad(Rule):
         if any(isinstance(f, Checkpoint) and f.kind == "safe-globals" for f in facts):
             return
         save = next((f for f in facts if isinstance(f, Checkpoint) and f.kind == "save" and
-                     f.path == code(path) and self._whole_module(f)), None)
-        if save is None:
+                     f.path == code(path) and saved_kind(self.model, f) == "module"), None)
+        elsewhere = self.model.imported.saved(code(path)) if save is None else None
+        if save is None and (elsewhere is None or elsewhere[0] != "module"):
             return
-        message = (f"`{save.obj}` is saved as a whole module (`torch.save({save.obj}, ...)`), and on "
+        obj, where = (save.obj, "") if save is not None else (elsewhere[2], f" in {Path(elsewhere[1]).name}")
+        message = (f"`{obj}` is saved as a whole module (`torch.save({obj}, ...)`{where}), and on "
                    f"{describe(version)} `torch.load` defaults to weights_only=True, which refuses to unpickle "
-                   f"modules: this load raises UnpicklingError; save `{save.obj}.state_dict()` and load it into "
+                   f"modules: this load raises UnpicklingError; save `{obj}.state_dict()` and load it into "
                    f"a new model, or pass weights_only=False for this trusted file")
         fix = FixSpec("Pass weights_only=False (the program's own file)",
                       (append_kwargs(node, [("weights_only", "False")]),), safe=False)
-        self.report(node, message, fix=fix, related=[Related(save.node, "the whole module is saved here")])
-
-    def _whole_module(self, save: Checkpoint) -> bool:
-        if save.callee:
-            return self.model.kind_of_callee(save.callee) == "model"
-        if save.obj == "self":
-            return save.klass in self.model.model_classes
-        name = save.obj.removesuffix(".module")
-        if dotted_name(cst.parse_expression(name)) is None:
-            return False
-        if self.model.object_kind(name, save.klass) == "model":
-            return True
-        last = name.rsplit(".", 1)[-1].lower()
-        return bool(vocab().pattern("model_name_pattern").search(last)) and \
-            not any(word in last for word in _NOT_A_MODULE)
+        related = [Related(save.node, "the whole module is saved here")] if save is not None else []
+        self.report(node, message, fix=fix, related=related)

@@ -1,0 +1,280 @@
+"""The project index: every indexed file's summary (summary.py), module names <-> files,
+and the resolution of the project's own imports, shared by `check` and the language server.
+
+    index = ProjectIndex(summarize)            # summarize(path, text) -> FileSummary
+    index.update(path, text) -> bool           # rebuilt; True when the summary changed
+    index.set_summary(path, summary) -> bool   # a summary built elsewhere (a lint, a worker)
+    index.imported_for(path, imports)          # ImportedFacts: what that file reads from the others
+    index.dependants(path)                     # files that import it (through re-exports too)
+
+A module name is the file's path below its project root (the nearest folder above it with
+pyproject.toml, setup.py, setup.cfg or .git), or below `src/` there; a script's own folder
+comes first, as on `sys.path` when it runs. Thread-safe: the language server builds it in
+the background while lints read it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Callable, Iterable
+
+from .summary import (EMPTY_IMPORTS, Binding, ClassSummary, FileSummary, FunctionSummary, ImportedFacts,
+                      ImportFact, Symbol)
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_DEPTH = 6  # re-export chains followed
+
+
+def project_root(path: str) -> str:
+    """The nearest folder above `path` holding a project marker; the file's folder when none."""
+    folder = os.path.dirname(os.path.abspath(path))
+    current = folder
+    while True:
+        if any(os.path.exists(os.path.join(current, marker)) for marker in ROOT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return folder
+        current = parent
+
+
+def module_candidates(importer: str, module: str, level: int, root: str | None = None) -> list[str]:
+    """The files an import may name, most likely first: relative to the importer's package
+    for `from .x import`, else its own folder, the project root and `root/src`."""
+    importer = os.path.abspath(importer)
+    parts = [p for p in module.split(".") if p]
+    if level:
+        base = os.path.dirname(importer)
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        bases = [base]
+    else:
+        root = root or project_root(importer)
+        bases = list(dict.fromkeys((os.path.dirname(importer), root, os.path.join(root, "src"))))
+    found = []
+    for base in bases:
+        target = os.path.join(base, *parts)
+        if parts:
+            found.append(target + ".py")
+        found.append(os.path.join(target, "__init__.py"))
+    return found
+
+
+class ProjectIndex:
+    def __init__(self, summarize: Callable[[str, str], FileSummary]) -> None:
+        self.summarize = summarize
+        self._summaries: dict[str, FileSummary] = {}
+        self._roots: dict[str, str] = {}  # folder -> its project root (memo)
+        self._lock = threading.RLock()
+        self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None  # root -> saves (memo)
+
+    # -- contents ------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._summaries)
+
+    def __contains__(self, path: str) -> bool:
+        return os.path.abspath(path) in self._summaries
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return list(self._summaries)
+
+    def summary(self, path: str) -> FileSummary | None:
+        return self._summaries.get(os.path.abspath(path))
+
+    def update(self, path: str, text: str) -> bool:
+        """Rebuild the file's summary from `text`; True when it changed."""
+        return self.set_summary(path, self.summarize(path, text))
+
+    def set_summary(self, path: str, summary: FileSummary) -> bool:
+        path = os.path.abspath(path)
+        with self._lock:
+            if self._summaries.get(path) == summary:
+                return False
+            old = self._summaries.get(path)
+            self._summaries[path] = summary
+            self._saves = None  # what a save writes may depend on any file it imports
+            return True
+
+    def remove(self, path: str) -> bool:
+        with self._lock:
+            self._saves = None
+            return self._summaries.pop(os.path.abspath(path), None) is not None
+
+    def root_of(self, path: str) -> str:
+        folder = os.path.dirname(os.path.abspath(path))
+        found = self._roots.get(folder)
+        if found is None:
+            found = self._roots[folder] = project_root(path)
+        return found
+
+    # -- resolution ------------------------------------------------------------------
+
+    def resolve(self, importer: str, module: str, level: int = 0) -> str | None:
+        """The indexed file an import names, or None (a library, or not indexed)."""
+        for candidate in module_candidates(importer, module, level, self.root_of(importer) if not level else None):
+            if candidate in self._summaries and os.path.abspath(candidate) != os.path.abspath(importer):
+                return candidate
+        return None
+
+    def missing(self, importer: str, imports: Iterable[ImportFact]) -> list[str]:
+        """Files on disk that the imports name and the index lacks (for `check` to add)."""
+        found = []
+        for fact in imports:
+            modules = [fact.module]
+            if fact.name and fact.name != "*":
+                modules.append(f"{fact.module}.{fact.name}" if fact.module else fact.name)
+            for module in modules:
+                if not module and not fact.level:
+                    continue
+                for candidate in module_candidates(importer, module, fact.level,
+                                                   self.root_of(importer) if not fact.level else None):
+                    if candidate in self._summaries:
+                        break
+                    if os.path.isfile(candidate):
+                        found.append(candidate)
+                        break
+        return found
+
+    def _symbol(self, path: str, name: str, depth: int = 0) -> Symbol | None:
+        """`name` as module `path` defines or re-exports it."""
+        summary = self._summaries.get(path)
+        if summary is None or depth > _DEPTH:
+            return None
+        found = summary.symbol(name)
+        if found is not None:
+            return found
+        if name in summary.defined:
+            return None  # bound there to something the summary does not describe: unknown
+        for fact in summary.imports:
+            if fact.local == name and fact.name and fact.name != "*":
+                target = self.resolve(path, fact.module, fact.level)
+                return self._symbol(target, fact.name, depth + 1) if target else None
+        for fact in summary.imports:
+            if fact.name == "*":
+                target = self.resolve(path, fact.module, fact.level)
+                if target and name in self._exported(target, depth + 1):
+                    return self._symbol(target, name, depth + 1)
+        return None
+
+    def _exported(self, path: str, depth: int = 0) -> dict[str, Symbol]:
+        """What `from module import *` binds: `__all__`, else every public name."""
+        summary = self._summaries.get(path)
+        if summary is None or depth > _DEPTH:
+            return {}
+        found: dict[str, Symbol] = {}
+        for fact in summary.imports:
+            if fact.name == "*":
+                target = self.resolve(path, fact.module, fact.level)
+                if target:
+                    found.update(self._exported(target, depth + 1))
+            elif fact.name and not fact.local.startswith("_"):
+                symbol = self._symbol(path, fact.local, depth)
+                if symbol is not None:
+                    found[fact.local] = symbol
+        for symbol in (*summary.bindings, *summary.classes, *summary.functions):
+            name = symbol.name if not isinstance(symbol, FunctionSummary) else symbol.qualname
+            if not name.startswith("_"):
+                found[name] = symbol
+        if summary.exports is not None:
+            found = {name: symbol for name, symbol in found.items() if name in summary.exports}
+        return found
+
+    def _module_symbols(self, path: str) -> dict[str, Symbol]:
+        """Every top-level symbol of a module, as `import module` reaches them."""
+        found = self._exported(path)
+        summary = self._summaries.get(path)
+        if summary is not None:
+            for symbol in (*summary.bindings, *summary.classes, *summary.functions):
+                name = symbol.name if not isinstance(symbol, FunctionSummary) else symbol.qualname
+                found.setdefault(name, symbol)
+        return found
+
+    def imported_for(self, path: str, imports: Iterable[ImportFact]) -> ImportedFacts:
+        """What the file at `path`, with these imports, reads from the rest of the project."""
+        path = os.path.abspath(path)
+        with self._lock:
+            if not self._summaries:
+                return EMPTY_IMPORTS
+            symbols = self._symbols_for(path, imports)
+            saves = tuple(s for s in self._project_saves(self.root_of(path)) if s[2] != path)
+        return self._facts(symbols, saves)
+
+    def _symbols_for(self, path: str, imports: Iterable[ImportFact]) -> dict[str, Symbol]:
+        """Each imported project symbol under the qualified name the file's code spells."""
+        symbols: dict[str, Symbol] = {}
+        for fact in imports:
+            if fact.name == "*":
+                target = self.resolve(path, fact.module, fact.level)
+                if target:
+                    for name, symbol in self._exported(target).items():
+                        symbols.setdefault(name, symbol)
+            elif fact.name:
+                # names.py qualifies `from m import n as a` as `m.n`; relative imports stay `a`
+                key = f"{fact.module}.{fact.name}" if not fact.level and fact.module else fact.local
+                target = self.resolve(path, fact.module, fact.level) if fact.module or fact.level else None
+                symbol = self._symbol(target, fact.name) if target else None
+                if symbol is not None:
+                    symbols[key] = symbol
+                    continue
+                sub = self.resolve(path, f"{fact.module}.{fact.name}" if fact.module else fact.name, fact.level)
+                if sub:  # `from pkg import module`
+                    for name, symbol in self._module_symbols(sub).items():
+                        symbols.setdefault(f"{key}.{name}", symbol)
+            else:
+                target = self.resolve(path, fact.module, 0)
+                if target:
+                    for name, symbol in self._module_symbols(target).items():
+                        symbols.setdefault(f"{fact.module}.{name}", symbol)
+        return symbols
+
+    @staticmethod
+    def _facts(symbols: dict[str, Symbol], saves=()) -> ImportedFacts:
+        if not symbols and not saves:
+            return EMPTY_IMPORTS
+        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves)
+
+    def _project_saves(self, root: str) -> tuple[tuple[str, str, str, str], ...]:
+        if self._saves is None:
+            by_root: dict[str, list[tuple[str, str, str, str]]] = {}
+            for where, summary in self._summaries.items():
+                for saved, kind, obj in summary.saves:
+                    if kind.startswith("call:"):  # built by a class or factory of a third file
+                        found = self._facts(self._symbols_for(where, summary.imports)).object_kind(kind[5:])
+                        kind = "module" if found == "model" else ""
+                    if kind:
+                        by_root.setdefault(self.root_of(where), []).append((saved, kind, where, obj))
+            self._saves = {r: tuple(sorted(v)) for r, v in by_root.items()}
+        return self._saves.get(root, ())
+
+    def dependants(self, path: str) -> set[str]:
+        """Indexed files that import `path`, and those that import a file re-exporting it."""
+        path = os.path.abspath(path)
+        with self._lock:
+            # target -> {importer: whether it binds the target's names (from-import or star),
+            # through which a third file can reach them}
+            importers: dict[str, dict[str, bool]] = {}
+            for where, summary in self._summaries.items():
+                for fact in summary.imports:
+                    modules = [fact.module]
+                    if fact.name and fact.name != "*":
+                        modules.append(f"{fact.module}.{fact.name}" if fact.module else fact.name)
+                    for module in modules:
+                        target = self.resolve(where, module, fact.level) if module or fact.level else None
+                        if target:
+                            binds = importers.setdefault(target, {})
+                            binds[where] = binds.get(where, False) or bool(fact.name)
+            found: set[str] = set()
+            todo = [path]
+            while todo:
+                for importer, binds in importers.get(todo.pop(), {}).items():
+                    if importer not in found and importer != path:
+                        found.add(importer)
+                        if binds:
+                            todo.append(importer)
+            return found
+
+
+__all__ = ["Binding", "ClassSummary", "FunctionSummary", "ProjectIndex", "module_candidates", "project_root"]

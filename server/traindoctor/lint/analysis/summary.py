@@ -1,0 +1,220 @@
+"""What one file tells the others: its per-file summary, and the facts a file reads from
+the project (its imports resolved through the project index, project.py).
+
+Small, immutable, compared with ==, picklable (built in `check`'s worker processes):
+plain strings and tuples, no parse-tree nodes. The summaries are built from the file
+model by summarize.py (the top layer, which owns how a value or an event is computed);
+this layer only holds them, so that the file model, values and training can read them.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Iterable, Union
+
+import libcst as cst
+
+from .names import dotted_name
+
+
+@dataclass(frozen=True)
+class FunctionSummary:
+    qualname: str  # "train", "Net.forward"
+    params: tuple[str, ...] = ()
+    # The joined value it returns (values.py's Value as facts: kind, grad, role, prob, zero, obj, unit);
+    # () when unknown.
+    returns: tuple[str, ...] = ()
+    returns_eval: bool = False  # returns a module it put in eval mode
+    returns_state_dict: bool = False  # returns `x.state_dict()`
+    seeds: tuple[str, ...] = ()  # the global RNGs it seeds (randomness.classify_seed's kinds), sorted
+    zeroes: bool = False  # zeroes gradients
+    backward: bool = False  # calls backward (or steps an optimizer)
+    no_grad: bool = False  # runs under no_grad/inference_mode (its decorator)
+    leaves_grad_off: bool = False  # returns with `set_grad_enabled(False)` in force
+    modes: tuple[str, ...] = ()  # "eval" / "train" calls it makes, in order, deduplicated
+    set_epoch: bool = False  # steps a sampler's epoch
+    no_grad_decorator: bool = False  # a decorator that runs the function it wraps under no_grad
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    name: str
+    bases: tuple[str, ...] = ()  # qualified as the defining file spells them
+    module: bool = False  # an nn.Module (Lightning, HF model) subclass
+    scaler: bool = False  # wraps a GradScaler built in __init__
+    dataset: bool = False
+    methods: tuple[FunctionSummary, ...] = ()
+
+    def method(self, name: str) -> FunctionSummary | None:
+        return next((m for m in self.methods if m.qualname.rsplit(".", 1)[-1] == name), None)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A module-level name bound to an object: its kind (model.py's kind_of_callee)."""
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class ImportFact:
+    """One import of a file: `import a.b as c` is ("c", "a.b", "", 0); `from ..x import y as z`
+    is ("z", "x", "y", 2); `from x import *` is ("*", "x", "*", 0)."""
+
+    local: str
+    module: str
+    name: str
+    level: int = 0
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    functions: tuple[FunctionSummary, ...] = ()
+    classes: tuple[ClassSummary, ...] = ()
+    bindings: tuple[Binding, ...] = ()
+    saves: tuple[tuple[str, str, str], ...] = ()  # (literal path, "module" | "state-dict", object) of torch.save
+    imports: tuple[ImportFact, ...] = ()
+    exports: tuple[str, ...] | None = None  # `__all__`, when the file lists it literally
+    defined: tuple[str, ...] = ()  # every module-level name it binds (defs, classes, assignments)
+
+    def symbol(self, name: str) -> "Symbol | None":
+        return self._symbols.get(name)
+
+    @functools.cached_property
+    def _symbols(self) -> dict[str, "Symbol"]:
+        found: dict[str, Symbol] = {}
+        for binding in self.bindings:
+            found[binding.name] = binding
+        for klass in self.classes:
+            found[klass.name] = klass
+        for function in self.functions:
+            found[function.qualname] = function
+        return found
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_symbols", None)
+        return state
+
+
+Symbol = Union[FunctionSummary, ClassSummary, Binding]
+EMPTY_SUMMARY = FileSummary()
+
+
+@dataclass(frozen=True)
+class ImportedFacts:
+    """The project facts one file reads: each imported symbol by the qualified name the
+    file's own code spells (names.py: `models.Net` for `from models import Net`, `Net` for
+    `from .models import Net` or a star import), and what other files of the project save
+    with `torch.save` to a literal path. Unknown stays unknown: a name not here is not
+    a project fact."""
+
+    symbols: tuple[tuple[str, Symbol], ...] = ()
+    saves: tuple[tuple[str, str, str, str], ...] = ()  # (literal path, kind, saving file, object saved)
+
+    @functools.cached_property
+    def _by_key(self) -> dict[str, Symbol]:
+        return dict(self.symbols)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_by_key", None)
+        return state
+
+    def __bool__(self) -> bool:
+        return bool(self.symbols or self.saves)
+
+    def get(self, qualified: str | None) -> Symbol | None:
+        if not qualified or not self.symbols:
+            return None
+        found = self._by_key.get(qualified)
+        if found is None and "." in qualified:  # `models.Net.forward`, `helpers.Scaler.step`
+            owner, _, member = qualified.rpartition(".")
+            klass = self._by_key.get(owner)
+            if isinstance(klass, ClassSummary):
+                return klass.method(member)
+        return found
+
+    def function(self, qualified: str | None) -> FunctionSummary | None:
+        found = self.get(qualified)
+        return found if isinstance(found, FunctionSummary) else None
+
+    def klass(self, qualified: str | None) -> ClassSummary | None:
+        found = self.get(qualified)
+        return found if isinstance(found, ClassSummary) else None
+
+    def object_kind(self, qualified: str | None) -> str | None:
+        """What an imported module-level name holds (a model, a scaler...), or what
+        calling an imported project class builds."""
+        found = self.get(qualified)
+        if isinstance(found, Binding):
+            return found.kind
+        if isinstance(found, ClassSummary):
+            return "scaler" if found.scaler else "model" if found.module else "dataset" if found.dataset else None
+        return None
+
+    def saved(self, path: str) -> tuple[str, str, str] | None:
+        """(kind, file, object) of another project file's `torch.save` to this literal path."""
+        literal = literal_path(path)
+        if literal is None:
+            return None
+        for saved, kind, where, obj in self.saves:
+            if saved == literal:
+                return kind, where, obj
+        return None
+
+
+EMPTY_IMPORTS = ImportedFacts()
+
+
+def literal_path(source: str) -> str | None:
+    """The text of a plain string literal (`"model.pth"`, `'out/net.pt'`), else None."""
+    source = source.strip()
+    if len(source) >= 2 and source[0] == source[-1] and source[0] in "'\"" and source.count(source[0]) == 2:
+        return source[1:-1]
+    return None
+
+
+def imports_of(statements: Iterable[cst.CSTNode]) -> tuple[ImportFact, ...]:
+    """The imports among top-level statements (also inside a top-level if/try)."""
+    found: list[ImportFact] = []
+    for stmt in statements:
+        _scan(stmt, found)
+    return tuple(found)
+
+
+def _scan(stmt: cst.CSTNode, found: list[ImportFact]) -> None:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    full = dotted_name(alias.name) or ""
+                    local = alias.asname.name.value if alias.asname is not None and \
+                        isinstance(alias.asname.name, cst.Name) else full
+                    found.append(ImportFact(local, full, ""))
+            elif isinstance(small, cst.ImportFrom):
+                module = dotted_name(small.module) if small.module is not None else ""
+                level = len(small.relative)
+                if isinstance(small.names, cst.ImportStar):
+                    found.append(ImportFact("*", module or "", "*", level))
+                    continue
+                for alias in small.names:
+                    name = dotted_name(alias.name) or ""
+                    local = alias.asname.name.value if alias.asname is not None and \
+                        isinstance(alias.asname.name, cst.Name) else name
+                    found.append(ImportFact(local, module or "", name, level))
+    elif isinstance(stmt, cst.If):
+        for inner in stmt.body.body:
+            _scan(inner, found)
+        if isinstance(stmt.orelse, cst.Else):
+            for inner in stmt.orelse.body.body:
+                _scan(inner, found)
+    elif isinstance(stmt, cst.Try):
+        for inner in stmt.body.body:
+            _scan(inner, found)
+        for handler in stmt.handlers:
+            for inner in handler.body.body:
+                _scan(inner, found)
+
