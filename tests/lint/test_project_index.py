@@ -277,6 +277,39 @@ def test_trn202_a_seeding_helper_of_another_file_seeds_what_its_body_seeds(tmp_p
     assert _check(root, "TRN202") == []
 
 
+REPLAY = """import random
+
+
+class ReplayMemory:
+    def __init__(self, capacity):
+        self.buffer = []
+
+    def sample(self, batch_size):
+        return random.sample(self.buffer, batch_size)
+"""
+
+SAC_MAIN = """import numpy as np
+import torch
+from replay_memory import ReplayMemory
+
+torch.manual_seed(0)
+np.random.seed(0)
+memory = ReplayMemory(1000)
+batch = memory.sample(32)
+"""
+
+
+def test_trn202_a_project_class_of_another_file_draws_from_an_unseeded_rng(tmp_path):
+    root = _project(tmp_path, {"replay_memory.py": REPLAY, "main.py": SAC_MAIN})
+    found = _check(root, "TRN202")
+    assert [(f["file"], f["line"]) for f in found] == [("main.py", 5)]
+    assert "`random`" in found[0]["message"] and "ReplayMemory.sample" in found[0]["message"]
+    # the fix of that commit: the class seeds `random` itself
+    (root / "replay_memory.py").write_text(REPLAY.replace("        self.buffer = []\n",
+                                                          "        self.buffer = []\n        random.seed(0)\n"))
+    assert _check(root, "TRN202") == []
+
+
 def test_trn204_a_worker_seeding_through_a_helper_of_another_file(tmp_path):
     spawn = """import torch
 import torch.multiprocessing as mp

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..walk import iter_nodes
-from .facts import Checkpoint
+from .facts import Checkpoint, Draw
 from .model import FileModel
 from .names import dotted_name
 from .summary import Binding, ClassSummary, FileSummary, FunctionSummary, imports_of, literal_path
@@ -74,11 +74,19 @@ def function_summary(model: FileModel, qualname: str) -> FunctionSummary:
     seeds = sorted({s.kind for s in model.seeds if s.function == qualname})
     modes = tuple(dict.fromkeys(e.kind for e in events if e.kind in ("eval", "train")))
     return FunctionSummary(
-        qualname, info.params, as_facts(returned) if returned is not None else (), returns_eval, state_dict,
-        tuple(seeds), any(e.kind == "zero_grad" for e in events), info.trains or any(
-            e.kind in ("backward", "scaled_backward") for e in events), info.no_grad,
-        training.leaves_grad_off(qualname) is not None, modes, any(e.kind == "set_epoch" for e in events),
-        is_no_grad_decorator(model, info.node, info.params))
+        qualname, info.params,
+        returns=as_facts(returned) if returned is not None else (),
+        returns_eval=returns_eval,
+        returns_state_dict=state_dict,
+        seeds=tuple(seeds),
+        draws=tuple(sorted({d.library for d in model.facts["seeding"] if isinstance(d, Draw) and d.function == qualname})),
+        zeroes=any(e.kind == "zero_grad" for e in events),
+        backward=info.trains or any(e.kind in ("backward", "scaled_backward") for e in events),
+        no_grad=info.no_grad,
+        leaves_grad_off=training.leaves_grad_off(qualname) is not None,
+        modes=modes,
+        set_epoch=any(e.kind == "set_epoch" for e in events),
+        no_grad_decorator=is_no_grad_decorator(model, info.node, info.params))
 
 
 def is_no_grad_decorator(model: FileModel, function: cst.CSTNode | None, params: tuple[str, ...]) -> bool:

@@ -28,6 +28,7 @@ class FunctionSummary:
     returns_eval: bool = False  # returns a module it put in eval mode
     returns_state_dict: bool = False  # returns `x.state_dict()`
     seeds: tuple[str, ...] = ()  # the global RNGs it seeds (randomness.classify_seed's kinds), sorted
+    draws: tuple[str, ...] = ()  # the global RNGs it draws from (torch | numpy | random), sorted
     zeroes: bool = False  # zeroes gradients
     backward: bool = False  # calls backward (or steps an optimizer)
     no_grad: bool = False  # runs under no_grad/inference_mode (its decorator)

@@ -12,7 +12,7 @@ from dataclasses import replace
 import libcst as cst
 
 from ..analysis.facts import Draw, Seed
-from ..analysis.summary import FunctionSummary
+from ..analysis.summary import ClassSummary, FunctionSummary
 from ..fixes import insert_after_imports, module_reference
 from ..rule import FixSpec, InsertAfter, Related, Rule
 
@@ -74,6 +74,12 @@ class IncompleteSeeding(Rule):
         for draw in model.facts["seeding"]:
             if isinstance(draw, Draw) and not self._in_worker_fn(draw):
                 first_draw.setdefault(draw.library, draw)
+        project_seeds, project_draws = self._project_randomness()
+        if project_seeds & {"all", "helper"}:
+            return None  # a project function seeds through a library helper
+        seeded |= project_seeds
+        for library, draw in project_draws.items():
+            first_draw.setdefault(library, draw)
         missing = [lib for lib in ("torch", "numpy", "random") if lib in first_draw and lib not in seeded]
         only_gpu = "torch" not in seeded and any(s.kind in ("cuda", "cuda_all") for s in seeds)
         if only_gpu and "torch" not in missing:
@@ -89,6 +95,28 @@ class IncompleteSeeding(Rule):
             if seed.kind == "helper" and self.model.function(seed.name.rsplit(".", 1)[-1]) is None:
                 return True
         return False
+
+    def _project_randomness(self) -> tuple[set[str], dict[str, Draw]]:
+        """What the objects of project classes built here (their methods) and the project
+        functions called here seed and draw from, by their summaries: one Draw per library,
+        at the call in this file, named after the method that draws."""
+        seeds: set[str] = set()
+        draws: dict[str, Draw] = {}
+        model = self.model
+        if not model.imported:
+            return seeds, draws
+        used = [(obj.callee, obj.node) for obj in model.facts["objects"]]
+        used += [(callee, site.node) for callee, sites in model.calls.items() for site in sites[:1]]
+        for callee, node in used:
+            symbol = model.project_symbol(callee)
+            functions = symbol.methods if isinstance(symbol, ClassSummary) else \
+                (symbol,) if isinstance(symbol, FunctionSummary) else ()
+            for function in functions:
+                for kind in function.seeds:
+                    seeds.update(("torch", "cuda") if kind == "torch" else (kind,))
+                for library in function.draws:
+                    draws.setdefault(library, Draw(library, function.qualname, "", "", "", node))
+        return seeds, draws
 
     def _with_project_helpers(self, seeds):
         """Each call of a seed helper defined in another project file stands for the seeds
