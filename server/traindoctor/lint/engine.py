@@ -204,6 +204,7 @@ class LintCache:
         self.model: FileModel | None = None
         self.runs: list[str] | None = None  # tests: a list records each rule whose results a block recomputed
         self.summary = None  # the file's project summary (analysis/summary.py) of the last lint, when asked
+        self.summary_key: tuple = ()  # the fact versions it was built from
 
     def blocks_for(self, blocks: Sequence[Block]) -> list[_ParsedBlock]:
         available = {text: list(parsed) for text, parsed in self._blocks.items()}
@@ -476,7 +477,10 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache, projec
     try:
         per_block = [p.reports(model, plan) for p in parsed]
         if getattr(project, "wants_summary", False):
-            cache.summary = summarize_model(model)
+            # the same facts (every category's version) say the same things: the summary stands
+            key = tuple(model.versions.items())
+            if cache.summary is None or cache.summary_key != key:
+                cache.summary, cache.summary_key = summarize_model(model), key
     finally:
         model.lint_done()
     findings = _findings_for(path, blocks, parsed, per_block, config, owners)

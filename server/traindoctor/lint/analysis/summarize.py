@@ -25,12 +25,16 @@ _BINDING_KINDS = ("model", "scaler", "loss", "optimizer", "scheduler", "dataload
 def summarize_model(model: FileModel) -> FileSummary:
     """Call before `model.lint_done()` or after: it uses its own per-lint memo either way."""
     functions, methods = [], {}
+    draws: dict[str, set[str]] = {}
+    for fact in model.facts["seeding"]:
+        if isinstance(fact, Draw):
+            draws.setdefault(fact.function, set()).add(fact.library)
     top_level = {name for top in model.facts["layout"] for name in top.names}
     for qualname, (info, _) in model.function_home.items():
         if info.klass and qualname.count(".") == 1:
-            methods.setdefault(info.klass, []).append(function_summary(model, qualname))
+            methods.setdefault(info.klass, []).append(function_summary(model, qualname, draws))
         elif not info.klass and "." not in qualname and qualname in top_level:
-            functions.append(function_summary(model, qualname))
+            functions.append(function_summary(model, qualname, draws))
     classes = []
     for name, info in model.classes.items():
         scaler = any(model.kind_of_callee(obj.callee) == "scaler" for _, obj in
@@ -59,7 +63,8 @@ def summarize_model(model: FileModel) -> FileSummary:
                        tuple(sorted(set(saves))), imports_of(statements), _exports(statements), tuple(defined))
 
 
-def function_summary(model: FileModel, qualname: str) -> FunctionSummary:
+def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]) -> FunctionSummary:
+    """`draws`: function qualname -> the global RNGs drawn from there (the file's Draw facts)."""
     info, analysis = model.function_home[qualname]
     training = training_of(model)
     returned = Values(model, analysis, None).summary(info) if info.returns else None
@@ -79,7 +84,7 @@ def function_summary(model: FileModel, qualname: str) -> FunctionSummary:
         returns_eval=returns_eval,
         returns_state_dict=state_dict,
         seeds=tuple(seeds),
-        draws=tuple(sorted({d.library for d in model.facts["seeding"] if isinstance(d, Draw) and d.function == qualname})),
+        draws=tuple(sorted(draws.get(qualname, ()))),
         zeroes=any(e.kind == "zero_grad" for e in events),
         backward=info.trains or any(e.kind in ("backward", "scaled_backward") for e in events),
         no_grad=info.no_grad,
@@ -107,14 +112,24 @@ def is_no_grad_decorator(model: FileModel, function: cst.CSTNode | None, params:
             return isinstance(first, cst.Name) and first.value == "False"
         return target in v.no_grad_contexts
 
-    for node in iter_nodes(function):
-        if isinstance(node, cst.With) and any(disables(item.item) for item in node.items):
-            if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == wrapped
-                   for n in iter_nodes(node.body)):
-                return True
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Call) and disables(node.func) and \
-                any(isinstance(a.value, cst.Name) and a.value.value == wrapped for a in node.args):
+    # A decorator returns its wrapper (a function defined in it) or `torch.no_grad()(fn)`:
+    # only those are walked (walking every function cost two thirds of a summary).
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    nested = {stmt.name.value: stmt for stmt in body if isinstance(stmt, cst.FunctionDef)}
+    for stmt in body:
+        if not (isinstance(stmt, cst.SimpleStatementLine) and stmt.body and isinstance(stmt.body[0], cst.Return)):
+            continue
+        value = stmt.body[0].value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Call) and disables(value.func) and \
+                any(isinstance(a.value, cst.Name) and a.value.value == wrapped for a in value.args):
             return True
+        wrapper = nested.get(value.value) if isinstance(value, cst.Name) else None
+        if wrapper is not None:
+            for node in iter_nodes(wrapper):
+                if isinstance(node, cst.With) and any(disables(item.item) for item in node.items) and \
+                        any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == wrapped
+                            for n in iter_nodes(node.body)):
+                    return True
     return False
 
 
