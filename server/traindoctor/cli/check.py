@@ -21,11 +21,11 @@ from ..config import ConfigError, load_config
 from ..fsio import has_bom, match_line_endings, replace_text
 from ..lint.api import LintResult, fix_source, lint_source, read_source
 from ..lint.diff import unified_diff
-from ..lint.engine import LintError
+from ..lint.engine import LintCache, LintError
 from ..lint.files import python_files
 from ..lint.notebook import check_notebook, is_notebook
-from ..lint.analysis.summary import EMPTY_IMPORTS, ImportedFacts
-from ..lint.project import Imported, index_for_check
+from ..lint.analysis.summary import EMPTY_IMPORTS, FileSummary, ImportedFacts, answers
+from ..lint.project import Asking, Imported, index_for_check, new_index
 from ..model import Finding
 from . import errors, output
 
@@ -60,6 +60,7 @@ class _Job:
     mode: str  # "lint", "fix" or "diff"
     unsafe: bool = False  # --unsafe-fixes: apply the unsafe fixes too
     imported: ImportedFacts = EMPTY_IMPORTS  # what the file reads from the project's other files
+    summarize: bool = False  # lint mode: also return the file's project summary (one parse for both)
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class _Outcome:
     result: LintResult
     diff: str = ""
     fixed: int = 0
+    summary: FileSummary | None = None
+    asked: frozenset = frozenset()  # the questions its lint put to the project's facts (AskedFacts)
 
 
 def _split(values: list[str]) -> tuple[str, ...]:
@@ -85,9 +88,12 @@ def _process(job: _Job) -> _Outcome:
         source = read_source(path)
     except LintError as exc:
         return _Outcome(LintResult(job.path, error=str(exc)))
-    project = Imported(job.imported) if job.imported else None
+    project = Asking() if job.summarize else Imported(job.imported) if job.imported else None
     if job.mode == "lint":
-        return _Outcome(lint_source(source, job.path, config, project=project))
+        cache = LintCache()
+        result = lint_source(source, job.path, config, cache, project)
+        asked = frozenset(project.facts.asked) if isinstance(project, Asking) else frozenset()
+        return _Outcome(result, summary=cache.summary, asked=asked)
     fixed, count = fix_source(source, job.path, config, unsafe=job.unsafe, project=project)
     diff = ""
     if fixed != source:
@@ -123,13 +129,27 @@ def _mapper(count: int, workers: int):
 
 
 def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
-    """Summaries of the checked files (and the project files they import) in parallel,
-    then the rules in parallel, each file with the facts it reads from the others."""
+    """Every file's lint and summary in parallel (one parse for both); the summaries of the
+    project files they import; then, in parallel again, the files that read another file's
+    facts are linted once more with them. --fix and --diff summarize first, then fix."""
     with _mapper(len(jobs), workers) as mapper:
-        index = index_for_check([job.path for job in jobs], mapper)
-        if len(index):
-            jobs = [_with_imports(job, index) for job in jobs]
-        return mapper(_process, jobs)
+        if any(job.mode != "lint" for job in jobs):
+            index = index_for_check([job.path for job in jobs], mapper)
+            if len(index):
+                jobs = [_with_imports(job, index) for job in jobs]
+            return mapper(_process, jobs)
+        outcomes = mapper(_process, [dataclasses.replace(job, summarize=True) for job in jobs])
+        index = new_index()
+        for job, outcome in zip(jobs, outcomes):
+            if outcome.summary is not None:
+                index.set_summary(job.path, outcome.summary)
+        index_for_check([job.path for job in jobs], mapper, index)
+        # lint again only the files whose lint asked what the project's facts answer
+        again = [(i, job) for i, job in ((i, _with_imports(job, index)) for i, job in enumerate(jobs))
+                 if job.imported and answers(job.imported, outcomes[i].asked)]
+        for (i, _), outcome in zip(again, mapper(_process, [job for _, job in again])):
+            outcomes[i] = outcome
+        return outcomes
 
 
 def _with_imports(job: _Job, index) -> _Job:

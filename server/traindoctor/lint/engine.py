@@ -176,7 +176,9 @@ class _RulePlan:
     def __init__(self, rules: Sequence[type[Rule]], model: FileModel, owners: dict[int, int],
                  runs: list[str] | None) -> None:
         self.rules = rules
-        self.keys = [model.version_key(rule.READS) for rule in rules]
+        # Every rule reads the project's facts through values.py (what an imported function
+        # returns): its cached results go when they change.
+        self.keys = [model.version_key(rule.READS + ("project",)) for rule in rules]
         # A rule's cached result "no reports" under the current key, shared by every block
         # (one per block and rule was two fifths of the memory of a file of one-liners).
         self.nothing: list[tuple[Hashable, tuple[()], frozenset[int]]] = [(key, (), _NONE) for key in self.keys]

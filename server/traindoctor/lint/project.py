@@ -20,7 +20,7 @@ from .analysis.model import FileModel
 from .analysis.names import Names
 from .analysis.project import ProjectIndex
 from .analysis.summarize import summarize_model
-from .analysis.summary import EMPTY_IMPORTS, EMPTY_SUMMARY, FileSummary, ImportedFacts, ImportFact
+from .analysis.summary import EMPTY_IMPORTS, EMPTY_SUMMARY, AskedFacts, FileSummary, ImportedFacts, ImportFact
 from .api import MAX_BYTES, read_source
 from .engine import LintCache, LintError, collector_paused
 
@@ -102,27 +102,42 @@ def new_index() -> ProjectIndex:
     return _Index(summarize_source)
 
 
-@dataclass(frozen=True)
-class Imported:
-    """Facts computed beforehand for one file (check's workers get them with the job)."""
+class Asking:
+    """check's first lint of a file: no project facts yet, the questions noted (AskedFacts)."""
 
-    facts: ImportedFacts = EMPTY_IMPORTS
+    wants_summary = True
+
+    def __init__(self) -> None:
+        self.facts = AskedFacts()
 
     def imported_for(self, path: str, imports) -> ImportedFacts:
         return self.facts
 
 
-def index_for_check(paths: list[str], run_parallel) -> ProjectIndex:
+@dataclass(frozen=True)
+class Imported:
+    """Facts computed beforehand for one file (check's workers get them with the job);
+    `wants_summary`: the lint leaves the file's own summary in its LintCache."""
+
+    facts: ImportedFacts = EMPTY_IMPORTS
+    wants_summary: bool = False
+
+    def imported_for(self, path: str, imports) -> ImportedFacts:
+        return self.facts
+
+
+def index_for_check(paths: list[str], run_parallel, index: ProjectIndex | None = None) -> ProjectIndex:
     """The index of the checked files and the project files they import (bounded by
-    MAX_EXTRA_FILES). `run_parallel(function, items)` maps in check's worker pool."""
-    index = new_index()
+    MAX_EXTRA_FILES). `run_parallel(function, items)` maps in check's worker pool. Files
+    `index` already holds (summarized by their lint) are not summarized again."""
+    index = index if index is not None else new_index()
     todo = [os.path.abspath(p) for p in paths if p.endswith(".py")]
     extra = 0
     seen: set[str] = set()
     while todo:
         batch = [p for p in dict.fromkeys(todo) if p not in seen]
         seen.update(batch)
-        for path, summary in run_parallel(summarize_file, batch):
+        for path, summary in run_parallel(summarize_file, [p for p in batch if p not in index]):
             index.set_summary(path, summary)
         todo = []
         for path in batch:

@@ -15,7 +15,7 @@ from .collect import BlockAnalysis
 from .facts import CATEGORIES, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Seed
 from ..walk import iter_nodes
 from .names import Names, _qualify_dotted, dotted_name
-from .summary import EMPTY_IMPORTS, Binding, ImportedFacts
+from .summary import EMPTY_IMPORTS, ImportedFacts
 from .vocab import vocab
 
 # Object kinds a constructor makes (by qualified name).
@@ -179,16 +179,18 @@ class FileModel:
     def _last_of_owner(self) -> dict[tuple[str, str], Obj]:
         return {(obj.name, obj.owner): obj for obj in self.facts["objects"]}
 
-    def project_symbol(self, name: str):
-        """The summary (analysis/summary.py) of a name this file imports from another project
-        file, as its code spells it (`build`, `models.build`); None when unknown."""
-        return self.imported.get(_qualify_dotted(name, self.names.imports)) if self.imported and name else None
+    def project_fact(self, name: str, fact: str):
+        """One fact of the summary (analysis/summary.py) of a function this file imports from
+        another project file, called as its code spells it (`build`, `models.build`): falsy
+        when unknown."""
+        return self.imported.fact(_qualify_dotted(name, self.names.imports), fact) if self.imported and name \
+            else None
 
     def object_kind(self, name: str, klass: str = "") -> str | None:
         obj = self.object(name, klass)
         if obj is None and self.imported and not name.startswith("self."):  # `from models import net`
-            found = self.project_symbol(name)
-            return found.kind if isinstance(found, Binding) else None
+            found = self.imported.binding(_qualify_dotted(name, self.names.imports))
+            return found.kind if found is not None else None
         return self.kind_of_callee(obj.callee) if obj is not None else None
 
     # -- functions ------------------------------------------------------------------------

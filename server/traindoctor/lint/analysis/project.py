@@ -16,11 +16,12 @@ the background while lints read it.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import Callable, Iterable
 
 from .summary import (EMPTY_IMPORTS, Binding, ClassSummary, FileSummary, FunctionSummary, ImportedFacts,
-                      ImportFact, Symbol)
+                      ImportFact, Symbol, informative)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _DEPTH = 6  # re-export chains followed
@@ -192,46 +193,63 @@ class ProjectIndex:
                 found.setdefault(name, symbol)
         return found
 
-    def imported_for(self, path: str, imports: Iterable[ImportFact]) -> ImportedFacts:
-        """What the file at `path`, with these imports, reads from the rest of the project."""
+    def imported_for(self, path: str, imports: Iterable[ImportFact], text: str | None = None) -> ImportedFacts:
+        """What the file at `path`, with these imports, reads from the rest of the project.
+        With its `text`, only what it can read there: the functions and classes it calls or
+        decorates with, the names it uses, and saves only where it loads (`check` lints again
+        only the files this leaves something for)."""
         path = os.path.abspath(path)
         with self._lock:
             if not self._summaries:
                 return EMPTY_IMPORTS
-            symbols = self._symbols_for(path, imports)
+            spelled: dict[str, str] = {}
+            symbols = self._symbols_for(path, imports, spelled)
             saves = tuple(s for s in self._project_saves(self.root_of(path)) if s[2] != path)
+        if text is not None:
+            symbols = {key: symbol for key, symbol in symbols.items() if _used(text, spelled[key], symbol)}
+            saves = saves if "load(" in text else ()
         return self._facts(symbols, saves)
 
-    def _symbols_for(self, path: str, imports: Iterable[ImportFact]) -> dict[str, Symbol]:
-        """Each imported project symbol under the qualified name the file's code spells."""
+    def _symbols_for(self, path: str, imports: Iterable[ImportFact],
+                     spelled: dict[str, str] | None = None) -> dict[str, Symbol]:
+        """Each imported project symbol under the qualified name the file's code spells;
+        `spelled` receives how the code writes each (its local name)."""
         symbols: dict[str, Symbol] = {}
+        spelled = spelled if spelled is not None else {}
+
+        def add(key: str, symbol: Symbol, local: str) -> None:
+            if key not in symbols:
+                symbols[key] = symbol
+                spelled[key] = local
+
         for fact in imports:
             if fact.name == "*":
                 target = self.resolve(path, fact.module, fact.level)
                 if target:
                     for name, symbol in self._exported(target).items():
-                        symbols.setdefault(name, symbol)
+                        add(name, symbol, name)
             elif fact.name:
                 # names.py qualifies `from m import n as a` as `m.n`; relative imports stay `a`
                 key = f"{fact.module}.{fact.name}" if not fact.level and fact.module else fact.local
                 target = self.resolve(path, fact.module, fact.level) if fact.module or fact.level else None
                 symbol = self._symbol(target, fact.name) if target else None
                 if symbol is not None:
-                    symbols[key] = symbol
+                    symbols[key], spelled[key] = symbol, fact.local
                     continue
                 sub = self.resolve(path, f"{fact.module}.{fact.name}" if fact.module else fact.name, fact.level)
                 if sub:  # `from pkg import module`
                     for name, symbol in self._module_symbols(sub).items():
-                        symbols.setdefault(f"{key}.{name}", symbol)
+                        add(f"{key}.{name}", symbol, f"{fact.local}.{name}")
             else:
                 target = self.resolve(path, fact.module, 0)
                 if target:
                     for name, symbol in self._module_symbols(target).items():
-                        symbols.setdefault(f"{fact.module}.{name}", symbol)
+                        add(f"{fact.module}.{name}", symbol, f"{fact.local}.{name}")
         return symbols
 
     @staticmethod
     def _facts(symbols: dict[str, Symbol], saves=()) -> ImportedFacts:
+        symbols = {key: symbol for key, symbol in symbols.items() if informative(symbol)}
         if not symbols and not saves:
             return EMPTY_IMPORTS
         return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves)
@@ -275,6 +293,14 @@ class ProjectIndex:
                         if binds:
                             todo.append(importer)
             return found
+
+
+def _used(text: str, local: str, symbol: Symbol) -> bool:
+    """A function or class called or used as a decorator; a binding named twice (its import and a use)."""
+    pattern = re.escape(local)
+    if isinstance(symbol, Binding):
+        return len(re.findall(rf"(?<![\w.]){pattern}\b", text)) >= 2
+    return re.search(rf"(?<![\w.]){pattern}\s*\(|@\s*{pattern}\b", text) is not None
 
 
 __all__ = ["Binding", "ClassSummary", "FunctionSummary", "ProjectIndex", "module_candidates", "project_root"]

@@ -80,7 +80,7 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
     modes = tuple(dict.fromkeys(e.kind for e in events if e.kind in ("eval", "train")))
     return FunctionSummary(
         qualname, info.params,
-        returns=as_facts(returned) if returned is not None else (),
+        returns=_told(as_facts(returned)) if returned is not None else (),
         returns_eval=returns_eval,
         returns_state_dict=state_dict,
         seeds=tuple(seeds),
@@ -92,6 +92,15 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         modes=modes,
         set_epoch=any(e.kind == "set_epoch" for e in events),
         no_grad_decorator=is_no_grad_decorator(model, info.node, info.params))
+
+
+def _told(facts: tuple[str, ...]) -> tuple[str, ...]:
+    """A returned value worth telling other files: a number, an object, or a tensor with a fact
+    (history, loss/output role, probability, zeros, unit). A bare "tensor" or "container"
+    changes no rule's answer, and would make `check` lint each importer twice for nothing."""
+    if facts and facts[0] in ("tensor", "container", "unknown") and not any(facts[1:]):
+        return ()
+    return facts
 
 
 def is_no_grad_decorator(model: FileModel, function: cst.CSTNode | None, params: tuple[str, ...]) -> bool:

@@ -101,6 +101,15 @@ class FileSummary:
 
 
 Symbol = Union[FunctionSummary, ClassSummary, Binding]
+
+
+def informative(symbol: Symbol) -> bool:
+    """The summary says something a rule can use (a function with only a name says nothing)."""
+    if isinstance(symbol, FunctionSummary):
+        return any(getattr(symbol, name) for name in symbol.__dataclass_fields__ if name not in ("qualname", "params"))
+    if isinstance(symbol, ClassSummary):
+        return symbol.module or symbol.scaler or symbol.dataset or any(informative(m) for m in symbol.methods)
+    return True
 EMPTY_SUMMARY = FileSummary()
 
 
@@ -156,6 +165,33 @@ class ImportedFacts:
             return "scaler" if found.scaler else "model" if found.module else "dataset" if found.dataset else None
         return None
 
+    def binding(self, qualified: str | None) -> Binding | None:
+        found = self.get(qualified)
+        return found if isinstance(found, Binding) else None
+
+    def randomness(self, qualified: str | None) -> tuple[tuple[str, str, str], ...]:
+        """(function, "seeds" | "draws", RNG) of an imported function, or of every method of an
+        imported class (built here, its methods may run here)."""
+        found = self.get(qualified)
+        functions = found.methods if isinstance(found, ClassSummary) else \
+            (found,) if isinstance(found, FunctionSummary) else ()
+        return tuple((f.qualname, how, rng) for f in functions for how, rngs in (("seeds", f.seeds), ("draws", f.draws))
+                     for rng in rngs)
+
+    def returns(self, qualified: str | None) -> tuple[str, ...]:
+        """What an imported function returns (FunctionSummary.returns), () when unknown."""
+        found = self.function(qualified)
+        return found.returns if found is not None else ()
+
+    def fact(self, qualified: str | None, name: str):
+        """One field of an imported function's summary (`returns_eval`, `seeds`...), falsy when unknown."""
+        found = self.function(qualified)
+        return getattr(found, name) if found is not None else None
+
+    def has_kind(self, kind: str) -> bool:
+        """Some imported name holds, or builds, an object of this kind (a "scaler")."""
+        return any(self.object_kind(key) == kind for key, _ in self.symbols)
+
     def saved(self, path: str) -> tuple[str, str, str] | None:
         """(kind, file, object) of another project file's `torch.save` to this literal path."""
         literal = literal_path(path)
@@ -168,6 +204,37 @@ class ImportedFacts:
 
 
 EMPTY_IMPORTS = ImportedFacts()
+# What rules and values ask of the imported facts (AskedFacts notes each).
+QUERIES = ("get", "function", "klass", "object_kind", "binding", "randomness", "returns", "fact", "has_kind", "saved")
+
+
+class AskedFacts(ImportedFacts):
+    """No facts, but it notes every question a lint asks (`asked`): `check` lints a file
+    again with the project's facts only when one of them has an answer there, since a
+    lint whose every question gets the same answer finds the same things."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        object.__setattr__(self, "asked", set())
+
+    def __bool__(self) -> bool:
+        return True  # asked as if it held facts, so that every question is put
+
+
+def _noting(name: str):
+    def ask(self, *args):
+        self.asked.add((name, args))
+        return getattr(EMPTY_IMPORTS, name)(*args)
+    return ask
+
+
+for _query in QUERIES:
+    setattr(AskedFacts, _query, _noting(_query))
+
+
+def answers(facts: ImportedFacts, asked) -> bool:
+    """Does `facts` answer one of these questions (AskedFacts.asked) differently from no facts?"""
+    return any(getattr(facts, name)(*args) for name, args in asked)  # no facts answer every question falsy
 
 
 def literal_path(source: str) -> str | None:

@@ -584,9 +584,9 @@ class Values:
             if info is not None:
                 summary = self.summary(info)
                 return replace(summary, origin=call) if summary.grad else summary
-            imported = self.model.imported.function(self.model.names.qualify(func) or name)
-            if imported is not None and imported.returns:
-                return from_facts(imported.returns, call)
+            imported = self.model.imported.returns(self.model.names.qualify(func) or name)
+            if imported:
+                return from_facts(imported, call)
             kind = self.model.kind_of_callee(self.model.names.qualify(func) or name)
             if kind in ("model", "dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss",
                         "softmax", "sigmoid", "sequential"):
@@ -614,9 +614,9 @@ class Values:
                     return Value("tensor", "known", "output", "logits", origin=call)
                 klass = qualified.rsplit(".", 1)[-1]
                 info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
-                imported = self.model.imported.function(f"{qualified}.forward") if info is None else None
-                if imported is not None:  # a model class of another project file
-                    summary = from_facts(imported.returns)
+                imported = self.model.imported.returns(f"{qualified}.forward") if info is None else ()
+                if imported:  # a model class of another project file
+                    summary = from_facts(imported)
                     if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
                         return Value("tensor", "known", "output", summary.prob, origin=call)
                 if info is not None:

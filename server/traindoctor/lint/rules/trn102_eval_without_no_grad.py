@@ -18,7 +18,6 @@ from ..analysis.events import Event
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
 from ..analysis.summarize import is_no_grad_decorator
-from ..analysis.summary import FunctionSummary
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
@@ -74,10 +73,8 @@ class EvalWithoutNoGrad(RoutineRule):
             return None
         if event.kind in ("eval", "train"):
             return event
-        if event.kind == "call" and event.bound:
-            helper = self.model.project_symbol(event.receiver)
-            if isinstance(helper, FunctionSummary) and helper.returns_eval:
-                return replace(event, kind="eval", receiver=event.bound)
+        if event.kind == "call" and event.bound and self.model.project_fact(event.receiver, "returns_eval"):
+            return replace(event, kind="eval", receiver=event.bound)
         return None
 
     def _turns_grad_off(self, event: Event, routine: Routine) -> bool:
@@ -87,8 +84,7 @@ class EvalWithoutNoGrad(RoutineRule):
         target = self.training.callee(event, routine)
         if target is not None:
             return self.training.leaves_grad_off(target.qualname) is not None
-        helper = self.model.project_symbol(event.receiver)
-        return isinstance(helper, FunctionSummary) and helper.leaves_grad_off
+        return bool(self.model.project_fact(event.receiver, "leaves_grad_off"))
 
     def _decorated_no_grad(self, routine: Routine) -> bool:
         """Decorated with a project decorator that runs the function under no_grad."""
@@ -98,8 +94,7 @@ class EvalWithoutNoGrad(RoutineRule):
         for decorator in function.decorators:
             expr = decorator.decorator
             name = dotted_name(expr.func if isinstance(expr, cst.Call) else expr) or ""
-            helper = self.model.project_symbol(name)
-            if isinstance(helper, FunctionSummary) and helper.no_grad_decorator:
+            if self.model.project_fact(name, "no_grad_decorator"):
                 return True
             info = self.model.function(name) if "." not in name else None
             if info is not None and is_no_grad_decorator(self.model, info.node, info.params):

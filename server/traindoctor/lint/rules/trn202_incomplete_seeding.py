@@ -12,12 +12,18 @@ from dataclasses import replace
 import libcst as cst
 
 from ..analysis.facts import Draw, Seed
-from ..analysis.summary import ClassSummary, FunctionSummary
 from ..fixes import insert_after_imports, module_reference
 from ..rule import FixSpec, InsertAfter, Related, Rule
 
 _ORDER = ("torch", "cuda", "cuda_all", "numpy", "random")
 _SEED_FUNCTION = {"torch": "torch.manual_seed", "numpy": "np.random.seed", "random": "random.seed"}
+
+
+def _qualified(model, name: str) -> str:
+    """A callee as names.py qualifies it (object callees already are; call sites are local names)."""
+    head, dot, rest = name.partition(".")
+    full = model.names.imports.get(head)
+    return (full + dot + rest) if full else name
 
 
 def _short(qualified: str) -> str:
@@ -108,14 +114,11 @@ class IncompleteSeeding(Rule):
         used = [(obj.callee, obj.node) for obj in model.facts["objects"]]
         used += [(callee, site.node) for callee, sites in model.calls.items() for site in sites[:1]]
         for callee, node in used:
-            symbol = model.project_symbol(callee)
-            functions = symbol.methods if isinstance(symbol, ClassSummary) else \
-                (symbol,) if isinstance(symbol, FunctionSummary) else ()
-            for function in functions:
-                for kind in function.seeds:
-                    seeds.update(("torch", "cuda") if kind == "torch" else (kind,))
-                for library in function.draws:
-                    draws.setdefault(library, Draw(library, function.qualname, "", "", "", node))
+            for function, how, library in model.imported.randomness(_qualified(model, callee)):
+                if how == "seeds":
+                    seeds.update(("torch", "cuda") if library == "torch" else (library,))
+                else:
+                    draws.setdefault(library, Draw(library, function, "", "", "", node))
         return seeds, draws
 
     def _with_project_helpers(self, seeds):
@@ -123,9 +126,9 @@ class IncompleteSeeding(Rule):
         its summary lists (one Seed per RNG, at the call)."""
         found = []
         for seed in seeds:
-            helper = self.model.project_symbol(seed.name) if seed.kind == "helper" else None
-            if isinstance(helper, FunctionSummary) and helper.seeds:
-                found.extend(replace(seed, kind=kind) for kind in helper.seeds)
+            kinds = self.model.project_fact(seed.name, "seeds") if seed.kind == "helper" else None
+            if kinds:
+                found.extend(replace(seed, kind=kind) for kind in kinds)
             else:
                 found.append(seed)
         return found

@@ -14,7 +14,6 @@ import libcst as cst
 
 from ..analysis.facts import Marker, Seed
 from ..analysis.names import dotted_name
-from ..analysis.summary import FunctionSummary
 from ..rule import FixSpec, InsertBefore, Related, Rule
 from ..walk import iter_nodes
 
@@ -54,8 +53,7 @@ class UnseededSpawnedProcesses(Rule):
         for name in reached:
             for call in iter_nodes(self.model.function(name).node):
                 if isinstance(call, cst.Call):
-                    helper = self.model.project_symbol(dotted_name(call.func) or "")
-                    if isinstance(helper, FunctionSummary) and helper.seeds:
+                    if self.model.project_fact(dotted_name(call.func) or "", "seeds"):
                         return True
         return False
 

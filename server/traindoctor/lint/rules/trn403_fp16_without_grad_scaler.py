@@ -79,7 +79,7 @@ class Fp16WithoutGradScaler(Rule):
         managed = vocab().managed_scaling
         return self.model.has_marker("precision", "grad-scaler") or \
             any(full.split(".")[0] in managed for full in self.names.imports.values()) or \
-            any(self.model.imported.object_kind(key) == "scaler" for key, _ in self.model.imported.symbols)
+            self.model.imported.has_kind("scaler")  # a project class wrapping a GradScaler, or one built elsewhere
 
 
 def _managed_backward(call: cst.Call) -> bool:
