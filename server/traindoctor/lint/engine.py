@@ -482,7 +482,10 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache, projec
             # the same facts (every category's version) say the same things: the summary stands
             key = tuple(model.versions.items())
             if cache.summary is None or cache.summary_key != key:
-                cache.summary, cache.summary_key = summarize_model(model), key
+                try:
+                    cache.summary, cache.summary_key = summarize_model(model), key
+                except RecursionError:  # a summary is an extra: the findings stand without it
+                    cache.summary, cache.summary_key = None, ()
     finally:
         model.lint_done()
     findings = _findings_for(path, blocks, parsed, per_block, config, owners)

@@ -161,7 +161,10 @@ class TrainDoctorServer(LanguageServer):
         doc.finish(snapshot)
         refresh, doc.refresh_on_finish = doc.refresh_on_finish, False
         self.publish(doc.uri, refresh=refresh)
-        self.workspace_index.linted(self, doc)
+        try:
+            self.workspace_index.linted(self, doc)
+        except Exception:  # the index is an extra: the file's diagnostics are out already
+            logger.exception("project index update failed for %s", doc.path)
 
     async def current_snapshot(self, doc: DocumentState) -> LintSnapshot:
         """The lint result for the text as it is now (linting it if needed)."""

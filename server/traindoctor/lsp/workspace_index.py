@@ -82,6 +82,9 @@ class WorkspaceIndex:
                     self.relint_readers(ls)
         except (asyncio.CancelledError, RuntimeError):
             return
+        except Exception:  # a bug in the index must not take the server down: open files lint without it
+            logger.exception("the workspace index build failed")
+            return
         finally:
             if token is not None:
                 ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=f"{done} files indexed"))
