@@ -310,6 +310,43 @@ def test_trn202_a_project_class_of_another_file_draws_from_an_unseeded_rng(tmp_p
     assert _check(root, "TRN202") == []
 
 
+def test_trn202_draws_two_files_away_a_manager_building_another_files_sampler(tmp_path):
+    samplers = """import numpy as np
+from torch.utils.data import Sampler
+
+
+class IdentitySampler(Sampler):
+    def __init__(self, labels):
+        self.labels = labels
+
+    def __iter__(self):
+        return iter(np.random.permutation(len(self.labels)))
+"""
+    manager = """import torch
+from torch.utils.data import DataLoader
+from samplers import IdentitySampler
+
+
+class DataManager:
+    def __init__(self, dataset):
+        sampler = IdentitySampler(dataset.labels)
+        self.loader = DataLoader(dataset, sampler=sampler, batch_size=32)
+"""
+    main = """import torch
+from data_manager import DataManager
+
+torch.manual_seed(1)
+manager = DataManager(dataset)
+"""
+    root = _project(tmp_path, {"samplers.py": samplers, "data_manager.py": manager, "main.py": main})
+    found = _check(root, "TRN202")
+    assert [(f["file"], f["line"]) for f in found] == [("main.py", 4)]
+    assert "`numpy`" in found[0]["message"] and "DataManager.__init__" in found[0]["message"]
+    (root / "main.py").write_text(main.replace("torch.manual_seed(1)\n", "torch.manual_seed(1)\nnp.random.seed(1)\n")
+                                  .replace("import torch\n", "import numpy as np\nimport torch\n"))
+    assert _check(root, "TRN202") == []
+
+
 def test_trn204_a_worker_seeding_through_a_helper_of_another_file(tmp_path):
     spawn = """import torch
 import torch.multiprocessing as mp

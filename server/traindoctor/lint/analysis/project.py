@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from dataclasses import replace
 from typing import Callable, Iterable
 
 from .summary import (EMPTY_IMPORTS, Binding, ClassSummary, FileSummary, FunctionSummary, ImportedFacts,
@@ -68,7 +69,8 @@ class ProjectIndex:
         self._summaries: dict[str, FileSummary] = {}
         self._roots: dict[str, str] = {}  # folder -> its project root (memo)
         self._lock = threading.RLock()
-        self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None  # root -> saves (memo)
+        self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None
+        self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
 
     # -- contents ------------------------------------------------------------------
 
@@ -97,11 +99,13 @@ class ProjectIndex:
             old = self._summaries.get(path)
             self._summaries[path] = summary
             self._saves = None  # what a save writes may depend on any file it imports
+            self._expansions.clear()
             return True
 
     def remove(self, path: str) -> bool:
         with self._lock:
             self._saves = None
+            self._expansions.clear()
             return self._summaries.pop(os.path.abspath(path), None) is not None
 
     def root_of(self, path: str) -> str:
@@ -146,7 +150,7 @@ class ProjectIndex:
             return None
         found = summary.symbol(name)
         if found is not None:
-            return found
+            return self._expanded(path, found)
         if name in summary.defined:
             return None  # bound there to something the summary does not describe: unknown
         for fact in summary.imports:
@@ -159,6 +163,37 @@ class ProjectIndex:
                 if target and name in self._exported(target, depth + 1):
                     return self._symbol(target, name, depth + 1)
         return None
+
+    def _expanded(self, path: str, symbol: Symbol, depth: int = 0) -> Symbol:
+        """The symbol with what the functions and classes of other project modules it calls
+        seed and draw from (a data manager building another file's sampler draws where the
+        sampler does). Memoized until the index changes."""
+        if isinstance(symbol, ClassSummary):
+            methods = tuple(self._expanded(path, m, depth) for m in symbol.methods)
+            return replace(symbol, methods=methods) if methods != symbol.methods else symbol
+        if not isinstance(symbol, FunctionSummary) or not symbol.calls or depth > 3:
+            return symbol
+        key = (path, symbol.qualname)
+        found = self._expansions.get(key)
+        if found is not None:
+            return found
+        self._expansions[key] = symbol  # recursion guard
+        summary = self._summaries.get(path)
+        known = self._symbols_for(path, summary.imports) if summary is not None else {}
+        seeds, draws = set(symbol.seeds), set(symbol.draws)
+        for callee in symbol.calls:
+            target = known.get(callee)
+            if target is None and "." in callee:  # `Class.method` of an imported class
+                owner = known.get(callee.rpartition(".")[0])
+                target = owner.method(callee.rpartition(".")[2]) if isinstance(owner, ClassSummary) else None
+            functions = target.methods if isinstance(target, ClassSummary) else \
+                (target,) if isinstance(target, FunctionSummary) else ()
+            for function in functions:
+                seeds.update(function.seeds)
+                draws.update(function.draws)
+        result = replace(symbol, seeds=tuple(sorted(seeds)), draws=tuple(sorted(draws)))
+        self._expansions[key] = result = result if result != symbol else symbol
+        return result
 
     def _exported(self, path: str, depth: int = 0) -> dict[str, Symbol]:
         """What `from module import *` binds: `__all__`, else every public name."""
@@ -178,7 +213,7 @@ class ProjectIndex:
         for symbol in (*summary.bindings, *summary.classes, *summary.functions):
             name = symbol.name if not isinstance(symbol, FunctionSummary) else symbol.qualname
             if not name.startswith("_"):
-                found[name] = symbol
+                found[name] = self._expanded(path, symbol)
         if summary.exports is not None:
             found = {name: symbol for name, symbol in found.items() if name in summary.exports}
         return found
@@ -190,7 +225,7 @@ class ProjectIndex:
         if summary is not None:
             for symbol in (*summary.bindings, *summary.classes, *summary.functions):
                 name = symbol.name if not isinstance(symbol, FunctionSummary) else symbol.qualname
-                found.setdefault(name, symbol)
+                found.setdefault(name, self._expanded(path, symbol))
         return found
 
     def imported_for(self, path: str, imports: Iterable[ImportFact], text: str | None = None) -> ImportedFacts:

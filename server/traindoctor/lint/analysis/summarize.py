@@ -68,6 +68,7 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
     info, analysis = model.function_home[qualname]
     training = training_of(model)
     returned = Values(model, analysis, None).summary(info) if info.returns else None
+    imported = model.names.imports
     events = [e for r in training.routines(qualname) for e in r.events]
     returned_names = {dotted_name(r) for r in info.returns}
     returns_eval = any(e.kind == "eval" and e.receiver in returned_names for e in events) or any(
@@ -91,7 +92,10 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         leaves_grad_off=training.leaves_grad_off(qualname) is not None,
         modes=modes,
         set_epoch=any(e.kind == "set_epoch" for e in events),
-        no_grad_decorator=is_no_grad_decorator(model, info.node, info.params))
+        no_grad_decorator=is_no_grad_decorator(model, info.node, info.params),
+        calls=tuple(sorted({callee for e in events if e.kind == "call" and e.receiver.split(".")[0] in imported
+                            for callee in (model.names.imports[e.receiver.split(".")[0]] +
+                                           e.receiver[len(e.receiver.split(".")[0]):],)})))
 
 
 def _told(facts: tuple[str, ...]) -> tuple[str, ...]:

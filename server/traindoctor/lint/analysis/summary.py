@@ -36,6 +36,9 @@ class FunctionSummary:
     modes: tuple[str, ...] = ()  # "eval" / "train" calls it makes, in order, deduplicated
     set_epoch: bool = False  # steps a sampler's epoch
     no_grad_decorator: bool = False  # a decorator that runs the function it wraps under no_grad
+    # Functions and classes of other modules it calls, qualified as its file spells them: what
+    # they seed and draw from is its own too (the project index adds it, project.py).
+    calls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
