@@ -68,7 +68,7 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
     info, analysis = model.function_home[qualname]
     training = training_of(model)
     returned = Values(model, analysis, None).summary(info) if info.returns else None
-    imported = model.names.imports
+    imported = _imported_names(model)
     events = [e for r in training.routines(qualname) for e in r.events]
     returned_names = {dotted_name(r) for r in info.returns}
     returns_eval = any(e.kind == "eval" and e.receiver in returned_names for e in events) or any(
@@ -93,9 +93,22 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         modes=modes,
         set_epoch=any(e.kind == "set_epoch" for e in events),
         no_grad_decorator=is_no_grad_decorator(model, info.node, info.params),
-        calls=tuple(sorted({callee for e in events if e.kind == "call" and e.receiver.split(".")[0] in imported
-                            for callee in (model.names.imports[e.receiver.split(".")[0]] +
-                                           e.receiver[len(e.receiver.split(".")[0]):],)})))
+        calls=tuple(sorted({_qualified(model, e.receiver) for e in events
+                            if e.kind == "call" and e.receiver.split(".")[0] in imported})))
+
+
+def _imported_names(model: FileModel) -> frozenset[str]:
+    """Local names the file's imports bind, relative ones included (names.py skips those)."""
+    return model.remembered("summary-imported-names", lambda: frozenset(
+        fact.local.split(".")[0] for fact in imports_of(top.node for top in model.facts["layout"] if top.node)
+        if fact.name != "*"))
+
+
+def _qualified(model: FileModel, name: str) -> str:
+    """`name` as names.py qualifies it (a relative import's name stays as written)."""
+    head, dot, rest = name.partition(".")
+    full = model.names.imports.get(head)
+    return full + dot + rest if full else name
 
 
 def _told(facts: tuple[str, ...]) -> tuple[str, ...]:
