@@ -7,7 +7,11 @@ each sent as an incremental didChange and timed until the server publishes the
 diagnostics of exactly that version; p50 and p95 over the edits, debounce 0.
 Fixit's server (`fixit lsp`, also pygls + libcst) gets the same files and the same
 edits in the same run. Then the resident memory of the traindoctor server after
-10 and after 1,000 such edits (1,000-line file). Prints a table with ratios; asserts nothing.
+10 and after 1,000 such edits (1,000-line file). Then, with the project index (issue 27):
+the same edits in the 1,000-line file of a 50-file workspace whose index is built (the file
+star-imports four of its modules), and the background build of a 3,000-file workspace's
+index (seconds until its progress ends; whether the open file's diagnostics came first).
+`--index-only` runs these two alone. Prints a table with ratios; asserts nothing.
 """
 
 from __future__ import annotations
@@ -59,6 +63,19 @@ class Session:
             self.published[(params.uri, params.version)] = time.perf_counter()
             self.changed.set()
 
+        self.progress_ended: dict[str, float] = {}
+
+        @self.client.feature(lsp.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def on_create(params) -> None:
+            return None
+
+        @self.client.feature(lsp.PROGRESS)
+        def on_progress(params) -> None:
+            value = params.value if isinstance(params.value, dict) else {}
+            if value.get("kind") == "end":
+                self.progress_ended[str(params.token)] = time.perf_counter()
+                self.changed.set()
+
         @self.client.feature(lsp.WINDOW_LOG_MESSAGE)
         def on_log(params) -> None:
             pass
@@ -76,6 +93,7 @@ class Session:
                         publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(related_information=True)
                     ),
                     general=lsp.GeneralClientCapabilities(position_encodings=[lsp.PositionEncodingKind.Utf16]),
+                    window=lsp.WindowClientCapabilities(work_done_progress=True),
                 ),
                 root_uri=root.as_uri(),
                 workspace_folders=[lsp.WorkspaceFolder(root.as_uri(), root.name)],
@@ -96,6 +114,19 @@ class Session:
             except asyncio.TimeoutError:
                 pass
         return self.published[(uri, version)]
+
+    async def wait_index(self) -> float:
+        """When the server's workspace index build ended (its progress `end`)."""
+        deadline = time.perf_counter() + 20 * TIMEOUT_S
+        while not any(t.startswith("traindoctor-index-") for t in self.progress_ended):
+            self.changed.clear()
+            if time.perf_counter() > deadline:
+                raise TimeoutError("the index build never ended")
+            try:
+                await asyncio.wait_for(self.changed.wait(), 1)
+            except asyncio.TimeoutError:
+                pass
+        return next(v for t, v in self.progress_ended.items() if t.startswith("traindoctor-index-"))
 
     def open(self, uri: str, text: str) -> None:
         self.client.text_document_did_open(
@@ -183,6 +214,65 @@ async def memory(command: list[str], root: Path, text: str, edits: int) -> tuple
         await session.stop()
 
 
+INDEXED_FILES = 50
+BIG_INDEX_FILES = 3000
+
+
+async def measure_indexed(command: list[str], root: Path, edits: int) -> list[float]:
+    """One-line edits in the 1,000-line file of a 50-file workspace, once its index is built."""
+    workspace = root / "indexed"
+    workspace.mkdir()
+    (workspace / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+    for index in range(INDEXED_FILES - 1):
+        (workspace / f"module_{index:02d}.py").write_text(training_file(300).replace("def ", f"def m{index}_"))
+    text = "\n".join(f"from module_{i:02d} import *" for i in range(4)) + "\n" + training_file(1000)
+    path = workspace / "train_indexed.py"
+    path.write_text(text, encoding="utf-8")
+    session = Session(command)
+    await session.start(workspace)
+    try:
+        await session.wait_index()
+        uri = path.as_uri()
+        session.open(uri, text)
+        await session.wait_published(uri, 1)
+        latencies, version = [], 1
+        for index, (line, column) in enumerate(edit_sites(text, edits)):
+            version += 1
+            latencies.append(await session.edit(uri, version, line, column, f"  # edit {index}"))
+        return latencies
+    finally:
+        await session.stop()
+
+
+async def big_index(command: list[str], root: Path) -> tuple[float, bool, float]:
+    """(seconds from `initialized` to the end of the index build of a 3,000-file workspace,
+    whether the open file's diagnostics came before that end, seconds until they came)."""
+    workspace = root / "big"
+    workspace.mkdir()
+    (workspace / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
+    for package in range(BIG_INDEX_FILES // 100):
+        folder = workspace / f"pkg{package:02d}"
+        folder.mkdir()
+        (folder / "__init__.py").write_text("")
+        for index in range(100 - 1):
+            (folder / f"mod{index:03d}.py").write_text(
+                f"import torch\n\n\ndef helper_{index}(x):\n    return torch.relu(x) * {index}\n")
+    text = training_file(300)
+    path = workspace / "train_open.py"
+    path.write_text(text, encoding="utf-8")
+    session = Session(command)
+    start = time.perf_counter()
+    await session.start(workspace)
+    try:
+        uri = path.as_uri()
+        session.open(uri, text)
+        published = await session.wait_published(uri, 1)
+        ended = await session.wait_index()
+        return ended - start, published < ended, published - start
+    finally:
+        await session.stop()
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(int(round(q * (len(ordered) - 1))), len(ordered) - 1)]
@@ -193,7 +283,12 @@ async def main() -> int:
     parser.add_argument("--edits", type=int, default=50)
     parser.add_argument("--memory-edits", type=int, default=1000)
     parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    parser.add_argument("--index-only", action="store_true", help="only the project-index measurements")
     args = parser.parse_args()
+    if args.index_only:
+        with tempfile.TemporaryDirectory(prefix="traindoctor-lsp-bench-") as tmp:
+            await _index_rows(Path(tmp), args.edits)
+        return 0
 
     servers = dict(SERVERS)
     fixit = fixit_command()
@@ -233,7 +328,19 @@ async def main() -> int:
         f"\ntraindoctor server RSS, {MEMORY_LINES}-line file: after 10 edits {after_10 / 1024:.1f} MiB, "
         f"after {args.memory_edits} edits {after_n / 1024:.1f} MiB ({after_n / max(after_10, 1):.2f}x)"
     )
+    with tempfile.TemporaryDirectory(prefix="traindoctor-lsp-bench-") as tmp:
+        await _index_rows(Path(tmp), args.edits)
     return 0
+
+
+async def _index_rows(root: Path, edits: int) -> None:
+    command = SERVERS["traindoctor"]
+    latencies = await measure_indexed(command, root, edits)
+    print(f"\n1,000-line file in a {INDEXED_FILES}-file indexed workspace, {edits} one-line edits: "
+          f"p50 {statistics.median(latencies) * 1000:.1f} ms, p95 {percentile(latencies, 0.95) * 1000:.1f} ms")
+    built, first, diagnosed = await big_index(command, root)
+    print(f"{BIG_INDEX_FILES}-file workspace index built in the background in {built:.1f} s; the open file's "
+          f"diagnostics after {diagnosed:.1f} s, {'before' if first else 'AFTER'} the build ended")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ export interface ServerSettings {
   ignore: string[];
   severity: Record<string, string>;
   lintOnChange: boolean;
+  indexWorkspace: boolean;
 }
 
 export function serverSettings(scope?: vscode.ConfigurationScope): ServerSettings {
@@ -18,6 +19,7 @@ export function serverSettings(scope?: vscode.ConfigurationScope): ServerSetting
     ignore: config.get<string[]>('ignore', []),
     severity: config.get<Record<string, string>>('severity', {}),
     lintOnChange: config.get<boolean>('lintOnChange', true),
+    indexWorkspace: config.get<boolean>('indexWorkspace', true),
   };
 }
 

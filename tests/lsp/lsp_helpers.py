@@ -24,6 +24,7 @@ class EditorClient(LanguageClient):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.published: list[lsp.PublishDiagnosticsParams] = []
+        self.events: list[tuple[str, str, str]] = []  # ("publish", uri, "") / ("progress", token, kind), in order
         self.registrations: list[lsp.Registration] = []
         self.texts: dict[str, str] = {}
         self.versions: dict[str, int] = {}
@@ -195,9 +196,18 @@ def make_client() -> EditorClient:
 
     def publish(client: EditorClient, params: lsp.PublishDiagnosticsParams):
         client.published.append(params)
+        client.events.append(("publish", params.uri, ""))
         default_publish(client, params)
 
     features[lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = publish
+    default_progress = features[lsp.PROGRESS]
+
+    def progress(client: EditorClient, params: lsp.ProgressParams):
+        default_progress(client, params)
+        kind = params.value.get("kind", "") if isinstance(params.value, dict) else ""
+        client.events.append(("progress", str(params.token), kind))
+
+    features[lsp.PROGRESS] = progress
 
     def register_capability(client: EditorClient, params: lsp.RegistrationParams):
         client.registrations.extend(params.registrations)

@@ -8,6 +8,8 @@ error, a configuration or write error, or no Python file to lint (a warning).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -19,9 +21,11 @@ from ..config import ConfigError, load_config
 from ..fsio import has_bom, match_line_endings, replace_text
 from ..lint.api import LintResult, fix_source, lint_source, read_source
 from ..lint.diff import unified_diff
-from ..lint.engine import LintError
+from ..lint.engine import LintCache, LintError
 from ..lint.files import python_files
 from ..lint.notebook import check_notebook, is_notebook
+from ..lint.analysis.summary import EMPTY_IMPORTS, FileSummary, ImportedFacts, answers
+from ..lint.project import Asking, Imported, index_for_check, new_index
 from ..model import Finding
 from . import errors, output
 
@@ -55,6 +59,8 @@ class _Job:
     ignore: tuple[str, ...]
     mode: str  # "lint", "fix" or "diff"
     unsafe: bool = False  # --unsafe-fixes: apply the unsafe fixes too
+    imported: ImportedFacts = EMPTY_IMPORTS  # what the file reads from the project's other files
+    summarize: bool = False  # lint mode: also return the file's project summary (one parse for both)
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,8 @@ class _Outcome:
     result: LintResult
     diff: str = ""
     fixed: int = 0
+    summary: FileSummary | None = None
+    asked: frozenset = frozenset()  # the questions its lint put to the project's facts (AskedFacts)
 
 
 def _split(values: list[str]) -> tuple[str, ...]:
@@ -80,9 +88,13 @@ def _process(job: _Job) -> _Outcome:
         source = read_source(path)
     except LintError as exc:
         return _Outcome(LintResult(job.path, error=str(exc)))
+    project = Asking() if job.summarize else Imported(job.imported) if job.imported else None
     if job.mode == "lint":
-        return _Outcome(lint_source(source, job.path, config))
-    fixed, count = fix_source(source, job.path, config, unsafe=job.unsafe)
+        cache = LintCache()
+        result = lint_source(source, job.path, config, cache, project)
+        asked = frozenset(project.facts.asked) if isinstance(project, Asking) else frozenset()
+        return _Outcome(result, summary=cache.summary, asked=asked)
+    fixed, count = fix_source(source, job.path, config, unsafe=job.unsafe, project=project)
     diff = ""
     if fixed != source:
         if job.mode == "fix":
@@ -91,7 +103,7 @@ def _process(job: _Job) -> _Outcome:
                 return _Outcome(LintResult(job.path, error=error, fatal=True))
         else:
             diff = unified_diff(source.splitlines(keepends=True), fixed.splitlines(keepends=True), job.path)
-    after = lint_source(fixed if job.mode == "fix" else source, job.path, config)
+    after = lint_source(fixed if job.mode == "fix" else source, job.path, config, project=project)
     return _Outcome(after, diff, count)
 
 
@@ -105,11 +117,47 @@ def _write_fixed(path: Path, source: str, fixed: str) -> str | None:
     return None
 
 
-def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
-    if len(jobs) < _PARALLEL_THRESHOLD or workers <= 1:
-        return [_process(job) for job in jobs]
+@contextlib.contextmanager
+def _mapper(count: int, workers: int):
+    """map(function, items) in the worker pool (in this process for a few files)."""
+    if count < _PARALLEL_THRESHOLD or workers <= 1:
+        yield lambda function, items: [function(item) for item in items]
+        return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_process, jobs, chunksize=max(1, len(jobs) // (workers * 8))))
+        yield lambda function, items: list(pool.map(function, items,
+                                                    chunksize=max(1, len(items) // (workers * 8))))
+
+
+def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
+    """Every file's lint and summary in parallel (one parse for both); the summaries of the
+    project files they import; then, in parallel again, the files that read another file's
+    facts are linted once more with them. --fix and --diff summarize first, then fix."""
+    with _mapper(len(jobs), workers) as mapper:
+        if any(job.mode != "lint" for job in jobs):
+            index = index_for_check([job.path for job in jobs], mapper)
+            if len(index):
+                jobs = [_with_imports(job, index) for job in jobs]
+            return mapper(_process, jobs)
+        outcomes = mapper(_process, [dataclasses.replace(job, summarize=True) for job in jobs])
+        index = new_index()
+        for job, outcome in zip(jobs, outcomes):
+            if outcome.summary is not None:
+                index.set_summary(job.path, outcome.summary)
+        index_for_check([job.path for job in jobs], mapper, index)
+        # lint again only the files whose lint asked what the project's facts answer
+        again = [(i, job) for i, job in ((i, _with_imports(job, index)) for i, job in enumerate(jobs))
+                 if job.imported and answers(job.imported, outcomes[i].asked)]
+        for (i, _), outcome in zip(again, mapper(_process, [job for _, job in again])):
+            outcomes[i] = outcome
+        return outcomes
+
+
+def _with_imports(job: _Job, index) -> _Job:
+    summary = index.summary(job.path)
+    if summary is None:
+        return job
+    imported = index.imported_for(job.path, summary.imports)
+    return dataclasses.replace(job, imported=imported) if imported else job
 
 
 def run(args: argparse.Namespace) -> int:

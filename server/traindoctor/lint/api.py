@@ -41,7 +41,9 @@ def lint_source(
     path: str = "<string>",
     config: Config | None = None,
     cache: LintCache | None = None,
+    project=None,
 ) -> LintResult:
+    """`project`: the project index (or facts) the file's imports resolve through (engine.lint_blocks)."""
     if config is None:
         config = load_config(path) if path and not path.startswith("<") else Config()
     if "\x00" in source:
@@ -52,7 +54,7 @@ def lint_source(
         return LintResult(path)
     try:
         with collector_paused():
-            findings = lint_blocks(source, path, config, cache or LintCache())
+            findings = lint_blocks(source, path, config, cache or LintCache(), project)
     except SourceSyntaxError as exc:
         where = f" at line {exc.line}" if exc.line else ""
         return LintResult(path, error=f"syntax error{where}: {exc}", error_line=exc.line)
@@ -140,7 +142,7 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def fix_source(source: str, path: str = "<string>", config: Config | None = None,
-               *, max_rounds: int = 8, unsafe: bool = False) -> tuple[str, int]:
+               *, max_rounds: int = 8, unsafe: bool = False, project=None) -> tuple[str, int]:
     """Apply every safe fix (and the unsafe ones when `unsafe`) until none is
     left. Returns the new text and the number of fixes applied. A round whose
     result would not parse is dropped."""
@@ -148,14 +150,14 @@ def fix_source(source: str, path: str = "<string>", config: Config | None = None
     cache = LintCache()
     wanted = (lambda f: f.fix is not None and (unsafe or f.fix.safe))  # noqa: E731
     for _ in range(max_rounds):
-        result = lint_source(source, path, config, cache)
+        result = lint_source(source, path, config, cache, project)
         fixable = [f for f in result.findings if wanted(f)]
         if result.error or not fixable:
             break
         fixed = apply_fixes(source, fixable, safe_only=not unsafe)
         if fixed == source or not _parses(fixed):
             break
-        remaining = len([f for f in lint_source(fixed, path, config, cache).findings if wanted(f)])
+        remaining = len([f for f in lint_source(fixed, path, config, cache, project).findings if wanted(f)])
         applied += max(len(fixable) - remaining, 1)
         source = fixed
     return source, applied

@@ -36,6 +36,8 @@ from .analysis.collect import BlockAnalysis
 from .analysis.facts import CATEGORIES
 from .analysis.model import FileModel
 from .analysis.names import Names, top_level_aliases
+from .analysis.summarize import summarize_model
+from .analysis.summary import EMPTY_IMPORTS, imports_of
 from .analysis.values import Values
 from .context import WalkState
 from .parsing import parse_module
@@ -174,7 +176,9 @@ class _RulePlan:
     def __init__(self, rules: Sequence[type[Rule]], model: FileModel, owners: dict[int, int],
                  runs: list[str] | None) -> None:
         self.rules = rules
-        self.keys = [model.version_key(rule.READS) for rule in rules]
+        # Every rule reads the project's facts through values.py (what an imported function
+        # returns): its cached results go when they change.
+        self.keys = [model.version_key(rule.READS + ("project",)) for rule in rules]
         # A rule's cached result "no reports" under the current key, shared by every block
         # (one per block and rule was two fifths of the memory of a file of one-liners).
         self.nothing: list[tuple[Hashable, tuple[()], frozenset[int]]] = [(key, (), _NONE) for key in self.keys]
@@ -201,6 +205,8 @@ class LintCache:
         self.splitter = BlockSplitter()
         self.model: FileModel | None = None
         self.runs: list[str] | None = None  # tests: a list records each rule whose results a block recomputed
+        self.summary = None  # the file's project summary (analysis/summary.py) of the last lint, when asked
+        self.summary_key: tuple = ()  # the fact versions it was built from
 
     def blocks_for(self, blocks: Sequence[Block]) -> list[_ParsedBlock]:
         available = {text: list(parsed) for text, parsed in self._blocks.items()}
@@ -446,8 +452,11 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> list[Finding]:
-    """Lint `source` (already checked to be text worth linting); see collector_paused."""
+def lint_blocks(source: str, path: str, config: Config, cache: LintCache, project=None) -> list[Finding]:
+    """Lint `source` (already checked to be text worth linting); see collector_paused.
+    `project`: what the file reads from the rest of its project, through `imported_for(path,
+    imports)` (a ProjectIndex, or check's precomputed facts); with `wants_summary`, the file's
+    own summary of this text is left in `cache.summary`."""
     blocks = cache.splitter.split(source)
     try:
         parsed = cache.blocks_for(blocks)
@@ -457,7 +466,10 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
     rules = [rule for rule in all_rules() if _wanted(rule, config, path)]
     names = Names(tuple(alias for p in parsed for alias in p.aliases))
     analyses = [p.analysis(names) for p in parsed]
-    model = FileModel(names, analyses, cache.model, path)
+    imported = EMPTY_IMPORTS
+    if project is not None:
+        imported = project.imported_for(path, imports_of(top.node for a in analyses for top in a.facts.layout))
+    model = FileModel(names, analyses, cache.model, path, imported)
     cache.model = model
     owners: dict[int, int] = {}
     for index, analysis in enumerate(analyses):
@@ -466,6 +478,14 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache) -> lis
     plan = _RulePlan(rules, model, owners, cache.runs)
     try:
         per_block = [p.reports(model, plan) for p in parsed]
+        if getattr(project, "wants_summary", False):
+            # the same facts (every category's version) say the same things: the summary stands
+            key = tuple(model.versions.items())
+            if cache.summary is None or cache.summary_key != key:
+                try:
+                    cache.summary, cache.summary_key = summarize_model(model), key
+                except RecursionError:  # a summary is an extra: the findings stand without it
+                    cache.summary, cache.summary_key = None, ()
     finally:
         model.lint_done()
     findings = _findings_for(path, blocks, parsed, per_block, config, owners)

@@ -24,6 +24,7 @@ from .convert import ClientFeatures, Converter, diagnostic
 from .documents import DocumentState, LintSnapshot
 from .protocol import RobustProtocol
 from .settings import SECTION, EditorSettings
+from .workspace_index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class TrainDoctorServer(LanguageServer):
         # Our own pool: pygls's pool also reads stdin, and must never wait on a lint.
         self.engine_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="traindoctor-lint")
         self.anomaly_runs = AnomalyRuns()  # folders of debug launches with anomaly detection
+        self.workspace_index = WorkspaceIndex()  # the project index, built in the background
 
     # --- workspace -------------------------------------------------------------
 
@@ -147,7 +149,8 @@ class TrainDoctorServer(LanguageServer):
         loop = asyncio.get_running_loop()
         try:
             snapshot = await loop.run_in_executor(
-                self.engine_pool, _lint_in_thread, doc, generation, text, version, config, codec, self.client
+                self.engine_pool, _lint_in_thread, doc, generation, text, version, config, codec, self.client,
+                self.workspace_index.project_for(doc)
             )
         except RuntimeError:  # the pool is gone: the server is shutting down
             return
@@ -158,6 +161,10 @@ class TrainDoctorServer(LanguageServer):
         doc.finish(snapshot)
         refresh, doc.refresh_on_finish = doc.refresh_on_finish, False
         self.publish(doc.uri, refresh=refresh)
+        try:
+            self.workspace_index.linted(self, doc)
+        except Exception:  # the index is an extra: the file's diagnostics are out already
+            logger.exception("project index update failed for %s", doc.path)
 
     async def current_snapshot(self, doc: DocumentState) -> LintSnapshot:
         """The lint result for the text as it is now (linting it if needed)."""
@@ -236,7 +243,7 @@ class TrainDoctorServer(LanguageServer):
 
 
 def _lint_in_thread(doc: DocumentState, generation: int, text: str, version: int | None, config, codec,
-                    client: ClientFeatures) -> LintSnapshot | None:
+                    client: ClientFeatures, project=None) -> LintSnapshot | None:
     if not doc.is_current(generation):
         return None  # a newer edit arrived while this run waited for a thread
     path = doc.path or doc.uri
@@ -247,7 +254,7 @@ def _lint_in_thread(doc: DocumentState, generation: int, text: str, version: int
     else:
         try:
             with doc.cache_lock:
-                result = lint_source(text, path, config, doc.cache)
+                result = lint_source(text, path, config, doc.cache, project)
             findings, error = result.findings, result.error
         except Exception as exc:  # the engine must never take the server down
             logger.exception("lint failed for %s", path)
@@ -274,6 +281,7 @@ def create_server() -> TrainDoctorServer:
         if ls.settings != before:  # documents opened meanwhile were linted with the old ones
             ls.relint_open_documents()
         await ls.watch_pyproject()
+        ls.workspace_index.start(ls)
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def on_watched_files(ls: TrainDoctorServer, params: lsp.DidChangeWatchedFilesParams) -> None:
@@ -393,6 +401,7 @@ def create_server() -> TrainDoctorServer:
             doc.close()
         ls.engine_pool.shutdown(wait=False, cancel_futures=True)
         ls.anomaly_runs.close()
+        ls.workspace_index.close()
 
     commands.register(server)
     notebooks.register(server)

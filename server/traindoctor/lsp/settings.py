@@ -30,6 +30,7 @@ class EditorSettings:
     severity: tuple[tuple[str, str], ...] = ()
     lint_on_change: bool | None = None  # None: whatever pyproject says (default on)
     lint_delay_ms: int = DEFAULT_LINT_DELAY_MS  # debounce after the last keystroke
+    index_workspace: bool = True  # build the project index of the workspace folders in the background
     problems: tuple[str, ...] = field(default=(), compare=False)  # settings that were dropped
 
     @classmethod
@@ -70,7 +71,13 @@ class EditorSettings:
             problems.append(f"{SECTION}.lintDelay must be a number of milliseconds between 0 and 60000")
             delay = DEFAULT_LINT_DELAY_MS
 
+        index_workspace = raw.get("indexWorkspace", True)
+        if not isinstance(index_workspace, bool):
+            problems.append(f"{SECTION}.indexWorkspace must be true or false")
+            index_workspace = True
+
         return cls(
+            index_workspace=index_workspace,
             select=str_list("select"),
             ignore=str_list("ignore"),
             severity=tuple(severity),

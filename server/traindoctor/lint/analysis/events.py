@@ -100,7 +100,7 @@ def training_facts(module: cst.Module, names: Names, text: str | None,
     return tuple(collector.routines)
 
 
-_WORDS = ("backward", ".grad", ".step(", ".eval(", ".train(", "zero_grad", "set_epoch", "Sampler", "empty_cache", ".to(",
+_WORDS = ("backward", ".grad", "set_grad_enabled", ".step(", ".eval(", ".train(", "zero_grad", "set_epoch", "Sampler", "empty_cache", ".to(",
           ".cuda(", "optim", "GradScaler", "scaler", "DataLoader", "for ", "while ")
 
 

@@ -14,7 +14,8 @@ import libcst as cst
 from .collect import BlockAnalysis
 from .facts import CATEGORIES, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Seed
 from ..walk import iter_nodes
-from .names import Names, dotted_name
+from .names import Names, _qualify_dotted, dotted_name
+from .summary import EMPTY_IMPORTS, ImportedFacts
 from .vocab import vocab
 
 # Object kinds a constructor makes (by qualified name).
@@ -24,8 +25,11 @@ _KIND_LISTS = (("softmax_modules", "softmax"), ("sigmoid_modules", "sigmoid"), (
 
 class FileModel:
     def __init__(self, names: Names, analyses: Sequence[BlockAnalysis], previous: "FileModel | None",
-                 path: str = "") -> None:
+                 path: str = "", imported: ImportedFacts = EMPTY_IMPORTS) -> None:
         self.names = names
+        # What the file reads from the rest of the project (project.py); a fact category of its
+        # own, so that rules reading it run again when an imported summary changes.
+        self.imported = imported
         self.path = path  # the linted file: its project's pins decide the torch version (environment.py)
         self.analyses = analyses
         merged: dict[str, list] = {key: [] for key in CATEGORIES}
@@ -38,6 +42,7 @@ class FileModel:
                 self.function_home.setdefault(info.qualname, (info, analysis))
         self.facts = {key: tuple(value) for key, value in merged.items()}
         self.facts["names"] = names.aliases  # type: ignore[assignment]
+        self.facts["project"] = imported  # type: ignore[assignment]
         self.versions: dict[str, int] = {}
         for key, value in self.facts.items():
             old = previous.versions.get(key, 0) if previous is not None else 0
@@ -159,7 +164,7 @@ class FileModel:
             return "model"
         if last in self.dataset_classes:
             return "dataset"
-        return None
+        return self.imported.object_kind(callee) if self.imported else None
 
     def object(self, name: str, klass: str = "") -> Obj | None:
         """The object a module-level name or `self.attr` (of `klass`) holds, last binding wins."""
@@ -174,8 +179,18 @@ class FileModel:
     def _last_of_owner(self) -> dict[tuple[str, str], Obj]:
         return {(obj.name, obj.owner): obj for obj in self.facts["objects"]}
 
+    def project_fact(self, name: str, fact: str):
+        """One fact of the summary (analysis/summary.py) of a function this file imports from
+        another project file, called as its code spells it (`build`, `models.build`): falsy
+        when unknown."""
+        return self.imported.fact(_qualify_dotted(name, self.names.imports), fact) if self.imported and name \
+            else None
+
     def object_kind(self, name: str, klass: str = "") -> str | None:
         obj = self.object(name, klass)
+        if obj is None and self.imported and not name.startswith("self."):  # `from models import net`
+            found = self.imported.binding(_qualify_dotted(name, self.names.imports))
+            return found.kind if found is not None else None
         return self.kind_of_callee(obj.callee) if obj is not None else None
 
     # -- functions ------------------------------------------------------------------------

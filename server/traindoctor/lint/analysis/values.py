@@ -73,6 +73,20 @@ SCALAR = Value("scalar")
 _GRAD_RANK = {"": 0, "likely": 1, "known": 2}
 
 
+def as_facts(value: Value) -> tuple[str, ...]:
+    """A Value as plain strings (a project summary's `returns`: picklable, no parse-tree nodes)."""
+    return (value.kind, value.grad, value.role, value.prob, value.zero, value.obj, value.unit) \
+        if value != UNKNOWN else ()
+
+
+def from_facts(facts: tuple[str, ...], origin: cst.CSTNode | None = None) -> Value:
+    """The Value another file's summary says a function returns (as_facts' inverse)."""
+    if len(facts) != 7:
+        return UNKNOWN
+    kind, grad, role, prob, zero, obj, unit = facts
+    return Value(kind, grad, role, prob, zero, obj, origin if grad else None, unit=unit)
+
+
 def join(a: Value, b: Value) -> Value:
     """What a value is when it may be either (branches, `+`, accumulation)."""
     kind = a.kind if a.kind == b.kind else ("tensor" if "tensor" in (a.kind, b.kind) else "unknown")
@@ -677,6 +691,9 @@ class Values:
             if info is not None:
                 summary = self.summary(info)
                 return replace(summary, origin=call) if summary.grad else summary
+            imported = self.model.imported.returns(self.model.names.qualify(func) or name)
+            if imported:
+                return from_facts(imported, call)
             kind = self.model.kind_of_callee(self.model.names.qualify(func) or name)
             if kind in ("model", "dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss",
                         "softmax", "sigmoid", "sequential"):
@@ -704,6 +721,11 @@ class Values:
                     return Value("tensor", "known", "output", "logits", origin=call)
                 klass = qualified.rsplit(".", 1)[-1]
                 info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
+                imported = self.model.imported.returns(f"{qualified}.forward") if info is None else ()
+                if imported:  # a model class of another project file
+                    summary = from_facts(imported)
+                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
+                        return Value("tensor", "known", "output", summary.prob, origin=call)
                 if info is not None:
                     summary = self.summary(info)
                     if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):

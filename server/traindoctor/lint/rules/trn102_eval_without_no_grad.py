@@ -12,21 +12,27 @@ code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
+from ..analysis.events import Event
+from ..analysis.names import dotted_name
 from ..analysis.scopes import code
+from ..analysis.summarize import is_no_grad_decorator
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
 from .trn7xx_training_base import RoutineRule
 
+
 class EvalWithoutNoGrad(RoutineRule):
     CODE = "TRN102"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals", "training")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "training", "project")
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
+        if routine.no_grad or self._decorated_no_grad(routine) or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
                 self.model.is_unit_test(routine.qualname) or \
                 any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
             return
@@ -39,7 +45,9 @@ class EvalWithoutNoGrad(RoutineRule):
             if not inside or loop.parent != -1:
                 continue
             start = events.index(inside[0])
-            modes = [e for e in events[:start] if e.kind in ("eval", "train") and not e.no_grad]
+            if any(self._turns_grad_off(e, routine) for e in events[:start]):
+                return
+            modes = [m for m in (self._mode(e) for e in events[:start]) if m is not None]
             if routine.node is None:  # module-level code: the mode switches of earlier blocks count too
                 earlier = training.routines("")
                 modes = [e for r in earlier[:earlier.index(routine)] for e in r.events
@@ -88,6 +96,41 @@ class EvalWithoutNoGrad(RoutineRule):
                     evaluated[param] = evaluated.get(param, True) and not event.no_grad and \
                         bool(switches) and switches[-1].kind == "eval"
         return [p for p, ok in evaluated.items() if ok]
+
+    def _mode(self, event: Event) -> Event | None:
+        """A train/eval switch; `model = load()` where the helper (in another project file)
+        returns a model it put in eval mode counts as `model.eval()`."""
+        if event.no_grad:
+            return None
+        if event.kind in ("eval", "train"):
+            return event
+        if event.kind == "call" and event.bound and self.model.project_fact(event.receiver, "returns_eval"):
+            return replace(event, kind="eval", receiver=event.bound)
+        return None
+
+    def _turns_grad_off(self, event: Event, routine: Routine) -> bool:
+        """A helper called before the loop (unconditionally) returns with autograd off."""
+        if event.kind != "call" or event.loops or event.conditional:
+            return False
+        target = self.training.callee(event, routine)
+        if target is not None:
+            return self.training.leaves_grad_off(target.qualname) is not None
+        return bool(self.model.project_fact(event.receiver, "leaves_grad_off"))
+
+    def _decorated_no_grad(self, routine: Routine) -> bool:
+        """Decorated with a project decorator that runs the function under no_grad."""
+        function = routine.node
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        for decorator in function.decorators:
+            expr = decorator.decorator
+            name = dotted_name(expr.func if isinstance(expr, cst.Call) else expr) or ""
+            if self.model.project_fact(name, "no_grad_decorator"):
+                return True
+            info = self.model.function(name) if "." not in name else None
+            if info is not None and is_no_grad_decorator(self.model, info.node, info.params):
+                return True
+        return False
 
     def _fix(self, routine: Routine) -> FixSpec | None:
         function = routine.node

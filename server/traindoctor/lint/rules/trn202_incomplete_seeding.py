@@ -7,6 +7,8 @@ RNGs with the seed the program already uses, next to its own seed call."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from ..analysis.facts import Draw, Seed
@@ -17,13 +19,20 @@ _ORDER = ("torch", "cuda", "cuda_all", "numpy", "random")
 _SEED_FUNCTION = {"torch": "torch.manual_seed", "numpy": "np.random.seed", "random": "random.seed"}
 
 
+def _qualified(model, name: str) -> str:
+    """A callee as names.py qualifies it (object callees already are; call sites are local names)."""
+    head, dot, rest = name.partition(".")
+    full = model.names.imports.get(head)
+    return (full + dot + rest) if full else name
+
+
 def _short(qualified: str) -> str:
     return qualified.replace("numpy.", "np.", 1) if qualified.startswith("numpy.") else qualified
 
 
 class IncompleteSeeding(Rule):
     CODE = "TRN202"
-    READS = ("names", "functions", "seeding", "layout")
+    READS = ("names", "functions", "seeding", "layout", "project")
 
     def visit_Call(self, node: cst.Call) -> None:
         plan = self._plan()
@@ -54,7 +63,8 @@ class IncompleteSeeding(Rule):
     def _compute(self):
         model = self.model
         # seeds inside class methods manage private states (e.g. Megatron's CUDA RNG tracker)
-        seeds = [s for s in model.seeds if s.kind in _ORDER and not model.in_worker(s) and "." not in s.function]
+        seeds = [s for s in self._with_project_helpers(model.seeds) if s.kind in _ORDER and not model.in_worker(s)
+                 and "." not in s.function]
         # a helper that only seeds CUDA (Megatron's model_parallel_cuda_manual_seed) is called after the
         # program's own seeding: not the program's seeding
         cuda_only = {s.function for s in seeds if s.function} - {s.function for s in seeds if s.kind not in
@@ -70,6 +80,12 @@ class IncompleteSeeding(Rule):
         for draw in model.facts["seeding"]:
             if isinstance(draw, Draw) and not self._in_worker_fn(draw):
                 first_draw.setdefault(draw.library, draw)
+        project_seeds, project_draws = self._project_randomness()
+        if project_seeds & {"all", "helper"}:
+            return None  # a project function seeds through a library helper
+        seeded |= project_seeds
+        for library, draw in project_draws.items():
+            first_draw.setdefault(library, draw)
         missing = [lib for lib in ("torch", "numpy", "random") if lib in first_draw and lib not in seeded]
         only_gpu = "torch" not in seeded and any(s.kind in ("cuda", "cuda_all") for s in seeds)
         if only_gpu and "torch" not in missing:
@@ -77,13 +93,45 @@ class IncompleteSeeding(Rule):
         return (anchor, missing, first_draw, only_gpu, seeds) if missing else None
 
     def _seeds_everything(self) -> bool:
-        """A library helper, or a seed helper whose body is not in this file."""
-        for seed in self.model.seeds:
+        """A library helper, or a seed helper whose body is neither in this file nor in the
+        project index (what it seeds is then unknown)."""
+        for seed in self._with_project_helpers(self.model.seeds):
             if seed.kind == "all":
                 return True
             if seed.kind == "helper" and self.model.function(seed.name.rsplit(".", 1)[-1]) is None:
                 return True
         return False
+
+    def _project_randomness(self) -> tuple[set[str], dict[str, Draw]]:
+        """What the objects of project classes built here (their methods) and the project
+        functions called here seed and draw from, by their summaries: one Draw per library,
+        at the call in this file, named after the method that draws."""
+        seeds: set[str] = set()
+        draws: dict[str, Draw] = {}
+        model = self.model
+        if not model.imported:
+            return seeds, draws
+        used = [(obj.callee, obj.node) for obj in model.facts["objects"]]
+        used += [(callee, site.node) for callee, sites in model.calls.items() for site in sites[:1]]
+        for callee, node in used:
+            for function, how, library in model.imported.randomness(_qualified(model, callee)):
+                if how == "seeds":
+                    seeds.update(("torch", "cuda") if library == "torch" else (library,))
+                else:
+                    draws.setdefault(library, Draw(library, function, "", "", "", node))
+        return seeds, draws
+
+    def _with_project_helpers(self, seeds):
+        """Each call of a seed helper defined in another project file stands for the seeds
+        its summary lists (one Seed per RNG, at the call)."""
+        found = []
+        for seed in seeds:
+            kinds = self.model.project_fact(seed.name, "seeds") if seed.kind == "helper" else None
+            if kinds:
+                found.extend(replace(seed, kind=kind) for kind in kinds)
+            else:
+                found.append(seed)
+        return found
 
     def _in_worker_fn(self, draw: Draw) -> bool:
         function = draw.function.rsplit(".", 1)[-1]

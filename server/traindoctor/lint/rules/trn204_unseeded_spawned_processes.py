@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts import Marker, Seed
+from ..analysis.names import dotted_name
 from ..rule import FixSpec, InsertBefore, Related, Rule
 from ..walk import iter_nodes
 
@@ -22,7 +23,7 @@ _SEEDING = ("torch", "cuda_all", "numpy", "random", "all", "helper")
 
 class UnseededSpawnedProcesses(Rule):
     CODE = "TRN204"
-    READS = ("names", "functions", "seeding", "program", "layout", "constants")
+    READS = ("names", "functions", "seeding", "program", "layout", "constants", "project")
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.walk.klass is not None:
@@ -35,8 +36,8 @@ class UnseededSpawnedProcesses(Rule):
             return
         reached = self._reachable(name)
         seeds = [s for s in self.model.seeds if s.kind in _SEEDING]
-        if any(s.function in reached for s in seeds):
-            return  # the worker seeds (itself or through an in-file helper)
+        if any(s.function in reached for s in seeds) or self._project_seeding(reached):
+            return  # the worker seeds (itself or through an in-file helper, or one of another project file)
         if any(s.function == "" and not self._under_main_guard(s) for s in seeds):
             return  # spawn re-imports the script: module-level seeding runs in every process
         parent = next((s for s in seeds if "." not in s.function and not self.model.in_worker(s)), None)
@@ -48,6 +49,15 @@ class UnseededSpawnedProcesses(Rule):
                    f"differ; seed at the top of `{name}`")
         self.report(node.name, message, fix=self._fix(node, parent),
                     related=[Related(spawn.node, "started here"), Related(parent.node, "the parent seeds here")])
+
+    def _project_seeding(self, reached: set[str]) -> bool:
+        """A function of another project file, called in `reached`, seeds a global RNG."""
+        for name in reached:
+            for call in iter_nodes(self.model.function(name).node):
+                if isinstance(call, cst.Call):
+                    if self.model.project_fact(dotted_name(call.func) or "", "seeds"):
+                        return True
+        return False
 
     def _under_main_guard(self, seed: Seed) -> bool:
         for top in self.model.facts["layout"]:

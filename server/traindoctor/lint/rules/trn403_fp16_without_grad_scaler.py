@@ -22,7 +22,7 @@ from ..rule import Rule
 
 class Fp16WithoutGradScaler(Rule):
     CODE = "TRN403"
-    READS = ("names", "objects", "precision")
+    READS = ("names", "objects", "precision", "project")
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         call = node.item
@@ -78,7 +78,8 @@ class Fp16WithoutGradScaler(Rule):
         """The file builds a GradScaler (anywhere), or leaves loss scaling to a library."""
         managed = vocab().managed_scaling
         return self.model.has_marker("precision", "grad-scaler") or \
-            any(full.split(".")[0] in managed for full in self.names.imports.values())
+            any(full.split(".")[0] in managed for full in self.names.imports.values()) or \
+            self.model.imported.has_kind("scaler")  # a project class wrapping a GradScaler, or one built elsewhere
 
 
 def _managed_backward(call: cst.Call) -> bool:

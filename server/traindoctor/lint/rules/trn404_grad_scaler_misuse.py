@@ -16,7 +16,7 @@ from .trn7xx_training_base import RoutineRule
 
 class GradScalerMisuse(RoutineRule):
     CODE = "TRN404"
-    READS = ("names", "objects", "training")
+    READS = ("names", "objects", "training", "project")
 
     def check(self, routine: Routine) -> None:
         for loop in routine.loops:

@@ -12,23 +12,24 @@ or used as a module in the same function (`m = torch.load(p); m.eval()`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 
 from ..analysis.scopes import code
 from ..analysis.environment import describe, torch_version
 from ..analysis.facts import Checkpoint
 from ..analysis.names import dotted_name
+from ..analysis.summarize import saved_kind
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
 from ..rule import FixSpec, Related, Rule
 from ..walk import iter_nodes
 
-_NOT_A_MODULE = ("state", "dict", "sd", "ckpt", "checkpoint", "param", "weight", "optim", "config", "args")
-
 
 class WeightsOnlyLoad(Rule):
     CODE = "TRN602"
-    READS = ("names", "objects", "classes", "program")
+    READS = ("names", "objects", "classes", "program", "functions", "calls", "project")
 
     def visit_Call(self, node: cst.Call) -> None:
         if (self.names.qualify(node.func) or "") not in vocab().checkpoint_loads:
@@ -46,15 +47,18 @@ class WeightsOnlyLoad(Rule):
         if any(isinstance(f, Checkpoint) and f.kind == "safe-globals" for f in facts):
             return
         save = next((f for f in facts if isinstance(f, Checkpoint) and f.kind == "save" and
-                     f.path == code(path) and self._whole_module(f)), None)
+                     f.path == code(path) and saved_kind(self.model, f) == "module"), None)
         fix = FixSpec("Pass weights_only=False (the program's own file)",
                       (append_kwargs(node, [("weights_only", "False")]),), safe=False)
-        if save is not None:
-            message = (f"`{save.obj}` is saved as a whole module (`torch.save({save.obj}, ...)`), and on "
-                       f"{describe(version)} `torch.load` defaults to weights_only=True, which refuses to "
-                       f"unpickle modules: this load raises UnpicklingError; save `{save.obj}.state_dict()` and "
-                       f"load it into a new model, or pass weights_only=False for this trusted file")
-            self.report(node, message, fix=fix, related=[Related(save.node, "the whole module is saved here")])
+        elsewhere = self.model.imported.saved(code(path)) if save is None else None
+        if save is not None or (elsewhere is not None and elsewhere[0] == "module"):
+            obj, where = (save.obj, "") if save is not None else (elsewhere[2], f" in {Path(elsewhere[1]).name}")
+            message = (f"`{obj}` is saved as a whole module (`torch.save({obj}, ...)`{where}), and on "
+                       f"{describe(version)} `torch.load` defaults to weights_only=True, which refuses to unpickle "
+                       f"modules: this load raises UnpicklingError; save `{obj}.state_dict()` and load it into "
+                       f"a new model, or pass weights_only=False for this trusted file")
+            related = [Related(save.node, "the whole module is saved here")] if save is not None else []
+            self.report(node, message, fix=fix, related=related)
             return
         held = self._what_the_load_holds(node)
         if held is None:
@@ -99,17 +103,3 @@ class WeightsOnlyLoad(Rule):
         if use is None:
             return None
         return f"a pickled module (`{code(use.func)}()` is called on what it returns)", use
-
-    def _whole_module(self, save: Checkpoint) -> bool:
-        if save.callee:
-            return self.model.kind_of_callee(save.callee) == "model"
-        if save.obj == "self":
-            return save.klass in self.model.model_classes
-        name = save.obj.removesuffix(".module")
-        if dotted_name(cst.parse_expression(name)) is None:
-            return False
-        if self.model.object_kind(name, save.klass) == "model":
-            return True
-        last = name.rsplit(".", 1)[-1].lower()
-        return bool(vocab().pattern("model_name_pattern").search(last)) and \
-            not any(word in last for word in _NOT_A_MODULE)

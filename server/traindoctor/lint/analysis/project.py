@@ -1,0 +1,341 @@
+"""The project index: every indexed file's summary (summary.py), module names <-> files,
+and the resolution of the project's own imports, shared by `check` and the language server.
+
+    index = ProjectIndex(summarize)            # summarize(path, text) -> FileSummary
+    index.update(path, text) -> bool           # rebuilt; True when the summary changed
+    index.set_summary(path, summary) -> bool   # a summary built elsewhere (a lint, a worker)
+    index.imported_for(path, imports)          # ImportedFacts: what that file reads from the others
+    index.dependants(path)                     # files that import it (through re-exports too)
+
+A module name is the file's path below its project root (the nearest folder above it with
+pyproject.toml, setup.py, setup.cfg or .git), or below `src/` there; a script's own folder
+comes first, as on `sys.path` when it runs. Thread-safe: the language server builds it in
+the background while lints read it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import replace
+from typing import Callable, Iterable
+
+from .summary import (EMPTY_IMPORTS, Binding, ClassSummary, FileSummary, FunctionSummary, ImportedFacts,
+                      ImportFact, Symbol, informative)
+
+ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_DEPTH = 6  # re-export chains followed
+
+
+def project_root(path: str) -> str:
+    """The nearest folder above `path` holding a project marker; the file's folder when none."""
+    folder = os.path.dirname(os.path.abspath(path))
+    current = folder
+    while True:
+        if any(os.path.exists(os.path.join(current, marker)) for marker in ROOT_MARKERS):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return folder
+        current = parent
+
+
+def module_candidates(importer: str, module: str, level: int, root: str | None = None) -> list[str]:
+    """The files an import may name, most likely first: relative to the importer's package
+    for `from .x import`, else its own folder, the project root and `root/src`."""
+    importer = os.path.abspath(importer)
+    parts = [p for p in module.split(".") if p]
+    if level:
+        base = os.path.dirname(importer)
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        bases = [base]
+    else:
+        root = root or project_root(importer)
+        bases = list(dict.fromkeys((os.path.dirname(importer), root, os.path.join(root, "src"))))
+    found = []
+    for base in bases:
+        target = os.path.join(base, *parts)
+        if parts:
+            found.append(target + ".py")
+        found.append(os.path.join(target, "__init__.py"))
+    return found
+
+
+class ProjectIndex:
+    def __init__(self, summarize: Callable[[str, str], FileSummary]) -> None:
+        self.summarize = summarize
+        self._summaries: dict[str, FileSummary] = {}
+        self._roots: dict[str, str] = {}  # folder -> its project root (memo)
+        self._lock = threading.RLock()
+        self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None
+        self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
+
+    # -- contents ------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._summaries)
+
+    def __contains__(self, path: str) -> bool:
+        return os.path.abspath(path) in self._summaries
+
+    def paths(self) -> list[str]:
+        with self._lock:
+            return list(self._summaries)
+
+    def summary(self, path: str) -> FileSummary | None:
+        return self._summaries.get(os.path.abspath(path))
+
+    def update(self, path: str, text: str) -> bool:
+        """Rebuild the file's summary from `text`; True when it changed."""
+        return self.set_summary(path, self.summarize(path, text))
+
+    def set_summary(self, path: str, summary: FileSummary) -> bool:
+        path = os.path.abspath(path)
+        with self._lock:
+            if self._summaries.get(path) == summary:
+                return False
+            old = self._summaries.get(path)
+            self._summaries[path] = summary
+            self._saves = None  # what a save writes may depend on any file it imports
+            self._expansions.clear()
+            return True
+
+    def remove(self, path: str) -> bool:
+        with self._lock:
+            self._saves = None
+            self._expansions.clear()
+            return self._summaries.pop(os.path.abspath(path), None) is not None
+
+    def root_of(self, path: str) -> str:
+        folder = os.path.dirname(os.path.abspath(path))
+        found = self._roots.get(folder)
+        if found is None:
+            found = self._roots[folder] = project_root(path)
+        return found
+
+    # -- resolution ------------------------------------------------------------------
+
+    def resolve(self, importer: str, module: str, level: int = 0) -> str | None:
+        """The indexed file an import names, or None (a library, or not indexed)."""
+        for candidate in module_candidates(importer, module, level, self.root_of(importer) if not level else None):
+            if candidate in self._summaries and os.path.abspath(candidate) != os.path.abspath(importer):
+                return candidate
+        return None
+
+    def missing(self, importer: str, imports: Iterable[ImportFact]) -> list[str]:
+        """Files on disk that the imports name and the index lacks (for `check` to add)."""
+        found = []
+        for fact in imports:
+            modules = [fact.module]
+            if fact.name and fact.name != "*":
+                modules.append(f"{fact.module}.{fact.name}" if fact.module else fact.name)
+            for module in modules:
+                if not module and not fact.level:
+                    continue
+                for candidate in module_candidates(importer, module, fact.level,
+                                                   self.root_of(importer) if not fact.level else None):
+                    if candidate in self._summaries:
+                        break
+                    if os.path.isfile(candidate):
+                        found.append(candidate)
+                        break
+        return found
+
+    def _symbol(self, path: str, name: str, depth: int = 0) -> Symbol | None:
+        """`name` as module `path` defines or re-exports it."""
+        summary = self._summaries.get(path)
+        if summary is None or depth > _DEPTH:
+            return None
+        found = summary.symbol(name)
+        if found is not None:
+            return self._expanded(path, found)
+        if name in summary.defined:
+            return None  # bound there to something the summary does not describe: unknown
+        for fact in summary.imports:
+            if fact.local == name and fact.name and fact.name != "*":
+                target = self.resolve(path, fact.module, fact.level)
+                return self._symbol(target, fact.name, depth + 1) if target else None
+        for fact in summary.imports:
+            if fact.name == "*":
+                target = self.resolve(path, fact.module, fact.level)
+                if target and name in self._exported(target, depth + 1):
+                    return self._symbol(target, name, depth + 1)
+        return None
+
+    def _expanded(self, path: str, symbol: Symbol, depth: int = 0) -> Symbol:
+        """The symbol with what the functions and classes of other project modules it calls
+        seed and draw from (a data manager building another file's sampler draws where the
+        sampler does). Memoized until the index changes."""
+        if isinstance(symbol, ClassSummary):
+            methods = tuple(self._expanded(path, m, depth) for m in symbol.methods)
+            return replace(symbol, methods=methods) if methods != symbol.methods else symbol
+        if not isinstance(symbol, FunctionSummary) or not symbol.calls or depth > 3:
+            return symbol
+        key = (path, symbol.qualname)
+        found = self._expansions.get(key)
+        if found is not None:
+            return found
+        self._expansions[key] = symbol  # recursion guard
+        summary = self._summaries.get(path)
+        known = self._symbols_for(path, summary.imports) if summary is not None else {}
+        seeds, draws = set(symbol.seeds), set(symbol.draws)
+        for callee in symbol.calls:
+            target = known.get(callee)
+            if target is None and "." in callee:  # `Class.method` of an imported class
+                owner = known.get(callee.rpartition(".")[0])
+                target = owner.method(callee.rpartition(".")[2]) if isinstance(owner, ClassSummary) else None
+            functions = target.methods if isinstance(target, ClassSummary) else \
+                (target,) if isinstance(target, FunctionSummary) else ()
+            for function in functions:
+                seeds.update(function.seeds)
+                draws.update(function.draws)
+        result = replace(symbol, seeds=tuple(sorted(seeds)), draws=tuple(sorted(draws)))
+        self._expansions[key] = result = result if result != symbol else symbol
+        return result
+
+    def _exported(self, path: str, depth: int = 0) -> dict[str, Symbol]:
+        """What `from module import *` binds: `__all__`, else every public name."""
+        summary = self._summaries.get(path)
+        if summary is None or depth > _DEPTH:
+            return {}
+        found: dict[str, Symbol] = {}
+        for fact in summary.imports:
+            if fact.name == "*":
+                target = self.resolve(path, fact.module, fact.level)
+                if target:
+                    found.update(self._exported(target, depth + 1))
+            elif fact.name and not fact.local.startswith("_"):
+                symbol = self._symbol(path, fact.local, depth)
+                if symbol is not None:
+                    found[fact.local] = symbol
+        for symbol in (*summary.bindings, *summary.classes, *summary.functions):
+            name = symbol.name if not isinstance(symbol, FunctionSummary) else symbol.qualname
+            if not name.startswith("_"):
+                found[name] = self._expanded(path, symbol)
+        if summary.exports is not None:
+            found = {name: symbol for name, symbol in found.items() if name in summary.exports}
+        return found
+
+    def _module_symbols(self, path: str) -> dict[str, Symbol]:
+        """Every top-level symbol of a module, as `import module` reaches them."""
+        found = self._exported(path)
+        summary = self._summaries.get(path)
+        if summary is not None:
+            for symbol in (*summary.bindings, *summary.classes, *summary.functions):
+                name = symbol.name if not isinstance(symbol, FunctionSummary) else symbol.qualname
+                found.setdefault(name, self._expanded(path, symbol))
+        return found
+
+    def imported_for(self, path: str, imports: Iterable[ImportFact], text: str | None = None) -> ImportedFacts:
+        """What the file at `path`, with these imports, reads from the rest of the project.
+        With its `text`, only what it can read there: the functions and classes it calls or
+        decorates with, the names it uses, and saves only where it loads (`check` lints again
+        only the files this leaves something for)."""
+        path = os.path.abspath(path)
+        with self._lock:
+            if not self._summaries:
+                return EMPTY_IMPORTS
+            spelled: dict[str, str] = {}
+            symbols = self._symbols_for(path, imports, spelled)
+            saves = tuple(s for s in self._project_saves(self.root_of(path)) if s[2] != path)
+        if text is not None:
+            symbols = {key: symbol for key, symbol in symbols.items() if _used(text, spelled[key], symbol)}
+            saves = saves if "load(" in text else ()
+        return self._facts(symbols, saves)
+
+    def _symbols_for(self, path: str, imports: Iterable[ImportFact],
+                     spelled: dict[str, str] | None = None) -> dict[str, Symbol]:
+        """Each imported project symbol under the qualified name the file's code spells;
+        `spelled` receives how the code writes each (its local name)."""
+        symbols: dict[str, Symbol] = {}
+        spelled = spelled if spelled is not None else {}
+
+        def add(key: str, symbol: Symbol, local: str) -> None:
+            if key not in symbols:
+                symbols[key] = symbol
+                spelled[key] = local
+
+        for fact in imports:
+            if fact.name == "*":
+                target = self.resolve(path, fact.module, fact.level)
+                if target:
+                    for name, symbol in self._exported(target).items():
+                        add(name, symbol, name)
+            elif fact.name:
+                # names.py qualifies `from m import n as a` as `m.n`; relative imports stay `a`
+                key = f"{fact.module}.{fact.name}" if not fact.level and fact.module else fact.local
+                target = self.resolve(path, fact.module, fact.level) if fact.module or fact.level else None
+                symbol = self._symbol(target, fact.name) if target else None
+                if symbol is not None:
+                    symbols[key], spelled[key] = symbol, fact.local
+                    continue
+                sub = self.resolve(path, f"{fact.module}.{fact.name}" if fact.module else fact.name, fact.level)
+                if sub:  # `from pkg import module`
+                    for name, symbol in self._module_symbols(sub).items():
+                        add(f"{key}.{name}", symbol, f"{fact.local}.{name}")
+            else:
+                target = self.resolve(path, fact.module, 0)
+                if target:
+                    for name, symbol in self._module_symbols(target).items():
+                        add(f"{fact.module}.{name}", symbol, f"{fact.local}.{name}")
+        return symbols
+
+    @staticmethod
+    def _facts(symbols: dict[str, Symbol], saves=()) -> ImportedFacts:
+        symbols = {key: symbol for key, symbol in symbols.items() if informative(symbol)}
+        if not symbols and not saves:
+            return EMPTY_IMPORTS
+        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves)
+
+    def _project_saves(self, root: str) -> tuple[tuple[str, str, str, str], ...]:
+        if self._saves is None:
+            by_root: dict[str, list[tuple[str, str, str, str]]] = {}
+            for where, summary in self._summaries.items():
+                for saved, kind, obj in summary.saves:
+                    if kind.startswith("call:"):  # built by a class or factory of a third file
+                        found = self._facts(self._symbols_for(where, summary.imports)).object_kind(kind[5:])
+                        kind = "module" if found == "model" else ""
+                    if kind:
+                        by_root.setdefault(self.root_of(where), []).append((saved, kind, where, obj))
+            self._saves = {r: tuple(sorted(v)) for r, v in by_root.items()}
+        return self._saves.get(root, ())
+
+    def dependants(self, path: str) -> set[str]:
+        """Indexed files that import `path`, and those that import a file re-exporting it."""
+        path = os.path.abspath(path)
+        with self._lock:
+            # target -> {importer: whether it binds the target's names (from-import or star),
+            # through which a third file can reach them}
+            importers: dict[str, dict[str, bool]] = {}
+            for where, summary in self._summaries.items():
+                for fact in summary.imports:
+                    modules = [fact.module]
+                    if fact.name and fact.name != "*":
+                        modules.append(f"{fact.module}.{fact.name}" if fact.module else fact.name)
+                    for module in modules:
+                        target = self.resolve(where, module, fact.level) if module or fact.level else None
+                        if target:
+                            binds = importers.setdefault(target, {})
+                            binds[where] = binds.get(where, False) or bool(fact.name)
+            found: set[str] = set()
+            todo = [path]
+            while todo:
+                for importer, binds in importers.get(todo.pop(), {}).items():
+                    if importer not in found and importer != path:
+                        found.add(importer)
+                        if binds:
+                            todo.append(importer)
+            return found
+
+
+def _used(text: str, local: str, symbol: Symbol) -> bool:
+    """A function or class called or used as a decorator; a binding named twice (its import and a use)."""
+    pattern = re.escape(local)
+    if isinstance(symbol, Binding):
+        return len(re.findall(rf"(?<![\w.]){pattern}\b", text)) >= 2
+    return re.search(rf"(?<![\w.]){pattern}\s*\(|@\s*{pattern}\b", text) is not None
+
+
+__all__ = ["Binding", "ClassSummary", "FunctionSummary", "ProjectIndex", "module_candidates", "project_root"]

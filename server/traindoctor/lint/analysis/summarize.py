@@ -1,0 +1,242 @@
+"""A file's summary (summary.py) from its file model: the facts another file may read.
+
+The top layer of the analysis: what a function returns is values.py's answer (`Values.summary`),
+what it does is training.py's and the seeding facts' (the same queries the in-file rules
+ask), so that one owner decides each fact in and across files.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..walk import iter_nodes
+from .facts import Checkpoint, Draw
+from .model import FileModel
+from .names import dotted_name
+from .summary import Binding, ClassSummary, FileSummary, FunctionSummary, imports_of, literal_path
+from .training import training_of
+from .values import Values, as_facts
+from .vocab import vocab
+
+# Object kinds worth telling another file about (model.py's kind_of_callee).
+_BINDING_KINDS = ("model", "scaler", "loss", "optimizer", "scheduler", "dataloader", "dataset", "sequential")
+
+
+def summarize_model(model: FileModel) -> FileSummary:
+    """Call before `model.lint_done()` or after: it uses its own per-lint memo either way."""
+    functions, methods = [], {}
+    draws: dict[str, set[str]] = {}
+    for fact in model.facts["seeding"]:
+        if isinstance(fact, Draw):
+            draws.setdefault(fact.function, set()).add(fact.library)
+    top_level = {name for top in model.facts["layout"] for name in top.names}
+    for qualname, (info, _) in model.function_home.items():
+        if info.klass and qualname.count(".") == 1:
+            methods.setdefault(info.klass, []).append(function_summary(model, qualname, draws))
+        elif not info.klass and "." not in qualname and qualname in top_level:
+            functions.append(function_summary(model, qualname, draws))
+    classes = []
+    for name, info in model.classes.items():
+        scaler = any(model.kind_of_callee(obj.callee) == "scaler" for _, obj in
+                     model.objects_of_owner.get(name, ()) if obj.where == "__init__")
+        classes.append(ClassSummary(name, info.bases, name in model.model_classes, scaler,
+                                    name in model.dataset_classes, tuple(methods.get(name, ()))))
+    scalers = {c.name for c in classes if c.scaler}
+    bindings = []
+    for name, objects in model.objects.items():
+        if "." in name or "[" in name:
+            continue
+        callee = objects[-1].callee
+        kind = "scaler" if callee.rsplit(".", 1)[-1] in scalers else model.kind_of_callee(callee)
+        if kind in _BINDING_KINDS:
+            bindings.append(Binding(name, kind))
+    saves = []
+    for fact in model.facts["program"]:
+        if isinstance(fact, Checkpoint) and fact.kind == "save":
+            literal = literal_path(fact.path)
+            kind = saved_kind(model, fact)
+            if literal is not None and kind:
+                saves.append((literal, kind, fact.obj))
+    statements = [top.node for top in model.facts["layout"] if top.node is not None]
+    defined = sorted({name for top in model.facts["layout"] for name in top.names})
+    return FileSummary(tuple(functions), tuple(classes), tuple(sorted(bindings, key=lambda b: b.name)),
+                       tuple(sorted(set(saves))), imports_of(statements), _exports(statements), tuple(defined))
+
+
+def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]) -> FunctionSummary:
+    """`draws`: function qualname -> the global RNGs drawn from there (the file's Draw facts)."""
+    info, analysis = model.function_home[qualname]
+    training = training_of(model)
+    returned = Values(model, analysis, None).summary(info) if info.returns else None
+    imported = _imported_names(model)
+    events = [e for r in training.routines(qualname) for e in r.events]
+    returned_names = {dotted_name(r) for r in info.returns}
+    returns_eval = any(e.kind == "eval" and e.receiver in returned_names for e in events) or any(
+        isinstance(r, cst.Call) and isinstance(r.func, cst.Attribute) and r.func.attr.value == "eval"
+        for r in info.returns)
+    state_dict = bool(info.returns) and all(
+        isinstance(r, cst.Call) and isinstance(r.func, cst.Attribute) and r.func.attr.value == "state_dict"
+        for r in info.returns)
+    seeds = sorted({s.kind for s in model.seeds if s.function == qualname})
+    modes = tuple(dict.fromkeys(e.kind for e in events if e.kind in ("eval", "train")))
+    return FunctionSummary(
+        qualname, info.params,
+        returns=_told(as_facts(returned)) if returned is not None else (),
+        returns_eval=returns_eval,
+        returns_state_dict=state_dict,
+        seeds=tuple(seeds),
+        draws=tuple(sorted(draws.get(qualname, ()))),
+        zeroes=any(e.kind == "zero_grad" for e in events),
+        backward=info.trains or any(e.kind in ("backward", "scaled_backward") for e in events),
+        no_grad=info.no_grad,
+        leaves_grad_off=training.leaves_grad_off(qualname) is not None,
+        modes=modes,
+        set_epoch=any(e.kind == "set_epoch" for e in events),
+        no_grad_decorator=is_no_grad_decorator(model, info.node, info.params),
+        calls=tuple(sorted({_qualified(model, e.receiver) for e in events
+                            if e.kind == "call" and e.receiver.split(".")[0] in imported})))
+
+
+def _imported_names(model: FileModel) -> frozenset[str]:
+    """Local names the file's imports bind, relative ones included (names.py skips those)."""
+    return model.remembered("summary-imported-names", lambda: frozenset(
+        fact.local.split(".")[0] for fact in imports_of(top.node for top in model.facts["layout"] if top.node)
+        if fact.name != "*"))
+
+
+def _qualified(model: FileModel, name: str) -> str:
+    """`name` as names.py qualifies it (a relative import's name stays as written)."""
+    head, dot, rest = name.partition(".")
+    full = model.names.imports.get(head)
+    return full + dot + rest if full else name
+
+
+def _told(facts: tuple[str, ...]) -> tuple[str, ...]:
+    """A returned value worth telling other files: a number, an object, or a tensor with a fact
+    (history, loss/output role, probability, zeros, unit). A bare "tensor" or "container"
+    changes no rule's answer, and would make `check` lint each importer twice for nothing."""
+    if facts and facts[0] in ("tensor", "container", "unknown") and not any(facts[1:]):
+        return ()
+    return facts
+
+
+def is_no_grad_decorator(model: FileModel, function: cst.CSTNode | None, params: tuple[str, ...]) -> bool:
+    """`def nograd(fn)` whose wrapper calls `fn` inside `with torch.no_grad():`, or that
+    returns `torch.no_grad()(fn)`."""
+    if not isinstance(function, cst.FunctionDef) or not params:
+        return False
+    wrapped = params[0] if params[0] not in ("self", "cls") else (params[1] if len(params) > 1 else "")
+    if not wrapped:
+        return False
+    v = vocab()
+
+    def disables(expr: cst.BaseExpression) -> bool:
+        func = expr.func if isinstance(expr, cst.Call) else expr
+        target = model.names.qualify(func) or ""
+        if target == "torch.set_grad_enabled":
+            first = expr.args[0].value if isinstance(expr, cst.Call) and expr.args else None
+            return isinstance(first, cst.Name) and first.value == "False"
+        return target in v.no_grad_contexts
+
+    # A decorator returns its wrapper (a function defined in it) or `torch.no_grad()(fn)`:
+    # only those are walked (walking every function cost two thirds of a summary).
+    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
+    nested = {stmt.name.value: stmt for stmt in body if isinstance(stmt, cst.FunctionDef)}
+    for stmt in body:
+        if not (isinstance(stmt, cst.SimpleStatementLine) and stmt.body and isinstance(stmt.body[0], cst.Return)):
+            continue
+        value = stmt.body[0].value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Call) and disables(value.func) and \
+                any(isinstance(a.value, cst.Name) and a.value.value == wrapped for a in value.args):
+            return True
+        wrapper = nested.get(value.value) if isinstance(value, cst.Name) else None
+        if wrapper is not None:
+            for node in iter_nodes(wrapper):
+                if isinstance(node, cst.With) and any(disables(item.item) for item in node.items) and \
+                        any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == wrapped
+                            for n in iter_nodes(node.body)):
+                    return True
+    return False
+
+
+def saved_kind(model: FileModel, save: Checkpoint) -> str:
+    """What `torch.save(obj, path)` writes: "module" (a whole nn.Module), "state-dict", or ""
+    (cannot tell). An argument that every in-file caller passes as `x.state_dict()` is a
+    state dict, whatever its name."""
+    if save.callee:
+        kind = model.kind_of_callee(save.callee)
+        if kind is None:
+            return "call:" + save.callee  # perhaps a class of another file: the project index decides
+        return "module" if kind == "model" else ""
+    if save.obj == "self":
+        return "module" if save.klass in model.model_classes else ""
+    obj = save.obj.strip()
+    if obj.endswith(".state_dict()"):
+        return "state-dict"
+    name = obj.removesuffix(".module")
+    try:
+        expr = cst.parse_expression(name)
+    except cst.ParserSyntaxError:
+        return ""
+    if dotted_name(expr) is None:
+        return ""
+    if _passed_state_dicts(model, save, name):
+        return "state-dict"
+    if model.object_kind(name, save.klass) == "model":
+        return "module"
+    last = name.rsplit(".", 1)[-1].lower()
+    return "module" if vocab().pattern("model_name_pattern").search(last) and \
+        not any(word in last for word in _NOT_A_MODULE) else ""
+
+
+_NOT_A_MODULE = ("state", "dict", "sd", "ckpt", "checkpoint", "param", "weight", "optim", "config", "args")
+
+
+def _passed_state_dicts(model: FileModel, save: Checkpoint, name: str) -> bool:
+    """`name` is a parameter of the saving function and every in-file call passes a state dict there."""
+    home = model.function_home.get(save.function)
+    if home is None or name not in home[0].params:
+        return False
+    info = home[0]
+    params = [p for p in info.params if p not in ("self", "cls")]
+    position = params.index(name) if name in params else -1
+    key = f"self.{info.name}" if info.klass else info.name
+    sites = model.calls.get(key, ())
+    if not sites:
+        return False
+    for site in sites:
+        call = site.node
+        if not isinstance(call, cst.Call):
+            return False
+        keyword = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        value = keyword if keyword is not None else positional[position] if 0 <= position < len(positional) else None
+        if not _is_state_dict(value):
+            return False
+    return True
+
+
+def _is_state_dict(expr: cst.BaseExpression | None) -> bool:
+    """`m.state_dict()`, or a dict display of them (a checkpoint dict holds no module)."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value == "state_dict"
+    if isinstance(expr, cst.Dict):
+        return bool(expr.elements) and all(isinstance(e, cst.DictElement) and
+                                           (_is_state_dict(e.value) or not isinstance(e.value, (cst.Name, cst.Call)))
+                                           for e in expr.elements)
+    return False
+
+
+def _exports(statements) -> tuple[str, ...] | None:
+    """`__all__ = ["a", "b"]` (a list or tuple of strings), else None."""
+    for stmt in statements:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == "__all__"
+                                                     for t in small.targets) and \
+                    isinstance(small.value, (cst.List, cst.Tuple)):
+                names = [e.value.evaluated_value for e in small.value.elements
+                         if isinstance(e.value, cst.SimpleString)]
+                return tuple(n for n in names if isinstance(n, str))
+    return None

@@ -1,0 +1,151 @@
+"""Project summaries from source text, and the project index `check` and the language
+server share (analysis/project.py holds it; analysis/summarize.py says what a summary holds).
+
+    index = new_index()
+    index.update(path, text)                      # summarize_source, kept when it changed
+    lint_source(text, path, config, cache, project=index)
+
+`check` builds the summaries in its worker pool (`summarize_file`), then hands each
+worker the facts its file reads (`Imported`), so that the rules run in parallel too.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .analysis.model import FileModel
+from .analysis.names import Names
+from .analysis.project import ProjectIndex
+from .analysis.summarize import summarize_model
+from .analysis.summary import EMPTY_IMPORTS, EMPTY_SUMMARY, AskedFacts, FileSummary, ImportedFacts, ImportFact
+from .api import MAX_BYTES, read_source
+from .engine import LintCache, LintError, collector_paused
+
+# `check` indexes the project files its checked files import, up to this many more files.
+MAX_EXTRA_FILES = 300
+# A file that mentions none of these has no fact another file reads beyond its names.
+_ANALYSED_WORDS = ("torch", "random", "seed")
+
+
+def summarize_source(path: str, text: str) -> FileSummary:
+    """The file's summary; a file that mentions neither torch nor randomness only re-exports
+    (its imports, `__all__` and names are read with `ast`, ten times cheaper than the full
+    analysis)."""
+    if len(text) > MAX_BYTES or "\x00" in text:
+        return EMPTY_SUMMARY
+    if not any(word in text for word in _ANALYSED_WORDS):
+        return _plain_summary(text)
+    cache = LintCache()
+    try:
+        with collector_paused():
+            blocks = cache.splitter.split(text)
+            try:
+                parsed = cache.blocks_for(blocks)
+            except LintError:
+                parsed = cache.blocks_for(cache.splitter.split(text, exactly=True))
+            names = Names(tuple(alias for p in parsed for alias in p.aliases))
+            model = FileModel(names, [p.analysis(names) for p in parsed], None, path)
+            try:
+                return summarize_model(model)
+            finally:
+                model.lint_done()
+    except (LintError, RecursionError, Exception):  # noqa: BLE001 - a file that cannot be read says nothing
+        return _plain_summary(text)
+
+
+def summarize_file(path: str) -> tuple[str, FileSummary]:
+    try:
+        return path, summarize_source(path, read_source(Path(path)))
+    except LintError:
+        return path, EMPTY_SUMMARY
+
+
+def _plain_summary(text: str) -> FileSummary:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return EMPTY_SUMMARY
+    imports: list[ImportFact] = []
+    defined: set[str] = set()
+    exports = None
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                imports.append(ImportFact(alias.asname or alias.name, alias.name, ""))
+                defined.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                if alias.name == "*":
+                    imports.append(ImportFact("*", stmt.module or "", "*", stmt.level))
+                else:
+                    imports.append(ImportFact(alias.asname or alias.name, stmt.module or "", alias.name, stmt.level))
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    defined.add(target.id)
+                    if target.id == "__all__" and isinstance(stmt.value, (ast.List, ast.Tuple)):
+                        exports = tuple(e.value for e in stmt.value.elts
+                                        if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return FileSummary(imports=tuple(imports), exports=exports, defined=tuple(sorted(defined)))
+
+
+class _Index(ProjectIndex):
+    wants_summary = True  # a lint through the index leaves the text's summary in its LintCache
+
+
+def new_index() -> ProjectIndex:
+    return _Index(summarize_source)
+
+
+class Asking:
+    """check's first lint of a file: no project facts yet, the questions noted (AskedFacts)."""
+
+    wants_summary = True
+
+    def __init__(self) -> None:
+        self.facts = AskedFacts()
+
+    def imported_for(self, path: str, imports) -> ImportedFacts:
+        return self.facts
+
+
+@dataclass(frozen=True)
+class Imported:
+    """Facts computed beforehand for one file (check's workers get them with the job);
+    `wants_summary`: the lint leaves the file's own summary in its LintCache."""
+
+    facts: ImportedFacts = EMPTY_IMPORTS
+    wants_summary: bool = False
+
+    def imported_for(self, path: str, imports) -> ImportedFacts:
+        return self.facts
+
+
+def index_for_check(paths: list[str], run_parallel, index: ProjectIndex | None = None) -> ProjectIndex:
+    """The index of the checked files and the project files they import (bounded by
+    MAX_EXTRA_FILES). `run_parallel(function, items)` maps in check's worker pool. Files
+    `index` already holds (summarized by their lint) are not summarized again."""
+    index = index if index is not None else new_index()
+    todo = [os.path.abspath(p) for p in paths if p.endswith(".py")]
+    extra = 0
+    seen: set[str] = set()
+    while todo:
+        batch = [p for p in dict.fromkeys(todo) if p not in seen]
+        seen.update(batch)
+        for path, summary in run_parallel(summarize_file, [p for p in batch if p not in index]):
+            index.set_summary(path, summary)
+        todo = []
+        for path in batch:
+            summary = index.summary(path)
+            if summary is None or not summary.imports:
+                continue
+            for missing in index.missing(path, summary.imports):
+                if missing not in seen and extra < MAX_EXTRA_FILES:
+                    todo.append(missing)
+                    extra += 1
+    return index

@@ -1,0 +1,139 @@
+"""The project index of the workspace, built in the background (issue 27).
+
+The editor runs this server only in trusted workspaces (package.json: untrusted workspaces
+are not supported); indexing reads files and runs nothing, and `indexWorkspace: false`
+turns it off. The build never delays an open file's diagnostics: open files are linted
+with whatever summaries exist, and re-linted when the facts they read change — after each
+chunk of the build, and after an edit changes another open file's summary. An edit whose
+summary is unchanged re-lints nothing else.
+
+Progress: `window/workDoneProgress/create`, then `$/progress` begin, report (per chunk), end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from ..lint.analysis.project import ProjectIndex
+from ..lint.project import new_index, summarize_file
+
+if TYPE_CHECKING:
+    from .documents import DocumentState
+    from .server import TrainDoctorServer
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 100  # files summarized between two progress reports and checks of the open files
+MAX_FILES = 20_000
+
+
+class WorkspaceIndex:
+    def __init__(self) -> None:
+        self.index: ProjectIndex = new_index()
+        # One thread of its own: the lint pool stays free for the open files.
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="traindoctor-index")
+        self.task: asyncio.Task | None = None
+        self.built = False
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- the background build ------------------------------------------------------------
+
+    def start(self, ls: "TrainDoctorServer") -> None:
+        if self.task is None and ls.settings.index_workspace and ls.workspace_dirs():
+            self.task = asyncio.ensure_future(self._build(ls))
+
+    async def _build(self, ls: "TrainDoctorServer") -> None:
+        from .commands import python_files
+
+        loop = asyncio.get_running_loop()
+        try:
+            files = [p for p in await loop.run_in_executor(self._pool, python_files, ls.workspace_dirs())
+                     if p.endswith(".py")][:MAX_FILES]
+        except RuntimeError:  # the pool is gone: shutting down
+            return
+        token = await self._begin(ls, len(files))
+        done = 0
+        try:
+            for start in range(0, len(files), CHUNK):
+                open_paths = {os.path.abspath(d.path) for d in ls.documents.values() if d.path}
+                chunk = [p for p in files[start:start + CHUNK] if os.path.abspath(p) not in open_paths]
+                results = await loop.run_in_executor(self._pool, _summaries, chunk)
+                changed = False
+                for path, summary in results:
+                    if os.path.abspath(path) not in {os.path.abspath(d.path) for d in ls.documents.values()
+                                                     if d.path}:
+                        changed |= self.index.set_summary(path, summary)
+                done = min(start + CHUNK, len(files))
+                if token is not None:
+                    ls.work_done_progress.report(token, lsp.WorkDoneProgressReport(
+                        message=f"{done}/{len(files)} files", percentage=int(100 * done / max(len(files), 1))))
+                if changed:
+                    self.relint_readers(ls)
+        except (asyncio.CancelledError, RuntimeError):
+            return
+        except Exception:  # a bug in the index must not take the server down: open files lint without it
+            logger.exception("the workspace index build failed")
+            return
+        finally:
+            if token is not None:
+                ls.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=f"{done} files indexed"))
+                ls.work_done_progress.tokens.pop(token, None)
+        self.built = True
+
+    async def _begin(self, ls: "TrainDoctorServer", count: int) -> str | None:
+        if not ls.client.work_done_progress:
+            return None
+        token = f"traindoctor-index-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(ls.work_done_progress.create_async(token), 10)
+            ls.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
+                title="traindoctor: indexing the workspace", cancellable=False, message=f"0/{count} files",
+                percentage=0))
+        except Exception as exc:  # a client that refuses: build without progress
+            logger.info("no index progress: %s", exc)
+            return None
+        return token
+
+    # -- after a lint of an open file ---------------------------------------------------------
+
+    def project_for(self, doc: "DocumentState"):
+        """What a lint of the document resolves its imports through (None: not a project file)."""
+        return self.index if doc.path and doc.path.endswith(".py") else None
+
+    def linted(self, ls: "TrainDoctorServer", doc: "DocumentState") -> None:
+        """The document's lint left its summary in its cache: when it changed, the other
+        open files whose imported facts changed are linted again."""
+        summary = doc.cache.summary
+        if summary is None or not doc.path:
+            return
+        if self.index.set_summary(doc.path, summary):
+            self.relint_readers(ls, skip=doc)
+        self.relint_readers(ls, only=doc)  # facts that changed while it was being linted
+
+    def relint_readers(self, ls: "TrainDoctorServer", skip: "DocumentState | None" = None,
+                       only: "DocumentState | None" = None) -> None:
+        for other in [only] if only is not None else list(ls.documents.values()):
+            if other is skip or not other.path or other.cache.summary is None or other.cache.model is None:
+                continue
+            if other.scheduled > (other.latest.generation if other.latest else 0):
+                continue  # a lint is on its way: when it ends, it checks its facts (`linted`)
+            facts = self.index.imported_for(other.path, other.cache.summary.imports)
+            if facts != other.cache.model.imported:
+                other.bump()
+                other.refresh_on_finish = True  # a pull client did not edit: it is told to pull
+                ls.schedule_lint(other, 0)
+
+
+def _summaries(paths: list[str]) -> list:
+    return [summarize_file(path) for path in paths]
