@@ -141,6 +141,7 @@ class Checkpoint:
     function: str
     klass: str
     node: Node = _node()
+    file: str = ""  # the file name the path names (file_named in program.py); "" when not known
 
 
 @dataclass(frozen=True)
