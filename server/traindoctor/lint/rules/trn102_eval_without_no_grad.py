@@ -2,7 +2,9 @@
 calling backward or an optimizer step) calls the model outside no_grad/
 inference_mode, so every forward pass records an autograd graph it never uses.
 
-Quiet in functions decorated with or only called under no_grad, in Lightning's
+Quiet in functions decorated with or only called under no_grad (or an in-file decorator
+that runs them under it), for a model whose parameters were all frozen before the loop
+(`requires_grad_(False)`: no graph is recorded), in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's
 own `def test(model, loader)` loop is not one), and where the
 code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.autograd_off import frozen_before, runs_without_grad
 from ..analysis.scopes import code
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
@@ -24,7 +27,8 @@ class EvalWithoutNoGrad(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if routine.no_grad or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
+        if routine.no_grad or (routine.node is not None and runs_without_grad(self.model, routine.node)) or \
+                routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
                 self.model.is_unit_test(routine.qualname) or \
                 any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
             return
@@ -46,6 +50,8 @@ class EvalWithoutNoGrad(RoutineRule):
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             if not models:
                 continue
+            root = routine.node if routine.node is not None else (self.walk.stack[0] if self.walk.stack else None)
+            models = [m for m in models if root is None or not frozen_before(root, m, loop.node, same_object)]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             if not calls:
