@@ -33,6 +33,8 @@ _RETURNS_SELF = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half"
 
 def runs_without_grad(model: FileModel, function: cst.FunctionDef) -> bool:
     """`function` is decorated with an in-file decorator that runs it with autograd off."""
+    if not function.decorators:
+        return False
     wrappers = model.remembered("autograd_off.wrappers", lambda: _grad_off_wrappers(model))
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value in wrappers  # type: ignore[operator]
                for d in function.decorators)
