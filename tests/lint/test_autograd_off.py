@@ -56,9 +56,10 @@ def test_an_in_file_decorator_counts_by_what_its_wrapper_does(decorator, quiet):
     ("model.eval()\n    model.requires_grad_(False)\n    model.requires_grad_()", False),  # undone
     ("model.eval()\n    if frozen:\n        model.requires_grad_(False)", False),  # only sometimes
     ("model.eval()\n    other.requires_grad_(False)", False),  # another module
+    ("model.eval()\n    ema.model.requires_grad_(False)", False),  # another module, same last name
 ])
 def test_a_frozen_model_records_no_graph(freeze, quiet):
-    source = f"import torch\ndef evaluate(model, other, loader, device, frozen):\n    {freeze}\n    out = []\n" \
+    source = f"import torch\ndef evaluate(model, other, ema, loader, device, frozen):\n    {freeze}\n    out = []\n" \
              f"    for x in loader:\n        out.append(model(x))\n    return out\n"
     hits = _hits(source)
     assert (hits == []) is quiet, hits

@@ -51,7 +51,7 @@ class EvalWithoutNoGrad(RoutineRule):
             if not models:
                 continue
             root = routine.node if routine.node is not None else (self.walk.stack[0] if self.walk.stack else None)
-            models = [m for m in models if root is None or not frozen_before(root, m, loop.node, same_object)]
+            models = [m for m in models if root is None or not frozen_before(root, m, loop.node, _one_object)]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             if not calls:
@@ -76,6 +76,13 @@ class EvalWithoutNoGrad(RoutineRule):
         safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history
         return FixSpec(f"Decorate `{function.name.value}` with `@{torch}.no_grad()`",
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
+
+
+def _one_object(a: str, b: str) -> bool:
+    """Two receivers in one function name one module: `self.net` and `net.module` are `net`."""
+    def norm(text: str) -> str:
+        return text.removeprefix("self.").removesuffix(".module")
+    return bool(a) and norm(a) == norm(b)
 
 
 def _nodes(root):
