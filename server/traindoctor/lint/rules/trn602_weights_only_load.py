@@ -15,7 +15,7 @@ import libcst as cst
 from ..analysis.scopes import code
 from ..analysis.environment import describe, torch_version
 from ..analysis.facts import Checkpoint
-from ..analysis.names import dotted_name
+from ..analysis.names import arg, dotted_name
 from ..analysis.program import file_named
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
@@ -67,6 +67,41 @@ class WeightsOnlyLoad(Rule):
             return False
         if self.model.object_kind(name, save.klass) == "model":
             return True
+        if self._every_caller_passes_a_dict(save):
+            return False
         last = name.rsplit(".", 1)[-1].lower()
         return bool(vocab().pattern("model_name_pattern").search(last)) and \
             not any(word in last for word in _NOT_A_MODULE)
+
+    def _every_caller_passes_a_dict(self, save: Checkpoint) -> bool:
+        """The saved object is a parameter of its function, and every in-file call passes a
+        `state_dict()` or a dict there (`def save(model_data, path)` called with
+        `model.state_dict()`): a file of tensors, not a pickled module."""
+        info = self.model.function(save.function) if save.function else None
+        if info is None or save.obj not in info.params:
+            return False
+        params = [p for p in info.params if p not in ("self", "cls")]
+        position = params.index(save.obj)
+        callee = f"self.{info.name}" if info.klass else info.name
+        sites = self.model.calls.get(callee, ())
+        if not sites:
+            return False
+        for site in sites:
+            call = site.node
+            if not isinstance(call, cst.Call):
+                return False
+            passed = arg(call, position, save.obj)
+            if not _a_dict(passed):
+                return False
+        return True
+
+
+def _a_dict(expr: cst.BaseExpression | None) -> bool:
+    """`x.state_dict()`, `{...}`, `dict(...)`: a dict of tensors and numbers."""
+    if isinstance(expr, cst.Dict):
+        return True
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        return (isinstance(func, cst.Attribute) and func.attr.value == "state_dict") or \
+            (isinstance(func, cst.Name) and func.value == "dict")
+    return False
