@@ -72,3 +72,10 @@ def test_torch_records_no_graph_for_a_frozen_module_on_fresh_inputs():
     assert out.grad_fn is None and not out.requires_grad
     live = torch.nn.Linear(4, 4).eval()
     assert live(torch.randn(3, 4)).grad_fn is not None  # an eval() module alone still records one
+
+
+def test_a_freeze_in_an_earlier_top_level_statement_counts():
+    script = "import torch\nnet.eval()\n{freeze}preds = []\nfor images, _ in test_loader:\n" \
+             "    preds.append(net(images).argmax(1))\n"
+    assert _hits(script.format(freeze="net.requires_grad_(False)\n")) == []
+    assert _hits(script.format(freeze="")) == [5]

@@ -23,7 +23,7 @@ from .trn7xx_training_base import RoutineRule
 
 class EvalWithoutNoGrad(RoutineRule):
     CODE = "TRN102"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals", "training")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "training", "layout")
 
     def check(self, routine: Routine) -> None:
         training = self.training
@@ -50,8 +50,9 @@ class EvalWithoutNoGrad(RoutineRule):
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             if not models:
                 continue
-            root = routine.node if routine.node is not None else (self.walk.stack[0] if self.walk.stack else None)
-            models = [m for m in models if root is None or not frozen_before(root, m, loop.node, _one_object)]
+            top = [t.node for t in self.model.facts["layout"] if t.node is not None]
+            root = routine.node if routine.node is not None else cst.Module(body=top)  # the file's statements
+            models = [m for m in models if not frozen_before(root, m, loop.node, _one_object)]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             if not calls:
