@@ -50,8 +50,7 @@ class EvalWithoutNoGrad(RoutineRule):
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             if not models:
                 continue
-            top = [t.node for t in self.model.facts["layout"] if t.node is not None]
-            root = routine.node if routine.node is not None else cst.Module(body=top)  # the file's statements
+            root = routine.node if routine.node is not None else self._file_statements()
             models = [m for m in models if not frozen_before(root, m, loop.node, _one_object)]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
@@ -65,6 +64,10 @@ class EvalWithoutNoGrad(RoutineRule):
                        f"activations, for nothing (more memory, slower, OOM on large batches).")
             self.report(calls[0].node, message, fix=self._fix(routine))
             return
+
+    def _file_statements(self) -> cst.Module:
+        """The file's top-level statements, in order: a module-level loop's earlier code."""
+        return cst.Module(body=[t.node for t in self.model.facts["layout"] if t.node is not None])
 
     def _fix(self, routine: Routine) -> FixSpec | None:
         function = routine.node
