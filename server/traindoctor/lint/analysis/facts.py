@@ -19,6 +19,11 @@ def _node() -> Node:
     return field(default=None, compare=False, hash=False, repr=False)  # type: ignore[return-value]
 
 
+def _loops() -> tuple[int, ...]:
+    """The ids of the loops around a seed or draw inside its function (a location, like the node)."""
+    return field(default=(), compare=False, hash=False, repr=False)  # type: ignore[return-value]
+
+
 class Expressions(tuple):
     """Expression nodes that compare as their code does (libcst's deep_equals): a fact's
     "source text" without rendering it. Rendering every function's return values cost a
@@ -89,6 +94,7 @@ class Seed:
     workers: bool = False  # Lightning's seed_everything(workers=True)
     node: Node = _node()
     stmt: Node = _node()
+    loops: tuple[int, ...] = _loops()
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,7 @@ class Draw:
     klass: str
     method: str
     node: Node = _node()
+    loops: tuple[int, ...] = _loops()
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,7 @@ class Checkpoint:
     function: str
     klass: str
     node: Node = _node()
+    file: str = ""  # the file name the path names (file_named in program.py); "" when not known
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,14 @@ an engine calls once per batch (ignite's `Engine(process_function)`)."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import libcst as cst
 
 from .facts import Checkpoint, Marker
 from .names import arg, dotted_name
 from .vocab import vocab
+from ..walk import iter_nodes
 
 _EMPTY = cst.Module(body=[])
 
@@ -32,7 +35,7 @@ class ProgramFacts:
                 if found is not None and isinstance(found.value, cst.Call):
                     callee = self.names.qualify(found.value.func) or ""  # type: ignore[attr-defined]
             out.append(Checkpoint("save", _EMPTY.code_for_node(obj), callee, _EMPTY.code_for_node(path),
-                                  walk.qualname(), klass, node))
+                                  walk.qualname(), klass, node, file_named(walk.stack, path)))
         elif qualified in v.safe_globals_calls:
             out.append(Checkpoint("safe-globals", "", "", "", walk.qualname(), klass, node))
         elif qualified in v.spawn_calls:
@@ -51,3 +54,31 @@ class ProgramFacts:
             target = arg(node, 0, "process_function")
             if isinstance(target, cst.Name):
                 out.append(Marker("step-fn", target.value, node))
+
+
+def file_named(stack: Sequence[cst.CSTNode], path: cst.BaseExpression) -> str:
+    """The file name a save or load path names: the last string literal in it, or in the
+    `open(...)` call that bound it when it is a handle of an enclosing `with open(...) as f`
+    (`stack`: the walk's nodes down to the call); "" when no literal says it."""
+    if isinstance(path, cst.Name):
+        for node in reversed(stack):
+            if isinstance(node, cst.With):
+                for item in node.items:
+                    if item.asname is not None and isinstance(item.asname.name, cst.Name) and \
+                            item.asname.name.value == path.value and isinstance(item.item, cst.Call) and \
+                            dotted_name(item.item.func) in ("open", "io.open") and item.item.args:
+                        path = item.item.args[0].value
+                        break
+                else:
+                    continue
+                break
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                break
+    last = ""
+    for node in iter_nodes(path):
+        if isinstance(node, cst.SimpleString):
+            text = node.evaluated_value
+            last = text if isinstance(text, str) else last
+        elif isinstance(node, cst.FormattedStringText):
+            last = node.value
+    return last.replace("\\", "/").rsplit("/", 1)[-1]

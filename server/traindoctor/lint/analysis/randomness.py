@@ -110,7 +110,7 @@ class SeedingFacts:
             seed_text = _EMPTY.code_for_node(seed) if seed is not None else ""
             stmt = walk.statement()
             out.append(Seed(kind, qualified, seed_text, walk.qualname(), workers, node,
-                            stmt if isinstance(stmt, cst.SimpleStatementLine) else None))
+                            stmt if isinstance(stmt, cst.SimpleStatementLine) else None, _loops(walk)))
             return
         if qualified.rsplit(".", 1)[-1] == "DataLoader":
             init_fn = arg(node, "worker_init_fn", vocab().dataloader_positions["worker_init_fn"])
@@ -120,7 +120,7 @@ class SeedingFacts:
         klass = walk.klass.name.value if walk.klass is not None else ""
         method = walk.function.name.value if walk.function is not None else ""
         if library is not None and not (library != "torch" and self._picks_a_port()):
-            out.append(Draw(library, qualified, walk.qualname(), klass, method, node))
+            out.append(Draw(library, qualified, walk.qualname(), klass, method, node, _loops(walk)))
         if not klass or not method:
             return
         func = node.func
@@ -137,6 +137,14 @@ class SeedingFacts:
         """`port = random.randint(20000, 30000)`: a free port, not training randomness."""
         stmt = self.walk.statement()  # type: ignore[attr-defined]
         return stmt is not None and "port" in _EMPTY.code_for_node(stmt).lower()
+
+
+def _loops(walk) -> tuple[int, ...]:
+    """The ids of the `for`/`while` loops around the walk's position, inside its function."""
+    found: list[int] = []
+    for node in walk.loops:  # a FunctionDef entry separates a nested function's loops from the outer ones
+        found = [] if isinstance(node, cst.FunctionDef) else found + [id(node)]
+    return tuple(found)
 
 
 _EMPTY = cst.Module(body=[])

@@ -3,8 +3,11 @@ calling backward or an optimizer step) calls the model outside no_grad/
 inference_mode, so every forward pass records an autograd graph it never uses.
 
 The evaluated model may be a parameter that every in-file caller fills with a model it has
-put in eval mode (`model.eval(); evaluate(model, loader)`). Quiet in functions decorated with
-or only called under no_grad, in Lightning's
+put in eval mode (`model.eval(); evaluate(model, loader)`), or a model another project file
+returns in eval mode. Quiet in functions decorated with or only called under no_grad (or a
+decorator, here or in another project file, that runs them under it), for a model whose
+parameters were all frozen before the loop (`requires_grad_(False)`: no graph is recorded),
+in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's
 own `def test(model, loader)` loop is not one), and where the
 code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
@@ -16,6 +19,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from ..analysis.autograd_off import frozen_before, runs_without_grad
 from ..analysis.events import Event
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
@@ -28,11 +32,13 @@ from .trn7xx_training_base import RoutineRule
 
 class EvalWithoutNoGrad(RoutineRule):
     CODE = "TRN102"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals", "training", "project")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "training", "project", "layout")
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if routine.no_grad or self._decorated_no_grad(routine) or routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
+        if routine.no_grad or self._decorated_no_grad(routine) or \
+                (routine.node is not None and runs_without_grad(self.model, routine.node)) or \
+                routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
                 self.model.is_unit_test(routine.qualname) or \
                 any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
             return
@@ -59,6 +65,8 @@ class EvalWithoutNoGrad(RoutineRule):
                 models = self._evaluated_by_callers(routine)
             if not models:
                 continue
+            root = routine.node if routine.node is not None else self._file_statements()
+            models = [m for m in models if not frozen_before(root, m, loop.node, _one_object)]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             if not calls:
@@ -132,6 +140,10 @@ class EvalWithoutNoGrad(RoutineRule):
                 return True
         return False
 
+    def _file_statements(self) -> cst.Module:
+        """The file's top-level statements, in order: a module-level loop's earlier code."""
+        return cst.Module(body=[t.node for t in self.model.facts["layout"] if t.node is not None])
+
     def _fix(self, routine: Routine) -> FixSpec | None:
         function = routine.node
         torch = self.names.alias_of("torch")
@@ -143,6 +155,13 @@ class EvalWithoutNoGrad(RoutineRule):
         safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history
         return FixSpec(f"Decorate `{function.name.value}` with `@{torch}.no_grad()`",
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
+
+
+def _one_object(a: str, b: str) -> bool:
+    """Two receivers in one function name one module: `self.net` and `net.module` are `net`."""
+    def norm(text: str) -> str:
+        return text.removeprefix("self.").removesuffix(".module")
+    return bool(a) and norm(a) == norm(b)
 
 
 def _nodes(root):

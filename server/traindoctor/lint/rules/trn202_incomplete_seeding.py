@@ -2,6 +2,7 @@
 numpy, random) but draws in the main process from one it never seeds.
 
 Programs that never seed are not flagged (varied randomness is then intended),
+nor draws that run before every seed call (a warm-up before the seeded part),
 and neither are library helpers that seed everything. The fix seeds the missing
 RNGs with the seed the program already uses, next to its own seed call."""
 
@@ -28,6 +29,14 @@ def _qualified(model, name: str) -> str:
 
 def _short(qualified: str) -> str:
     return qualified.replace("numpy.", "np.", 1) if qualified.startswith("numpy.") else qualified
+
+
+def _runs_before(draw: Draw, seed: Seed, order: dict[int, int]) -> bool:
+    """`draw` runs before `seed` whenever both run: the same function (or module-level code),
+    earlier in the source, and no loop around both (a later pass would draw after the seed).
+    Seeding where the seed is cannot make such a draw reproducible."""
+    return draw.function == seed.function and order[id(draw)] < order[id(seed)] and \
+        not set(draw.loops) & set(seed.loops)
 
 
 class IncompleteSeeding(Rule):
@@ -77,8 +86,11 @@ class IncompleteSeeding(Rule):
         for seed in seeds:
             seeded.update(("torch", "cuda") if seed.kind == "torch" else (seed.kind,))
         first_draw: dict[str, Draw] = {}
-        for draw in model.facts["seeding"]:
-            if isinstance(draw, Draw) and not self._in_worker_fn(draw):
+        facts = model.facts["seeding"]
+        order = {id(fact): position for position, fact in enumerate(facts)}  # source order across the file
+        for draw in facts:
+            if isinstance(draw, Draw) and not self._in_worker_fn(draw) and \
+                    not all(_runs_before(draw, seed, order) for seed in seeds):
                 first_draw.setdefault(draw.library, draw)
         project_seeds, project_draws = self._project_randomness()
         if project_seeds & {"all", "helper"}:

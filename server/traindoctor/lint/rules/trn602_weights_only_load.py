@@ -2,7 +2,9 @@
 weights_only=True, which refuses to unpickle modules and custom classes. A file
 this program wrote with `torch.save(model)` (a whole nn.Module) then fails to
 load with UnpicklingError. Version-aware like TRN201 (the installed torch, else
-the project's pin; quiet below 2.6 or when unknown). The fix passes
+the project's pin; quiet below 2.6 or when unknown). A path text that two sites share is
+the same file unless their file names differ (`with open(dir + "/optimizer.pt") as f` and a
+module saved through another `f`). The fix passes
 weights_only=False: right for the program's own files, unsafe for files from
 elsewhere (arbitrary code on load), so it is offered as unsafe.
 
@@ -20,6 +22,7 @@ from ..analysis.scopes import code
 from ..analysis.environment import describe, torch_version
 from ..analysis.facts import Checkpoint
 from ..analysis.names import dotted_name
+from ..analysis.program import file_named
 from ..analysis.summarize import saved_kind
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
@@ -46,8 +49,10 @@ class WeightsOnlyLoad(Rule):
         facts = self.model.facts["program"]
         if any(isinstance(f, Checkpoint) and f.kind == "safe-globals" for f in facts):
             return
+        loaded = file_named(self.walk.stack, path)
         save = next((f for f in facts if isinstance(f, Checkpoint) and f.kind == "save" and
-                     f.path == code(path) and saved_kind(self.model, f) == "module"), None)
+                     f.path == code(path) and not (f.file and loaded and f.file != loaded) and
+                     saved_kind(self.model, f) == "module"), None)
         fix = FixSpec("Pass weights_only=False (the program's own file)",
                       (append_kwargs(node, [("weights_only", "False")]),), safe=False)
         elsewhere = self.model.imported.saved(code(path)) if save is None else None

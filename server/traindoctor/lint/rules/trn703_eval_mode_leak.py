@@ -7,8 +7,8 @@ and BatchNorm using its running statistics.
 Only for the model that is trained: it is put in train mode before the loop, or it
 is called in the loop outside no_grad. Quiet on frozen copies (teacher, EMA, target
 networks), where the function says the eval mode is meant (a linear probe, a frozen
-backbone: a comment or docstring), and when the model is handed to a function outside
-the file."""
+backbone: a comment or docstring, in the function with the loop or in the helper that
+calls `.eval()`), and when the model is handed to a function outside the file."""
 
 from __future__ import annotations
 
@@ -31,17 +31,20 @@ class EvalModeLeak(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training, reported = self.training, set()
-        if routine.node is not None and \
-                vocab().pattern("training_eval_intent_pattern").search(code(routine.node)):
+        if _documents_intent(routine):
             return  # "linear probe", "keep the backbone in eval": documented intent
         for loop in reversed(routine.loops):  # innermost first
             pairs = training.expanded(routine, loop.index)
             if not any(e.kind in BACKWARD or e.kind in STEP for _, e in pairs):
                 continue
+            intended = [e.receiver for local, e in pairs
+                        if e.kind == "eval" and local is not e and self._documented_where_called(e)]
             for local, event in pairs:
                 model = event.receiver
                 if event.kind != "eval" or vocab().pattern("training_frozen_model_pattern").search(model) or model in reported:
                     continue
+                if any(same_object(model, meant) for meant in intended):
+                    continue  # a helper here keeps it in eval mode on purpose (a linear probe's train())
                 if any(e.kind == "train" and same_object(e.receiver, model) for _, e in pairs):
                     continue
                 if not self._trained(routine, loop.index, model, pairs) or \
@@ -58,6 +61,11 @@ class EvalModeLeak(RoutineRule):
                                f"`{model}.train()`: every later training step runs with dropout off and BatchNorm "
                                f"frozen to its running statistics.")
                 self.report(local.node, message, fix=self._fix(routine, loop.index, model, pairs))
+
+    def _documented_where_called(self, event) -> bool:
+        """The in-file function whose body holds this `.eval()` documents it as intended."""
+        return any(r.node is not None and any(e.node is event.node for e in r.events) and _documents_intent(r)
+                   for r in self.training.all)
 
     def _trained_in_an_outer_loop(self, routine: Routine, index: int, model: str) -> bool:
         """`model.train()` in a loop around this one (at the start of each epoch, say)."""
@@ -99,3 +107,9 @@ class EvalModeLeak(RoutineRule):
             anchor = body[0]
         return FixSpec(f"Insert `{model}.train()` at the start of the training phase",
                        (InsertBefore(anchor, f"{model}.train()"),))
+
+
+def _documents_intent(routine: Routine) -> bool:
+    """A comment or docstring of the function says the eval mode is meant."""
+    return routine.node is not None and \
+        bool(vocab().pattern("training_eval_intent_pattern").search(code(routine.node)))

@@ -1,0 +1,169 @@
+"""Where autograd records nothing, decided from the code rather than from names:
+
+- an in-file decorator that runs the function it wraps inside no_grad/inference_mode,
+
+      def nograd(f):
+          def new_f(*args, **kwargs):
+              with torch.no_grad():
+                  return f(*args, **kwargs)
+          return new_f
+
+  so that a method decorated with `@nograd` runs as under `@torch.no_grad()`;
+- a module whose every parameter was frozen before a point (`model.requires_grad_(False)`,
+  `model.eval().requires_grad_(False)`, or `p.requires_grad = False` for each `p` of
+  `model.parameters()`), unconditionally: calling it on inputs that need no gradient records
+  no graph.
+
+Reads the file model (model.py) and the walk state's no-grad test (context.py).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..context import WalkState
+from ..walk import child_nodes
+from .model import FileModel
+from .names import dotted_name
+
+# Calls that return the module they are called on (`model.eval().requires_grad_(False).to(device)`).
+_RETURNS_SELF = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "double", "bfloat16",
+                           "requires_grad_", "type"})
+
+
+def runs_without_grad(model: FileModel, function: cst.FunctionDef) -> bool:
+    """`function` is decorated with an in-file decorator that runs it with autograd off."""
+    if not function.decorators:
+        return False
+    wrappers = model.remembered("autograd_off.wrappers", lambda: _grad_off_wrappers(model))
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value in wrappers  # type: ignore[operator]
+               for d in function.decorators)
+
+
+def _grad_off_wrappers(model: FileModel) -> frozenset[str]:
+    walk = WalkState(model.names)
+    return frozenset(name for name, (info, _) in model.function_home.items()
+                     if "." not in name and isinstance(info.node, cst.FunctionDef) and
+                     _wraps_without_grad(walk, info.node))
+
+
+def _wraps_without_grad(walk: WalkState, decorator: cst.FunctionDef) -> bool:
+    """`def d(f)` returns an inner function that calls `f` only with autograd off."""
+    params = decorator.params.params
+    if len(params) != 1 or not isinstance(decorator.body, cst.IndentedBlock):
+        return False
+    wrapped = params[0].name.value
+    body = decorator.body.body
+    inner = {stmt.name.value: stmt for stmt in body if isinstance(stmt, cst.FunctionDef)}
+    returned = [stmt.body[0].value for stmt in body if isinstance(stmt, cst.SimpleStatementLine) and
+                isinstance(stmt.body[0], cst.Return)]
+    if not returned or not all(isinstance(r, cst.Name) and r.value in inner for r in returned):
+        return False
+    for name in {r.value for r in returned}:  # type: ignore[union-attr]
+        function = inner[name]
+        off = walk.disables_grad(function)
+        calls = list(_calls_of(walk, function.body, wrapped, off))
+        if not calls or not all(calls):
+            return False
+    return True
+
+
+def _calls_of(walk: WalkState, node: cst.CSTNode, name: str, off: bool):
+    """For each call of `name` under `node`: whether autograd is off there."""
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return
+    if isinstance(node, cst.With) and walk.disables_grad(node):
+        off = True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
+        yield off
+    for child in child_nodes(node):
+        yield from _calls_of(walk, child, name, off)
+
+
+def frozen_before(root: cst.CSTNode, module: str, until: cst.CSTNode, same) -> bool:
+    """Every parameter of `module` has requires_grad False when `until` (a statement of
+    `root`'s body, at any depth) starts: the last unconditional switch before it, outside
+    loops, `if`s and `try`s, freezes it. `same(a, b)`: whether two receivers are one object."""
+    frozen = False
+    for stmt, plain in _statements_before(root, until):
+        if not plain:
+            continue
+        switch = _switch(stmt, module, same)
+        if switch is not None:
+            frozen = switch
+    return frozen
+
+
+def _statements_before(root: cst.CSTNode, until: cst.CSTNode):
+    """(statement, unconditional) in source order up to `until`: compound statements are
+    entered; a statement is unconditional when no loop, `if` or `try` encloses it."""
+    stop = []
+
+    def visit(body, plain):
+        for stmt in body:
+            if stmt is until or stop:
+                stop.append(True)
+                return
+            yield stmt, plain
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            inner_plain = plain and isinstance(stmt, cst.With)
+            for child in child_nodes(stmt):
+                if isinstance(child, cst.IndentedBlock):
+                    yield from visit(child.body, inner_plain)
+                elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler, cst.If)):
+                    yield from visit(_bodies(child), False)
+                if stop:
+                    return
+
+    body = root.body.body if isinstance(root, cst.FunctionDef) and isinstance(root.body, cst.IndentedBlock) \
+        else getattr(root, "body", ())
+    yield from visit(body, True)
+
+
+def _bodies(node: cst.CSTNode) -> list[cst.CSTNode]:
+    if isinstance(node, cst.If):
+        return [node]
+    block = getattr(node, "body", None)
+    return list(block.body) if isinstance(block, cst.IndentedBlock) else []
+
+
+def _switch(stmt: cst.CSTNode, module: str, same) -> bool | None:
+    """What `stmt` sets `module`'s parameters' requires_grad to (None: it does not)."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+            found = _requires_grad_call(value, module, same) if value is not None else None
+            if found is not None:
+                return found
+    if isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and isinstance(stmt.iter, cst.Call) and \
+            isinstance(stmt.iter.func, cst.Attribute) and stmt.iter.func.attr.value == "parameters" and \
+            not stmt.iter.args and same(dotted_name(stmt.iter.func.value) or "", module) and \
+            isinstance(stmt.body, cst.IndentedBlock):
+        param = stmt.target.value
+        for line in stmt.body.body:  # `p.requires_grad = False` / `p.requires_grad_(False)`, unconditionally
+            for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and \
+                        dotted_name(small.targets[0].target) == f"{param}.requires_grad" and \
+                        isinstance(small.value, cst.Name) and small.value.value in ("False", "True"):
+                    return small.value.value == "False"
+                if isinstance(small, cst.Expr) and _requires_grad_call(small.value, param, lambda a, b: a == b) \
+                        is not None:
+                    return _requires_grad_call(small.value, param, lambda a, b: a == b)
+    return None
+
+
+def _requires_grad_call(expr: cst.BaseExpression, module: str, same) -> bool | None:
+    """`module[.eval()...].requires_grad_(flag)[.to(...)]`: the flag (default True)."""
+    flag = None
+    node = expr
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+            node.func.attr.value in _RETURNS_SELF:
+        if node.func.attr.value == "requires_grad_" and flag is None:  # the outermost call runs last
+            first = node.args[0].value if node.args else None
+            flag = not (isinstance(first, cst.Name) and first.value == "False")
+        node = node.func.value
+    if flag is None:
+        return None
+    name = dotted_name(node)
+    return (not flag) if name is not None and same(name, module) else None
