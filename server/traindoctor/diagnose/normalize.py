@@ -21,7 +21,7 @@ import json
 import re
 from typing import NamedTuple
 
-from .markers import BOX_START, RICH_BAR
+from .markers import BOX_CLOSE, BOX_OPEN, BOX_START, RICH_BAR
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -73,7 +73,16 @@ _RICH_BAR = RICH_BAR
 _RICH_EDGE = re.compile(r"^\s*[╭╰][─\s\w()]*[╮╯]\s*$")
 _RICH_FRAME = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
 _RICH_FRAME_WRAPPED = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in$")
-_RICH_CODE = re.compile(r"^❱\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")
+_RICH_CODE = re.compile(r"^[❱>]\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")  # `>` where the console lacks ❱
+# A frame header rich wrapped inside the path or the line number: "…/dataloader.py" / ":444 in __iter__",
+# "…/state_dict.py:83" / "4 in set_optimizer_state_dict".
+_RICH_PATH_HEAD = re.compile(r"^(?:[A-Za-z]:[\\/]|[/\\~]|\.{1,2}[/\\])\S*$")
+# A box whose characters the paste's encoding lost: every bar (and the ❱ marker) became U+FFFD.
+_LOST_BOX_LINE = re.compile(r"(?m)^\s*\ufffd")
+_LOST_MARKER = re.compile(r"^(\s*)\ufffd(\s+)\ufffd(\s*\d+\s)")
+# A launcher's prefix on every line of a traceback it relays (`SUBPROCESS: `, `worker-3: `).
+_RELAY_PREFIX = re.compile(r"^([A-Za-z][\w.-]{1,30}): ")
+_RELAYED = re.compile(r"^\s*(?:Traceback \(most recent|File \"|[│╭╰┌└])")
 _GROUP_BAR = re.compile(r"^(\s*)[|+]-?[+-]*(?:-+ \d+ -+|-+ \.\.\. -+)?\s?")
 
 
@@ -187,12 +196,19 @@ def _normalize_lines(text: str) -> list[Line]:
     if "\t" in text:
         text = text.replace("\t", "    ")
     text = _CONTROL.sub("", text)
+    relay = _relay_prefix(text)
+    lost_box = len(_LOST_BOX_LINE.findall(text[:200_000])) >= 3
+    boxed = lost_box or _RICH_BAR in text
     lines: list[Line] = []
     in_rich = False
     rich_path: tuple[str, str] | None = None  # a frame header rich wrapped onto two lines
     for number, raw in enumerate(text.split("\n")):
         # tqdm redraws the bar with \r: every redraw is its own line.
         for segment in raw.split("\r") if "\r" in raw else (raw,):
+            if relay is not None and segment.startswith(relay):
+                segment = segment[len(relay):]
+            if lost_box and segment.lstrip().startswith("\ufffd"):
+                segment = _LOST_MARKER.sub("\\1│\\2❱\\3", segment, count=1).replace("\ufffd", _RICH_BAR)
             if not segment:
                 continue
             if pasted and _FENCE.match(segment.lstrip("> ")):
@@ -224,6 +240,9 @@ def _normalize_lines(text: str) -> list[Line]:
                     line = line[found.end():]
                     prefixed = True
             first = line.lstrip()[:1]
+            if boxed and not in_rich and first not in BOX_START and _lost_its_bar(line):
+                line = f"{_RICH_BAR} {line.strip()}"  # a frame header whose bar the paste lost
+                first = _RICH_BAR
             if in_rich or first in BOX_START:
                 converted, in_rich, rich_path = _rich(line.strip(), in_rich, rich_path)
                 lines.extend(Line(c, rank, number) for c in converted)
@@ -299,19 +318,30 @@ def _rich(stripped: str, in_rich: bool, rich_path: tuple[str, str] | None
     `│ /path/file.py:12 in func │` and source lines with `❱ 12 │ code` marking
     the failing one, and closes the box with `╰─...─╯`; the exception follows.
     """
-    if stripped.startswith("╭"):
+    if stripped.startswith(BOX_OPEN):
         if "Traceback" in stripped:
             return ["Traceback (most recent call last):"], True, None
         return [], in_rich, rich_path  # a nested box (locals)
-    if stripped.startswith("╰"):
+    if stripped.startswith(BOX_CLOSE):
         return [], False, None
     if not stripped.startswith(_RICH_BAR):
         return [stripped], False, None
     inner = stripped.strip(_RICH_BAR + " ")
+    if rich_path is not None and not rich_path[1]:
+        if not inner:
+            return [], in_rich, rich_path  # the rest of a wrapped path comes after a blank box line
+        joined = rich_path[0] + inner
+        frame = _RICH_FRAME.match(joined)
+        if frame:
+            return [f'  File "{frame.group("path")}", line {frame.group("line")}, in {frame.group("func")}'], True, None
+        wrapped = _RICH_FRAME_WRAPPED.match(joined)
+        if wrapped:
+            return [], True, (wrapped.group("path"), wrapped.group("line"))
+        rich_path = None
     if rich_path is not None and inner and " " not in inner:
         # rich wrapped a long frame header: "path:line in" / "function"
         return [f'  File "{rich_path[0]}", line {rich_path[1]}, in {inner}'], True, None
-    if not inner or inner.startswith(("╭", "╰", _RICH_BAR)):
+    if not inner or inner.startswith((*BOX_OPEN, *BOX_CLOSE, _RICH_BAR)):
         return [], in_rich, rich_path
     wrapped = _RICH_FRAME_WRAPPED.match(inner)
     if wrapped:
@@ -323,4 +353,33 @@ def _rich(stripped: str, in_rich: bool, rich_path: tuple[str, str] | None
     frame = _RICH_FRAME.match(inner)
     if frame:
         return [f'  File "{frame.group("path")}", line {frame.group("line")}, in {frame.group("func")}'], True, None
+    if _RICH_PATH_HEAD.match(inner):
+        return [], True, (inner, "")  # a path rich wrapped before its line number ends
     return [], in_rich, rich_path
+
+
+def _lost_its_bar(line: str) -> bool:
+    """`/path/file.py:12 in func │`: a rich frame header that lost its opening bar."""
+    inner = line.strip().rstrip(_RICH_BAR + " ")
+    frame = _RICH_FRAME.match(inner)
+    return frame is not None and _RICH_PATH_HEAD.match(frame.group("path").replace(" ", "")) is not None
+
+
+def _relay_prefix(text: str) -> str | None:
+    """The prefix a launcher writes before every line it relays (`SUBPROCESS: `), when the
+    traceback is among those lines and they are at least half of the log."""
+    counts: dict[str, int] = {}
+    relayed: set[str] = set()
+    total = 0
+    for line in text[:200_000].split("\n")[:2000]:
+        if not line.strip():
+            continue
+        total += 1
+        found = _RELAY_PREFIX.match(line)
+        if found is None:
+            continue
+        counts[found.group(0)] = counts.get(found.group(0), 0) + 1
+        if _RELAYED.match(line[found.end():]):
+            relayed.add(found.group(0))
+    best = max(relayed, key=lambda p: counts[p], default=None)
+    return best if best is not None and counts[best] >= max(3, total // 2) else None
