@@ -221,3 +221,68 @@ HEALTHY = {
 def test_healthy_logs_stay_other(name: str) -> None:
     diagnosis = _diagnose(HEALTHY[name])
     assert diagnosis.kind == "other", (name, diagnosis.title)
+
+
+USER_BACKWARD_CUT = """\
+Traceback (most recent call last):
+  File "C:/work/sam/main.py", line 301, in <module>
+    main()
+  File "C:/work/sam/main.py", line 212, in train
+    criterion(model(x), y).bac
+"""
+
+MMCV_HOOK_BACKWARD = """\
+Traceback (most recent call last):
+  File "tools/train.py", line 190, in <module>
+    main()
+  File "/opt/conda/lib/python3.8/site-packages/mmcv/runner/iter_based_runner.py", line 67, in train
+    self.call_hook('after_train_iter')
+  File "/opt/conda/lib/python3.8/site-packages/mmcv/runner/base_runner.py", line 309, in call_hook
+    getattr(hook, fn_name)(self)
+  File "/opt/conda/lib/python3.8/site-packages/mmcv/runner/hooks/optimizer.py", line 35, in after_train_iter
+    runner.outputs['loss'].backward()
+"""
+
+SCALER_STEP = """\
+Traceback (most recent call last):
+  File "/home/u/ft/train.py", line 140, in <module>
+    train()
+  File "/home/u/ft/train.py", line 118, in train
+    scaler.step(optimizer)
+"""
+
+C10D_WINDOWS = """\
+NOTE: Redirects are currently not supported in Windows or MacOs.
+[W ..\\torch\\csrc\\distributed\\c10d\\socket.cpp:601] [c10d] The client socket has failed to connect to [MYPC]:29500 (system error: 10049 - The requested address is not valid in its context.).
+"""
+
+BACKWARD_KINDS = {"inplace-modification", "graph-reuse", "no-grad"}
+
+
+def test_a_users_backward_call_cut_mid_word_ranks_the_autograd_causes() -> None:
+    diagnosis = _diagnose(USER_BACKWARD_CUT)
+    assert diagnosis.kind in BACKWARD_KINDS and BACKWARD_KINDS <= set(_kinds(diagnosis))
+    assert (diagnosis.location.path, diagnosis.location.line) == ("C:/work/sam/main.py", 212)
+
+
+def test_a_library_hook_that_runs_backward_is_the_backward_pass() -> None:
+    diagnosis = _diagnose(MMCV_HOOK_BACKWARD)
+    assert diagnosis.kind in BACKWARD_KINDS
+    assert any("after_train_iter" in e for e in diagnosis.evidence)
+
+
+def test_a_grad_scaler_step_without_its_message_is_amp() -> None:
+    diagnosis = _diagnose(SCALER_STEP)
+    assert diagnosis.kind == "amp"
+    assert diagnosis.hypotheses[0].check
+
+
+def test_rendezvous_lines_without_a_traceback_are_distributed() -> None:
+    diagnosis = _diagnose(C10D_WINDOWS)
+    assert diagnosis.kind == "distributed"
+    assert "gloo" in " ".join(f.detail for f in diagnosis.fixes)
+
+
+def test_a_backward_named_in_prose_or_a_finished_run_stays_other() -> None:
+    text = "epoch 9 done: loss 0.12 (backward took 31 ms)\nSaved checkpoint to out/ckpt.pt\n"
+    assert _diagnose(text).kind == "other"
