@@ -286,3 +286,46 @@ def test_rendezvous_lines_without_a_traceback_are_distributed() -> None:
 def test_a_backward_named_in_prose_or_a_finished_run_stays_other() -> None:
     text = "epoch 9 done: loss 0.12 (backward took 31 ms)\nSaved checkpoint to out/ckpt.pt\n"
     assert _diagnose(text).kind == "other"
+
+
+def _stack(*frames: tuple[str, int, str, str]) -> str:
+    """A traceback cut after its last frame: (path, line, function, code) per frame."""
+    return "Traceback (most recent call last):\n" + "".join(
+        f'  File "{path}", line {line}, in {function}\n    {code}\n' for path, line, function, code in frames)
+
+
+TORCH = "/opt/conda/lib/python3.10/site-packages/torch"
+CUT_STACKS = {
+    "cuda-env": _stack(("run.py", 12, "<module>", "model = Net().cuda()"),
+                       (f"{TORCH}/cuda/__init__.py", 298, "_lazy_init", "torch._C._cuda_init()")),
+    "distributed": _stack(("train.py", 80, "sync", "dist.all_reduce(metric)"),
+                          (f"{TORCH}/distributed/c10d_logger.py", 75, "wrapper", "return func(*args, **kwargs)"),
+                          (f"{TORCH}/distributed/distributed_c10d.py", 2050, "all_reduce", "work = group.allreduce([tensor], opts)")),
+    "device-side-assert": _stack(("train.py", 140, "train_epoch", "running_loss += loss.item() * x.size(0)")),
+    "cuda-oom": _stack(("train.py", 33, "main", "model = model.to(device)")),
+    "version-skew": _stack(("app.py", 3, "<module>", "import torchvision"),
+                           ("/venv/lib/python3.9/site-packages/torchvision/__init__.py", 6, "<module>",
+                            "from torchvision import _meta_registrations, datasets, io")),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CUT_STACKS))
+def test_a_stack_cut_before_its_message_names_its_likely_kind(kind: str) -> None:
+    diagnosis = _diagnose(CUT_STACKS[kind])
+    assert diagnosis.kind == kind, [(h.kind, h.confidence) for h in diagnosis.hypotheses]
+    assert diagnosis.hypotheses[0].check and diagnosis.hypotheses[0].evidence
+
+
+def test_a_classification_loss_stack_ranks_target_range_dtype_and_shape() -> None:
+    diagnosis = _diagnose(_stack(("train.py", 51, "step", "loss = F.cross_entropy(logits, y)"),
+                                 (f"{TORCH}/nn/functional.py", 3086, "cross_entropy",
+                                  "return torch._C._nn.cross_entropy_loss(input, target, weight)")))
+    assert {"device-side-assert", "dtype-mismatch", "shape-mismatch"} <= set(_kinds(diagnosis))
+
+
+def test_a_markdown_indented_paste_reads_like_the_plain_one() -> None:
+    plain = CUT_STACKS["distributed"]
+    indented = "".join(f"    {line}\n" if line else "\n" for line in plain.splitlines())
+    a, b = _diagnose(plain), _diagnose(indented)
+    assert (a.kind, a.location.path, a.location.line) == (b.kind, b.location.path, b.location.line) == (
+        "distributed", "train.py", 80)

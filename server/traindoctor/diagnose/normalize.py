@@ -78,7 +78,7 @@ _RICH_CODE = re.compile(r"^[❱>]\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")  # `>`
 # "…/state_dict.py:83" / "4 in set_optimizer_state_dict".
 _RICH_PATH_HEAD = re.compile(r"^(?:[A-Za-z]:[\\/]|[/\\~]|\.{1,2}[/\\])\S*$")
 # A box whose characters the paste's encoding lost: every bar (and the ❱ marker) became U+FFFD.
-_LOST_BOX_LINE = re.compile(r"(?m)^\s*\ufffd")
+_LOST_BOX_LINE = re.compile(r"\ufffd\s+\d+\s+\ufffd")  # a source line of the box: bar, line number, bar
 _LOST_MARKER = re.compile(r"^(\s*)\ufffd(\s+)\ufffd(\s*\d+\s)")
 # A launcher's prefix on every line of a traceback it relays (`SUBPROCESS: `, `worker-3: `).
 _RELAY_PREFIX = re.compile(r"^([A-Za-z][\w.-]{1,30}): ")
@@ -196,6 +196,9 @@ def _normalize_lines(text: str) -> list[Line]:
     if "\t" in text:
         text = text.replace("\t", "    ")
     text = _CONTROL.sub("", text)
+    indent = _common_indent(text)
+    if indent:  # a markdown indented code block, or a paste indented as a whole
+        text = re.sub(rf"(?m)^ {{{indent}}}", "", text)
     relay = _relay_prefix(text)
     lost_box = len(_LOST_BOX_LINE.findall(text[:200_000])) >= 3
     boxed = lost_box or _RICH_BAR in text
@@ -207,8 +210,6 @@ def _normalize_lines(text: str) -> list[Line]:
         for segment in raw.split("\r") if "\r" in raw else (raw,):
             if relay is not None and segment.startswith(relay):
                 segment = segment[len(relay):]
-            if lost_box and segment.lstrip().startswith("\ufffd"):
-                segment = _LOST_MARKER.sub("\\1│\\2❱\\3", segment, count=1).replace("\ufffd", _RICH_BAR)
             if not segment:
                 continue
             if pasted and _FENCE.match(segment.lstrip("> ")):
@@ -239,6 +240,8 @@ def _normalize_lines(text: str) -> list[Line]:
                 if found and found.end() > 0:
                     line = line[found.end():]
                     prefixed = True
+            if lost_box and line.lstrip().startswith("\ufffd"):
+                line = _LOST_MARKER.sub("\\1│\\2❱\\3", line, count=1).replace("\ufffd", _RICH_BAR)
             first = line.lstrip()[:1]
             if boxed and not in_rich and first not in BOX_START and _lost_its_bar(line):
                 line = f"{_RICH_BAR} {line.strip()}"  # a frame header whose bar the paste lost
@@ -356,6 +359,20 @@ def _rich(stripped: str, in_rich: bool, rich_path: tuple[str, str] | None
     if _RICH_PATH_HEAD.match(inner):
         return [], True, (inner, "")  # a path rich wrapped before its line number ends
     return [], in_rich, rich_path
+
+
+_INDENT = re.compile(r"(?m)^( *)(?=\S)")
+
+
+def _common_indent(text: str) -> int:
+    """The indentation every non-blank line of the text shares."""
+    common = None
+    for found in _INDENT.finditer(text):
+        width = len(found.group(1))
+        common = width if common is None else min(common, width)
+        if common == 0:
+            return 0
+    return common or 0
 
 
 def _lost_its_bar(line: str) -> bool:
