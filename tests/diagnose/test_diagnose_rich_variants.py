@@ -92,3 +92,31 @@ def test_a_relayed_square_box_with_an_ascii_marker() -> None:
 def test_a_prefix_on_a_few_lines_of_a_log_is_kept() -> None:
     text = "NOTE: this run uses 2 GPUs\nepoch 1 loss 0.41\nepoch 2 loss 0.39\nNOTE: saved\n"
     assert [line.text for line in normalize(text)][0] == "NOTE: this run uses 2 GPUs"
+
+
+HARD_WRAPPED = """\
+Traceback (most recent call last):
+  File "/home/me/proj/just_test.py", line 5, in <module>
+    model = torch.load('./checkpoint/best.pth.tar')
+  File "/home/me/envs/t/lib/python3.8/site-packages/torch/serialization.py", line
+608, in load
+    return _legacy_load(opened_file, map_location, pickle_module, **pickle_load_args)
+  File "/home/me/envs/t/lib/python3.8/site-packages/torch/serialization.py", line 787, in
+_legacy_load
+    result = unpickler.load()
+AttributeError: Can't get attribute 'AverageMeter' on <module '__main__' from
+'/home/me/proj/just_test.py'>
+"""
+
+
+def test_frame_lines_and_a_message_hard_wrapped_by_a_terminal() -> None:
+    diagnosis = diagnose_text(HARD_WRAPPED, correlate=False)
+    assert [(f.line, f.function) for f in diagnosis.frames] == [(5, "<module>"), (608, "load"), (787, "_legacy_load")]
+    assert diagnosis.kind == "checkpoint-mismatch"
+    assert (diagnosis.location.path, diagnosis.location.line) == ("/home/me/proj/just_test.py", 5)
+
+
+def test_a_traceback_copied_from_html_source() -> None:
+    import html
+
+    assert diagnose_text(html.escape(HARD_WRAPPED), correlate=False).kind == "checkpoint-mismatch"

@@ -17,6 +17,7 @@ also in Chinese), which is rewritten into a standard traceback.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import NamedTuple
@@ -66,6 +67,7 @@ _LABEL = re.compile(r"^\s{0,3}(\d{1,4}): ")
 _LABELLED_TRACEBACK = re.compile(r"(?m)^\s{0,3}\d{1,4}: (?:Traceback \(most recent|\s*File \")")
 # Markdown around pasted lines: quoting, emphasis or inline code at a line start.
 _PASTED = re.compile(r"(?m)^[ \t]*(?:>|\*\*|_\*|__\*|_[A-Za-z]\w*(?:Error|Exception)\b|_Traceback|_File|`|~~~)")
+_HTML_ESCAPED = re.compile(r'File &quot;|&lt;module&gt;|^\s*&gt; |&#39;\w+&#39;', re.M)
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 # VS Code's exception widget header, in the display languages seen in pasted reports.
 _VSCODE = ("Exception has occurred:", "发生异常:")
@@ -175,6 +177,8 @@ def normalize(text: str) -> list[Line]:
     from .anchors import regions
 
     text = unpack_error_file(text)
+    if "&" in text and _HTML_ESCAPED.search(text[:200_000]):
+        text = html.unescape(text)  # a traceback copied from a page's HTML source
     found = regions(text)
     if len(found) > 1 or found and (found[0].start > 0 or not _ONLY_NEWLINES.match(text, found[0].end)):
         text = "\n".join(text[r.start:r.end] for r in found)
@@ -257,7 +261,40 @@ def _normalize_lines(text: str) -> list[Line]:
             lines.append(Line(line.rstrip(), rank, number, prefixed))
     if any(header in text for header in _VSCODE):
         lines = _vscode(lines)
+    if 'File "' in text:
+        lines = _rejoin_wrapped_frames(lines)
     return lines
+
+
+_FRAME_START = re.compile(r'^\s*File "')
+_FRAME_WHOLE = re.compile(r'^\s*File "[^"]*", line \d+(?:, in \S.*)?$')
+
+
+def _rejoin_wrapped_frames(lines: list[Line]) -> list[Line]:
+    """A frame line hard-wrapped by a terminal or a paste (`File "/long/pa` + `th.py", line 3, in f`,
+    `..., line 912, in` + `prepare_model`): the unindented continuation is joined back, when the
+    joined line is a whole frame line."""
+    out: list[Line] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        if _FRAME_START.match(line.text) and not _FRAME_WHOLE.match(line.text.rstrip()):
+            joined, j = [line.text], i  # the wrap may have eaten a space (the lines are right-stripped)
+            while j + 1 < n and j - i < 2 and lines[j + 1].text[:1] not in ("", " "):
+                j += 1
+                joined = [head + glue + lines[j].text for head in joined for glue in ("", " ")]
+                whole = next((text for text in joined if _FRAME_WHOLE.match(text.rstrip())), None)
+                if whole is not None:
+                    out.append(line._replace(text=whole.rstrip()))
+                    i = j + 1
+                    break
+            else:
+                out.append(line)
+                i += 1
+            continue
+        out.append(line)
+        i += 1
+    return out
 
 
 _FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+')
