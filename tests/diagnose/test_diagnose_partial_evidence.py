@@ -329,3 +329,20 @@ def test_a_markdown_indented_paste_reads_like_the_plain_one() -> None:
     a, b = _diagnose(plain), _diagnose(indented)
     assert (a.kind, a.location.path, a.location.line) == (b.kind, b.location.path, b.location.line) == (
         "distributed", "train.py", 80)
+
+
+@pytest.mark.parametrize(("message", "kind"), [
+    ("RuntimeError: CUDA error: no kernel image is availa", "cuda-env"),  # inside text after an optional prefix
+    ("OSError: [WinError 1455] The paging file is too small for thi", "host-oom"),
+    ("RuntimeError: one of the variables needed for gradient computation has been modif", "inplace-modification"),
+])
+def test_a_message_cut_mid_line_inside_a_known_text(message: str, kind: str) -> None:
+    text = 'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n    run()\n' + message + "\n"
+    diagnosis = _diagnose(text)
+    assert diagnosis.kind == kind, diagnosis.title
+    assert "cut" in diagnosis.root_cause or "cut" in " ".join(diagnosis.evidence)
+
+
+def test_a_complete_unknown_message_is_not_taken_for_a_cut_one() -> None:
+    text = 'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n    f()\nKeyError: \'learning_rate_warmup_steps_total\'\n'
+    assert _diagnose(text).kind == "other"
