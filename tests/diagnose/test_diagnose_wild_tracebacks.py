@@ -1,4 +1,4 @@
-"""The wild corpus (data/wild, issue 28): 270 real pastes from public issue threads, labelled
+"""The wild corpus (data/wild, issue 28): 345 real pastes from public issue threads, labelled
 before the tool ran on them and split dev/test by a hash of the URL. Only the dev half is
 tuned on; the test half is scored once per finished change and reported beside it.
 
@@ -22,7 +22,8 @@ from diagnose_helpers import DATA, load_yaml  # noqa: E402
 WILD = DATA / "wild"
 LABELS = load_yaml(WILD / "labels.yaml")
 # Measured on the dev half; the test half's numbers are in bench/calibration.md and the README.
-DEV_KIND_ACCURACY = 0.79
+# 0.79 on w001-w270's dev half (133); 0.776 once w271-w345 joined it (170; 0.70 on their 37).
+DEV_KIND_ACCURACY = 0.77
 DEV_FRAME_ACCURACY = 0.96
 # A curve detector's kind refines a traceback kind (a NaN onset is a nan-inf failure): the
 # family score counts it for the class it refines, as the held-out sets do.
