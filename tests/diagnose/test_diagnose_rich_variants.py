@@ -120,3 +120,19 @@ def test_a_traceback_copied_from_html_source() -> None:
     import html
 
     assert diagnose_text(html.escape(HARD_WRAPPED), correlate=False).kind == "checkpoint-mismatch"
+
+
+STACKED_PREFIXES = "".join(
+    f"2026-01-09 14:01:52.982 [Error] (Process) (EngineCore pid=42) ERROR 01-09 14:01:52 [core.py:1136] {line}\n"
+    for line in ("Traceback (most recent call last):",
+                 '  File "/srv/app/serve.py", line 88, in start',
+                 "    engine = build_engine(cfg)",
+                 '  File "/venv/lib/python3.12/site-packages/vllm/v1/core/kv_cache_utils.py", line 714, in check',
+                 "    raise ValueError(",
+                 "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"))
+
+
+def test_stacked_launcher_prefixes_shared_by_every_frame_line() -> None:
+    diagnosis = diagnose_text(STACKED_PREFIXES, correlate=False)
+    assert diagnosis.kind == "cuda-oom"
+    assert (diagnosis.location.path, diagnosis.location.line) == ("/srv/app/serve.py", 88)

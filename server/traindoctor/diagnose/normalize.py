@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from typing import NamedTuple
 
@@ -436,4 +437,27 @@ def _relay_prefix(text: str) -> str | None:
         if _RELAYED.match(line[found.end():]):
             relayed.add(found.group(0))
     best = max(relayed, key=lambda p: counts[p], default=None)
-    return best if best is not None and counts[best] >= max(3, total // 2) else None
+    if best is not None and counts[best] >= max(3, total // 2):
+        return best
+    return _shared_frame_prefix(text, total)
+
+
+def _shared_frame_prefix(text: str, total: int) -> str | None:
+    """A prefix every frame line shares, character for character, and at least half of all lines
+    start with: a launcher's stacked prefixes (`<time> [Error] (EngineCore pid=7) ERROR <time>
+    [core.py:1136] `) that no pattern for one prefix strips. It ends before the frame's indentation."""
+    frame_lines = [line for line in text[:200_000].split("\n")[:2000] if 'File "' in line]
+    if len(frame_lines) < 2:
+        return None
+    common = os.path.commonprefix(frame_lines)
+    at = common.find('File "')
+    head = (common[:at] if at >= 0 else common).rstrip()
+    if len(head) < 8 or head.startswith(("Traceback", "File")):
+        return None
+    for known in (_RANK, _RAY, _LABEL, _PREFIX):  # one prefix the line cleaning reads (a rank) and strips
+        found = known.match(head + " ")
+        if found is not None and found.end() >= len(head):
+            return None
+    prefix = head + " "
+    starting = sum(1 for line in text[:200_000].split("\n")[:2000] if line.startswith(prefix))
+    return prefix if starting >= max(3, total // 2) else None

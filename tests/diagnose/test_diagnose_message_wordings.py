@@ -1,0 +1,36 @@
+"""Message wordings the signatures learnt from the wild corpus's dev half (issue 28): older or
+library-specific texts of known kinds. Each paste is written here (the corpus stays unseen)."""
+
+from __future__ import annotations
+
+import pytest
+
+from traindoctor.diagnose import diagnose_text
+
+_TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <module>\n    step()\n'
+
+
+@pytest.mark.parametrize(("message", "kind"), [
+    # torch <= 1.5 (TensorIterator::compute_types), e.g. a float64 target in mse_loss's backward
+    ("RuntimeError: expected dtype Double but got dtype Float (validate_dtype at "
+     "/pytorch/aten/src/ATen/native/TensorIterator.cpp:143)", "dtype-mismatch"),
+    # detectron2's trainer stops on a non-finite loss
+    ("FloatingPointError: Loss became infinite or NaN at iteration=12!\nloss_dict = {'loss_cls': nan}", "nan-inf"),
+    # vLLM's start-up check of the KV cache against the memory left after the weights
+    ("ValueError: To serve at least one request with the models's max seq len (32768), (2.00 GiB KV cache is "
+     "needed, which is larger than the available KV cache memory (1.10 GiB). Try increasing "
+     "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.", "cuda-oom"),
+])
+def test_wording(message: str, kind: str) -> None:
+    diagnosis = diagnose_text(_TAIL + message + "\n", correlate=False)
+    assert diagnosis.kind == kind, diagnosis.title
+    assert (diagnosis.location.path, diagnosis.location.line) == ("train.py", 50)
+
+
+def test_the_raise_line_of_load_state_dict_amid_log_records() -> None:
+    text = ("2020-08-19 08:31:36,539 maskrcnn.utils.model_serialization INFO: REMATCHING! backbone.layer3.bn2.weight\n"
+            '    self.__class__.__name__, "\\n\\t".join(error_msgs)))\n'
+            "2020-08-19 08:31:36,540 maskrcnn.utils.model_serialization INFO: REMATCHING! backbone.layer3.bn3.bias\n")
+    diagnosis = diagnose_text(text, correlate=False)
+    assert diagnosis.kind == "checkpoint-mismatch"
+    assert diagnosis.hypotheses[0].check
