@@ -136,3 +136,24 @@ def test_stacked_launcher_prefixes_shared_by_every_frame_line() -> None:
     diagnosis = diagnose_text(STACKED_PREFIXES, correlate=False)
     assert diagnosis.kind == "cuda-oom"
     assert (diagnosis.location.path, diagnosis.location.line) == ("/srv/app/serve.py", 88)
+
+
+def test_a_relayed_log_without_a_traceback() -> None:
+    text = "".join(f"SUBPROCESS: {line}\n" for line in (
+        "loading 3000001 vectors", "100%|##########| 3000001/3000001 [03:33<00:00, 14061.26it/s]", "Killed"))
+    assert diagnose_text(text, correlate=False).kind == "host-oom"
+
+
+def test_a_relayed_notebook_traceback() -> None:
+    text = "".join(f"STDERR: {line}\n" for line in (
+        "---------------------------------------------------------------------------",
+        "RuntimeError                              Traceback (most recent call last)",
+        "Cell In[7], line 3",
+        "      1 x = torch.randn(4, 3)",
+        "      2 w = torch.randn(4, 5)",
+        "----> 3 y = x @ w",
+        "",
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x3 and 4x5)"))
+    diagnosis = diagnose_text(text, correlate=False)
+    assert diagnosis.kind == "shape-mismatch"
+    assert (diagnosis.location.path, diagnosis.location.line) == ("Cell In[7]", 3)

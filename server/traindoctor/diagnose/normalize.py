@@ -85,7 +85,7 @@ _LOST_BOX_LINE = re.compile(r"\ufffd\s+\d+\s+\ufffd")  # a source line of the bo
 _LOST_MARKER = re.compile(r"^(\s*)\ufffd(\s+)\ufffd(\s*\d+\s)")
 # A launcher's prefix on every line of a traceback it relays (`SUBPROCESS: `, `worker-3: `).
 _RELAY_PREFIX = re.compile(r"^([A-Za-z][\w.-]{1,30}): ")
-_RELAYED = re.compile(r"^\s*(?:Traceback \(most recent|File \"|[│╭╰┌└])")
+_RELAYED = re.compile(r"^\s*(?:Traceback \(most recent|File \"|[│╭╰┌└]|-{20,}$|\w+ +Traceback \(most recent|Cell In ?\[)")
 _GROUP_BAR = re.compile(r"^(\s*)[|+]-?[+-]*(?:-+ \d+ -+|-+ \.\.\. -+)?\s?")
 
 
@@ -439,6 +439,11 @@ def _relay_prefix(text: str) -> str | None:
     best = max(relayed, key=lambda p: counts[p], default=None)
     if best is not None and counts[best] >= max(3, total // 2):
         return best
+    # a log without a traceback: an upper-case tag (`SUBPROCESS: `) on nearly every line
+    tag = max((p for p in counts if p[:-2].replace("_", "").replace("-", "").isupper()), key=lambda p: counts[p],
+              default=None)
+    if tag is not None and counts[tag] >= max(3, total * 9 // 10):
+        return tag
     return _shared_frame_prefix(text, total)
 
 
