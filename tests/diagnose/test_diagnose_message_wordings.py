@@ -20,6 +20,11 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
     ("ValueError: To serve at least one request with the models's max seq len (32768), (2.00 GiB KV cache is "
      "needed, which is larger than the available KV cache memory (1.10 GiB). Try increasing "
      "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.", "cuda-oom"),
+    # DeepSpeed's dynamic loss scaler gives up
+    ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.", "amp"),
+    # a launcher's child killed by the OOM killer
+    ("subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' died with <Signals.SIGKILL: 9>.",
+     "host-oom"),
 ])
 def test_wording(message: str, kind: str) -> None:
     diagnosis = diagnose_text(_TAIL + message + "\n", correlate=False)

@@ -346,3 +346,13 @@ def test_a_message_cut_mid_line_inside_a_known_text(message: str, kind: str) -> 
 def test_a_complete_unknown_message_is_not_taken_for_a_cut_one() -> None:
     text = 'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n    f()\nKeyError: \'learning_rate_warmup_steps_total\'\n'
     assert _diagnose(text).kind == "other"
+
+
+def _deepspeed_overflows(scales: list[float]) -> str:
+    return "".join(f"[2023-05-01 10:00:{i:02d},000] [INFO] [stage_1_and_2.py:1784:step] [deepspeed] OVERFLOW! Rank 0 "
+                   f"Skipping step. Attempted loss scale: {s * 2}, reducing to {s}\n" for i, s in enumerate(scales))
+
+
+def test_deepspeed_scale_collapse_is_amp_and_a_few_overflows_are_healthy() -> None:
+    assert _diagnose(_deepspeed_overflows([2.0 ** -k for k in range(1, 4)])).kind == "amp"
+    assert _diagnose(_deepspeed_overflows([32768.0, 16384.0])).kind == "other"
