@@ -25,6 +25,19 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
     # a launcher's child killed by the OOM killer
     ("subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' died with <Signals.SIGKILL: 9>.",
      "host-oom"),
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "cuda-env"),
+    ("RuntimeError: Expected is_sm80 || is_sm90 to be true, but got false.", "cuda-env"),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "cuda-env"),
+    ("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && "
+     "device < num_gpus INTERNAL ASSERT FAILED", "cuda-env"),
+    ("IndexError: index out of range in self", "device-side-assert"),
+    ("RuntimeError: Output 0 of BackwardHookFunctionBackward is a view and is being modified inplace.",
+     "inplace-modification"),
+    ("RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'", "device-mismatch"),
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+     "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)", "distributed"),
+    ("RuntimeError: Tensors must be CUDA and dense", "distributed"),
+    ("TypeError: forward() got an unexpected keyword argument 'num_items_in_batch'", "version-skew"),
 ])
 def test_wording(message: str, kind: str) -> None:
     diagnosis = diagnose_text(_TAIL + message + "\n", correlate=False)
