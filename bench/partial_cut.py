@@ -2,9 +2,10 @@
 
 Every dev paste the engine diagnoses right from its message (wild dev half, tests/diagnose/data/dev,
 tests/diagnose/data/fresh) is cut after its last frame, as people paste when the message stays in
-the issue's title. partial.infer then reads only the frames and lines left; this prints how many
-cut pastes get a hypothesis, how many of those name the kind the message named, and for each
-evidence clue how often its kind was right. Dev only: the wild test half is never read here.
+the issue's title. `traindoctor diagnose` (the engine, then the curves) reads only the frames and
+lines left; this prints how many cut pastes get a kind other than `other`, how many of those name
+the kind the message named, and, from partial.infer, how often each evidence clue's kind was
+right. Dev only: the wild test half is never read here.
 
     .venv/bin/python bench/partial_cut.py [-v]
 """
@@ -20,9 +21,10 @@ sys.path.insert(0, str(ROOT / "tests" / "diagnose"))
 
 from diagnose_helpers import DATA, load_yaml  # noqa: E402
 from traindoctor.diagnose import diagnose_text  # noqa: E402
+from traindoctor.monitor.curves import diagnose_curves  # noqa: E402
 from traindoctor.diagnose.normalize import normalize  # noqa: E402
 from traindoctor.diagnose.parse import parse_chains  # noqa: E402
-from traindoctor.diagnose.partial import infer, threshold  # noqa: E402
+from traindoctor.diagnose.partial import infer  # noqa: E402
 
 DEV_SETS = (("wild", "dev"), ("dev", None), ("fresh", None))
 
@@ -66,9 +68,10 @@ def main(verbose: bool) -> None:
         lines = normalize(cut)
         found = infer(lines, parse_chains(lines))
         total += 1
-        if found and found[0].score >= threshold():
+        answer = diagnose_curves(cut, diagnose_text(cut, correlate=False)).kind
+        if answer != "other":
             answered += 1
-            right += found[0].kind == label["class"]
+            right += answer == label["class"]
         else:
             silent[label["class"]] += 1
         counted: set[str] = set()
@@ -79,9 +82,9 @@ def main(verbose: bool) -> None:
                     per_clue[clue][0] += 1
                     per_clue[clue][1] += hypothesis.kind == label["class"]
         if verbose:
-            print(f"  {label['id']}: {label['class']} -> {[h.kind for h in found][:3]}")
-    print(f"dev pastes cut before their message: {total}; a hypothesis for {answered}; "
-          f"its kind right for {right} ({right / max(1, answered):.2f} of answered, {right / max(1, total):.2f} of all)")
+            print(f"  {label['id']}: {label['class']} -> {answer} (clues: {[h.kind for h in found][:3]})")
+    print(f"dev pastes cut before their message: {total}; a kind named for {answered}; "
+          f"the message's kind for {right} ({right / max(1, answered):.2f} of answered, {right / max(1, total):.2f} of all)")
     for clue, (fired, hits) in sorted(per_clue.items(), key=lambda item: -item[1][0]):
         print(f"  {clue:32s} fired {fired:3d}  kind right {hits:3d}  ({hits / fired:.2f})")
     print("left `other`, by the kind of their message:", dict(silent.most_common()))

@@ -356,3 +356,16 @@ def _deepspeed_overflows(scales: list[float]) -> str:
 def test_deepspeed_scale_collapse_is_amp_and_a_few_overflows_are_healthy() -> None:
     assert _diagnose(_deepspeed_overflows([2.0 ** -k for k in range(1, 4)])).kind == "amp"
     assert _diagnose(_deepspeed_overflows([32768.0, 16384.0])).kind == "other"
+
+
+def test_a_cut_paste_whose_last_source_line_is_the_raised_message() -> None:
+    text = _stack(("train_net.py", 73, "train_loop", "self.run_step()"),
+                  ("/venv/lib/python3.9/site-packages/detectron2/engine/train_loop.py", 339, "write_metrics",
+                   'f"Loss became infinite or NaN at iteration={storage.iter}!\\n"'))
+    assert _diagnose(text).kind == "nan-inf"  # the engine reads a message left in the log's last lines
+
+
+def test_a_cut_move_of_weights_to_the_device() -> None:
+    text = _stack(("C:\\app\\offload.py", 105, "weights_to_device",
+                   "module.weight.data = module.weight.data.to(device, non_bl"))
+    assert _diagnose(text).kind == "cuda-oom"
