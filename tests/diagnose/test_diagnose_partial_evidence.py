@@ -369,3 +369,14 @@ def test_a_cut_move_of_weights_to_the_device() -> None:
     text = _stack(("C:\\app\\offload.py", 105, "weights_to_device",
                    "module.weight.data = module.weight.data.to(device, non_bl"))
     assert _diagnose(text).kind == "cuda-oom"
+
+
+def test_a_paste_that_lost_its_indentation_and_ends_on_a_source_line() -> None:
+    text = ("Traceback (most recent call last):\n"
+            'File "train.py", line 254, in <module>\n'
+            "main()\n"
+            'File "train.py", line 166, in train\n'
+            "loss.backward()\n")
+    diagnosis = _diagnose(text)
+    assert diagnosis.location.code == "loss.backward()"
+    assert diagnosis.kind in BACKWARD_KINDS
