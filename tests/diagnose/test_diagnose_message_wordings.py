@@ -38,6 +38,13 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
      "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)", "distributed"),
     ("RuntimeError: Tensors must be CUDA and dense", "distributed"),
     ("TypeError: forward() got an unexpected keyword argument 'num_items_in_batch'", "version-skew"),
+    ('OSError: [WinError 1455] \u9875\u9762\u6587\u4ef6\u592a\u5c0f Error loading "C:\\py\\torch\\lib\\cudnn64_8.dll" '
+     "or one of its dependencies.", "host-oom"),  # the paging file, in a Chinese Windows
+    ('OSError: [WinError 126] The specified module could not be found. Error loading '
+     '"C:\\py\\torch\\lib\\fbgemm.dll" or one of its dependencies.', "cuda-env"),
+    ("ERROR: Unexpected segmentation fault encountered in worker.", "dataloader-worker"),
+    ("RuntimeError: received 0 items of ancdata", "dataloader-worker"),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL", "host-oom"),
 ])
 def test_wording(message: str, kind: str) -> None:
     diagnosis = diagnose_text(_TAIL + message + "\n", correlate=False)
