@@ -333,7 +333,7 @@ def test_a_markdown_indented_paste_reads_like_the_plain_one() -> None:
 
 @pytest.mark.parametrize(("message", "kind"), [
     ("RuntimeError: CUDA error: no kernel image is availa", "cuda-env"),  # inside text after an optional prefix
-    ("OSError: [WinError 1455] The paging file is too small for thi", "host-oom"),
+    ("RuntimeError: Expected to have finished reduction in the prior iteration before sta", "distributed"),
     ("RuntimeError: one of the variables needed for gradient computation has been modif", "inplace-modification"),
 ])
 def test_a_message_cut_mid_line_inside_a_known_text(message: str, kind: str) -> None:

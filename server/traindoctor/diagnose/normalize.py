@@ -245,6 +245,8 @@ def _normalize_lines(text: str) -> list[Line]:
                 if found and found.end() > 0:
                     line = line[found.end():]
                     prefixed = True
+            if (prefixed or rank is not None) and line[:1] in ("*", "_", "`"):
+                line = _unquote(line)  # markdown inside a log record or a rank's line: `... ERROR - **Killed**`
             if lost_box and line.lstrip().startswith("\ufffd"):
                 line = _LOST_MARKER.sub("\\1│\\2❱\\3", line, count=1).replace("\ufffd", _RICH_BAR)
             first = line.lstrip()[:1]
