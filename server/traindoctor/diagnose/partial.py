@@ -79,6 +79,17 @@ def _catalog() -> tuple[dict[str, Any], tuple[Clue, ...]]:
     return data.get("settings", {}), tuple(clues)
 
 
+@functools.cache
+def _checks() -> dict[str, str]:
+    data = yaml.safe_load((rules_dir() / "evidence" / "checks.yaml").read_text(encoding="utf-8")) or {}
+    return {str(kind): str(check) for kind, check in (data.get("checks") or {}).items()}
+
+
+def kind_check(kind: str) -> str:
+    """The one thing to look at or run that decides a hypothesis of `kind` (rules/evidence/checks.yaml)."""
+    return _checks().get(kind, "")
+
+
 def threshold() -> float:
     return float(_catalog()[0].get("threshold", 0.3))
 
