@@ -59,3 +59,11 @@ def test_the_raise_line_of_load_state_dict_amid_log_records() -> None:
     diagnosis = diagnose_text(text, correlate=False)
     assert diagnosis.kind == "checkpoint-mismatch"
     assert diagnosis.hypotheses[0].check
+
+
+def test_a_message_without_its_exception_line_that_names_an_iteration() -> None:
+    text = ("Runtime Error: floatingPointError: Loss became infinite or NaN at iteration=166!\n"
+            "loss_dict = {'loss_cls': nan, 'loss_box_reg': nan}\n")
+    assert diagnose_text(text, correlate=False).kind == "nan-inf"
+    # a progress line with a NaN loss and no error in it is left to the loss-curve detectors
+    assert diagnose_text("iteration=166 loss: nan lr: 0.01\n", correlate=False).kind == "other"
