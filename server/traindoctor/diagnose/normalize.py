@@ -13,6 +13,11 @@ Also reads what people paste into issues: markdown emphasis around a line
 (`0: Traceback ...`), pytest's `E   ` lines, Ray's `(Worker pid=N)` prefixes, and
 VS Code's "Exception has occurred:" layout (message first, innermost frame first;
 also in Chinese), which is rewritten into a standard traceback.
+
+And what a paste does to a traceback: a whole paste indented (a markdown code block), a
+launcher's prefix on every relayed line, HTML-escaped text, frame lines hard-wrapped by a
+terminal, rich boxes wrapped inside a frame header, drawn with square corners and `>`, or with
+their box characters lost to U+FFFD.
 """
 
 from __future__ import annotations
@@ -423,8 +428,9 @@ def _lost_its_bar(line: str) -> bool:
 
 
 def _relay_prefix(text: str) -> str | None:
-    """The prefix a launcher writes before every line it relays (`SUBPROCESS: `), when the
-    traceback is among those lines and they are at least half of the log."""
+    """The prefix a launcher writes before every line it relays: a `TAG: ` on at least half of the
+    lines, the traceback among them (or an upper-case tag on nearly every line of a log without
+    one), else a longer prefix every frame line shares (_shared_frame_prefix). None when there is none."""
     counts: dict[str, int] = {}
     relayed: set[str] = set()
     total = 0
