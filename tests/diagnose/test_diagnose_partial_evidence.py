@@ -303,6 +303,8 @@ CUT_STACKS = {
                           (f"{TORCH}/distributed/distributed_c10d.py", 2050, "all_reduce", "work = group.allreduce([tensor], opts)")),
     "device-side-assert": _stack(("train.py", 140, "train_epoch", "running_loss += loss.item() * x.size(0)")),
     "cuda-oom": _stack(("train.py", 33, "main", "model = model.to(device)")),
+    "shape-mismatch": _stack(("model.py", 40, "forward", "return self.head(x.flatten(1))"),
+                             (f"{TORCH}/nn/modules/linear.py", 125, "forward", "return F.linear(input, self.weight, self.bias)")),
     "version-skew": _stack(("app.py", 3, "<module>", "import torchvision"),
                            ("/venv/lib/python3.9/site-packages/torchvision/__init__.py", 6, "<module>",
                             "from torchvision import _meta_registrations, datasets, io")),
