@@ -10,7 +10,7 @@ import pytest
 
 from traindoctor.cli.run import is_loopback, parse_address
 from traindoctor.live.enrich import enrich
-from traindoctor.live.from_dap import parse_probe_results, traceback_text
+from traindoctor.live.from_dap import diagnose_probes, parse_probe_results, traceback_text
 from traindoctor.live.launcher import LaunchError, parse_command
 from traindoctor.live.probes import parse_result, probe_expressions
 from traindoctor.model import Diagnosis, ExceptionInfo, ProbeResult, Probes, TensorSummary
@@ -192,14 +192,14 @@ def test_unrecognised_failures_show_the_frame_values():
     assert "Tensors in the failing frame: `x` (2,) float32 on cpu." in result.evidence
 
 
-def test_debugpy_launcher_frames_are_dropped_from_the_live_traceback():
-    live = parse_probe_results({"traceback": {"result": repr(json.dumps(
-        "Traceback (most recent call last):\n"
-        '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
-        '  File "/venv/lib/site-packages/debugpy/server/cli.py", line 568, in main\n    run()\n    ^^^^^\n'
-        '  File "/work/train.py", line 3, in <module>\n    step()\n'
-        "ValueError: bad\n    second message line\n"))}})
-    assert traceback_text({}, live) == (
-        'Traceback (most recent call last):\n  File "/work/train.py", line 3, in <module>\n    step()\n'
-        "ValueError: bad\n    second message line\n"
-    )
+def test_debugpy_launcher_frames_leave_the_live_diagnosis_and_are_counted():
+    text = ("Traceback (most recent call last):\n"
+            '  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+            '  File "/venv/lib/site-packages/debugpy/server/cli.py", line 568, in main\n    run()\n    ^^^^^\n'
+            '  File "/work/train.py", line 3, in <module>\n    step()\n'
+            "ValueError: bad\n    second message line\n")
+    live = parse_probe_results({"traceback": {"result": repr(json.dumps(text))}})
+    assert traceback_text({}, live) == text  # as the process formatted it: the engine hides and counts
+    diagnosis = diagnose_probes(traceback_text({}, live), Probes(), correlate=False)
+    assert [f.path for f in diagnosis.frames] == ["/work/train.py"]
+    assert diagnosis.details["hidden_frames"] == 2

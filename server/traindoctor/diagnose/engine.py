@@ -55,10 +55,10 @@ def diagnose_text(text: str | bytes, *, probes: Probes | None = None, correlate:
 
 def _hide_internal(diagnosis: Diagnosis) -> Diagnosis:
     """The user's traceback, not ours: frames of traindoctor's bootstrap and hooks, debugpy,
-    pydevd and runpy leave `frames`; details["hidden_frames"] says how many."""
+    pydevd and runpy (internal_frames.py) leave `frames`; details["hidden_frames"] says how many."""
     import dataclasses
 
-    from .user_frame import is_internal_path
+    from ..internal_frames import is_internal_path
 
     shown = tuple(f for f in diagnosis.frames if not is_internal_path(f.path))
     if len(shown) == len(diagnosis.frames):

@@ -94,7 +94,9 @@ def render_record(diagnosis: Diagnosis, source_text: str | None = None, *, now: 
                      "wrote this record is known (below); the run may have used another.")
     lines += ["", "## This machine (where the record was written)", ""] + [f"- **{k}:** {v}" for k, v in env.items()]
     if source_text:
-        tail = source_text.strip().splitlines()[-80:]
+        from ..internal_frames import hide_internal_frames
+
+        tail = hide_internal_frames(source_text)[0].strip().splitlines()[-80:]
         lines += ["", "## Log (last lines)", "", "```"] + [l.replace("```", "'''") for l in tail] + ["```"]
     lines += ["", "## Follow-up", "", "- [ ] Fix applied:", "- [ ] Verified by rerunning:", ""]
     return "\n".join(lines)

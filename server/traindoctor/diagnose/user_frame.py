@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..internal_frames import is_internal_path
 from ..model import Frame
 
 _NON_USER = re.compile(
@@ -25,25 +26,9 @@ _NON_USER = re.compile(
 )
 
 
-# Ours and the debugger's: traindoctor's bootstrap and hooks, debugpy/pydevd, runpy. Hidden from
-# every traceback a diagnosis shows (details["hidden_frames"] counts them), never the user frame.
-_INTERNAL = re.compile(
-    r"[/\\]traindoctor[/\\](?:monitor[/\\](?:bootstrap|hooks|runner)|live[/\\]\w+)\.py$"
-    r"|^<frozen (?:runpy|traindoctor\.[\w.]+)>$|[/\\]runpy\.py$"
-    r"|[/\\](?:debugpy|_pydevd_bundle|_pydev_bundle|_pydevd_frame_eval|pydevd_plugins)[/\\]|[/\\]pydevd\.py$"
-)
-
-
-def is_internal_path(path: str) -> bool:
-    """A frame of traindoctor's bootstrap or hooks, of debugpy/pydevd or of runpy."""
-    return bool(path) and bool(_INTERNAL.search(path))
-
-
 def is_user_path(path: str) -> bool:
     """The user's own code: not site-packages, the stdlib, torch or a launcher (nor ours)."""
-    return bool(path) and not _NON_USER.search(path) and not _INTERNAL.search(path)
-
-
+    return bool(path) and not _NON_USER.search(path) and not is_internal_path(path)
 
 
 def deepest_user_frame(frames: tuple[Frame, ...] | list[Frame]) -> Frame | None:

@@ -141,7 +141,7 @@ def traceback_text(exception_info: dict[str, Any] | None, results: tuple[ProbeRe
 def _traceback_text(exception_info: dict[str, Any] | None, results: tuple[ProbeResult, ...]) -> str:
     probe = next((r for r in results if r.name == "traceback" and r.ok), None)
     if probe and isinstance(probe.value, str) and probe.value.strip():
-        return without_debugger_frames(probe.value)
+        return probe.value  # debugpy's and runpy's frames too: the engine hides and counts them
     info = exception_info or {}
     details = info.get("details") or {}
     text = str(details.get("stackTrace") or "")
@@ -177,23 +177,6 @@ def _traceback_text(exception_info: dict[str, Any] | None, results: tuple[ProbeR
                 flush()
     flush()
     return "\n".join(out) + "\n"
-
-
-_DEBUGGER_FILE = re.compile(r'^  File "(?:<frozen runpy>|.*[\\/]debugpy[\\/].*)", line \d+')
-
-
-def without_debugger_frames(text: str) -> str:
-    """Drop the frames debugpy's launcher adds above the user's script."""
-    out: list[str] = []
-    skipping = False
-    for line in text.splitlines(keepends=True):
-        if line.startswith('  File "'):
-            skipping = bool(_DEBUGGER_FILE.match(line))
-        elif not line.startswith("    "):
-            skipping = False
-        if not skipping:
-            out.append(line)
-    return "".join(out)
 
 
 def diagnose_from_dap(

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..internal_frames import excepthook_expression
 from ..model import Diagnosis, Probes
 from .dap import DapConnection, DapError
 from .from_dap import (
@@ -315,6 +316,9 @@ class LiveSession:
             process.stopped = False
 
         if self.final is not None:
+            if connection.request("exceptionInfo", {"threadId": thread_id},
+                                  timeout=request_timeout).get("breakMode") == "unhandled":
+                self._hide_internal_frames(connection, thread_id)
             resume()
             return
         started = time.monotonic()
@@ -351,7 +355,8 @@ class LiveSession:
             return
         self._finish(report)
         # Let it go on to its end (printing its traceback, running atexit, joining
-        # its children) as it would without us.
+        # its children) as it would without us, but for debugpy's and runpy's frames.
+        self._hide_internal_frames(connection, thread_id)
         try:
             resume()
         except DapError:
@@ -382,6 +387,20 @@ class LiveSession:
         diagnosis, error = self._build(text, probes, process_info)
         return StopReport(diagnosis, error, unhandled, exception_type, message, process_info, text,
                           started, time.monotonic() - started, probes)
+
+    def _hide_internal_frames(self, connection: DapConnection, thread_id: Any) -> None:
+        """Before a debuggee goes on to die of an unhandled exception: the traceback it prints
+        shows the user's frames, not debugpy's, runpy's or ours, and says how many it hid
+        (internal_frames.py's excepthook). Best effort: without it, Python's own traceback."""
+        try:
+            stack = connection.request("stackTrace", {"threadId": thread_id, "startFrame": 0, "levels": 1},
+                                       timeout=self.timeouts.request)
+            frames = stack.get("stackFrames") or []
+            if frames:
+                connection.request("evaluate", {"expression": excepthook_expression(), "frameId": frames[0].get("id"),
+                                                "context": "watch"}, timeout=self.timeouts.probe)
+        except (DapError, OSError):  # OSError: internal_frames.py unreadable
+            pass
 
     @staticmethod
     def _build(text: str, probes: Probes, process_info: dict[str, Any]) -> tuple[Diagnosis | None, str | None]:

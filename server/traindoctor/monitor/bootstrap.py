@@ -44,7 +44,18 @@ def _load_hooks(path: str | None = None):
     return module
 
 
+def _hide_internal_frames() -> None:
+    """The traceback the script prints when it dies shows its frames, not this file's, runpy's or
+    the debugger's, and says how many it hid (internal_frames.py, next to the monitor's folder)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "internal_frames.py")
+    try:
+        _load_hooks(path).install_excepthook()
+    except (OSError, SyntaxError):  # without it, the traceback is printed as Python prints it
+        pass
+
+
 def main() -> None:
+    _hide_internal_frames()
     args = sys.argv[1:]
     if not args:
         sys.exit("usage: bootstrap.py SCRIPT ARGS | -m MODULE ARGS")
