@@ -221,3 +221,164 @@ HEALTHY = {
 def test_healthy_logs_stay_other(name: str) -> None:
     diagnosis = _diagnose(HEALTHY[name])
     assert diagnosis.kind == "other", (name, diagnosis.title)
+
+
+USER_BACKWARD_CUT = """\
+Traceback (most recent call last):
+  File "C:/work/sam/main.py", line 301, in <module>
+    main()
+  File "C:/work/sam/main.py", line 212, in train
+    criterion(model(x), y).bac
+"""
+
+MMCV_HOOK_BACKWARD = """\
+Traceback (most recent call last):
+  File "tools/train.py", line 190, in <module>
+    main()
+  File "/opt/conda/lib/python3.8/site-packages/mmcv/runner/iter_based_runner.py", line 67, in train
+    self.call_hook('after_train_iter')
+  File "/opt/conda/lib/python3.8/site-packages/mmcv/runner/base_runner.py", line 309, in call_hook
+    getattr(hook, fn_name)(self)
+  File "/opt/conda/lib/python3.8/site-packages/mmcv/runner/hooks/optimizer.py", line 35, in after_train_iter
+    runner.outputs['loss'].backward()
+"""
+
+SCALER_STEP = """\
+Traceback (most recent call last):
+  File "/home/u/ft/train.py", line 140, in <module>
+    train()
+  File "/home/u/ft/train.py", line 118, in train
+    scaler.step(optimizer)
+"""
+
+C10D_WINDOWS = """\
+NOTE: Redirects are currently not supported in Windows or MacOs.
+[W ..\\torch\\csrc\\distributed\\c10d\\socket.cpp:601] [c10d] The client socket has failed to connect to [MYPC]:29500 (system error: 10049 - The requested address is not valid in its context.).
+"""
+
+BACKWARD_KINDS = {"inplace-modification", "graph-reuse", "no-grad"}
+
+
+def test_a_users_backward_call_cut_mid_word_ranks_the_autograd_causes() -> None:
+    diagnosis = _diagnose(USER_BACKWARD_CUT)
+    assert diagnosis.kind in BACKWARD_KINDS and BACKWARD_KINDS <= set(_kinds(diagnosis))
+    assert (diagnosis.location.path, diagnosis.location.line) == ("C:/work/sam/main.py", 212)
+
+
+def test_a_library_hook_that_runs_backward_is_the_backward_pass() -> None:
+    diagnosis = _diagnose(MMCV_HOOK_BACKWARD)
+    assert diagnosis.kind in BACKWARD_KINDS
+    assert any("after_train_iter" in e for e in diagnosis.evidence)
+
+
+def test_a_grad_scaler_step_without_its_message_is_amp() -> None:
+    diagnosis = _diagnose(SCALER_STEP)
+    assert diagnosis.kind == "amp"
+    assert diagnosis.hypotheses[0].check
+
+
+def test_rendezvous_lines_without_a_traceback_are_distributed() -> None:
+    diagnosis = _diagnose(C10D_WINDOWS)
+    assert diagnosis.kind == "distributed"
+    assert "gloo" in " ".join(f.detail for f in diagnosis.fixes)
+
+
+def test_a_backward_named_in_prose_or_a_finished_run_stays_other() -> None:
+    text = "epoch 9 done: loss 0.12 (backward took 31 ms)\nSaved checkpoint to out/ckpt.pt\n"
+    assert _diagnose(text).kind == "other"
+
+
+def _stack(*frames: tuple[str, int, str, str]) -> str:
+    """A traceback cut after its last frame: (path, line, function, code) per frame."""
+    return "Traceback (most recent call last):\n" + "".join(
+        f'  File "{path}", line {line}, in {function}\n    {code}\n' for path, line, function, code in frames)
+
+
+TORCH = "/opt/conda/lib/python3.10/site-packages/torch"
+CUT_STACKS = {
+    "cuda-env": _stack(("run.py", 12, "<module>", "model = Net().cuda()"),
+                       (f"{TORCH}/cuda/__init__.py", 298, "_lazy_init", "torch._C._cuda_init()")),
+    "distributed": _stack(("train.py", 80, "sync", "dist.all_reduce(metric)"),
+                          (f"{TORCH}/distributed/c10d_logger.py", 75, "wrapper", "return func(*args, **kwargs)"),
+                          (f"{TORCH}/distributed/distributed_c10d.py", 2050, "all_reduce", "work = group.allreduce([tensor], opts)")),
+    "device-side-assert": _stack(("train.py", 140, "train_epoch", "running_loss += loss.item() * x.size(0)")),
+    "cuda-oom": _stack(("train.py", 33, "main", "model = model.to(device)")),
+    "shape-mismatch": _stack(("model.py", 40, "forward", "return self.head(x.flatten(1))"),
+                             (f"{TORCH}/nn/modules/linear.py", 125, "forward", "return F.linear(input, self.weight, self.bias)")),
+    "version-skew": _stack(("app.py", 3, "<module>", "import torchvision"),
+                           ("/venv/lib/python3.9/site-packages/torchvision/__init__.py", 6, "<module>",
+                            "from torchvision import _meta_registrations, datasets, io")),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CUT_STACKS))
+def test_a_stack_cut_before_its_message_names_its_likely_kind(kind: str) -> None:
+    diagnosis = _diagnose(CUT_STACKS[kind])
+    assert diagnosis.kind == kind, [(h.kind, h.confidence) for h in diagnosis.hypotheses]
+    assert diagnosis.hypotheses[0].check and diagnosis.hypotheses[0].evidence
+
+
+def test_a_classification_loss_stack_ranks_target_range_dtype_and_shape() -> None:
+    diagnosis = _diagnose(_stack(("train.py", 51, "step", "loss = F.cross_entropy(logits, y)"),
+                                 (f"{TORCH}/nn/functional.py", 3086, "cross_entropy",
+                                  "return torch._C._nn.cross_entropy_loss(input, target, weight)")))
+    assert {"device-side-assert", "dtype-mismatch", "shape-mismatch"} <= set(_kinds(diagnosis))
+
+
+def test_a_markdown_indented_paste_reads_like_the_plain_one() -> None:
+    plain = CUT_STACKS["distributed"]
+    indented = "".join(f"    {line}\n" if line else "\n" for line in plain.splitlines())
+    a, b = _diagnose(plain), _diagnose(indented)
+    assert (a.kind, a.location.path, a.location.line) == (b.kind, b.location.path, b.location.line) == (
+        "distributed", "train.py", 80)
+
+
+@pytest.mark.parametrize(("message", "kind"), [
+    ("RuntimeError: CUDA error: no kernel image is availa", "cuda-env"),  # inside text after an optional prefix
+    ("RuntimeError: Expected to have finished reduction in the prior iteration before sta", "distributed"),
+    ("RuntimeError: one of the variables needed for gradient computation has been modif", "inplace-modification"),
+])
+def test_a_message_cut_mid_line_inside_a_known_text(message: str, kind: str) -> None:
+    text = 'Traceback (most recent call last):\n  File "train.py", line 9, in <module>\n    run()\n' + message + "\n"
+    diagnosis = _diagnose(text)
+    assert diagnosis.kind == kind, diagnosis.title
+    assert "cut" in diagnosis.root_cause or "cut" in " ".join(diagnosis.evidence)
+
+
+def test_a_complete_unknown_message_is_not_taken_for_a_cut_one() -> None:
+    text = 'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n    f()\nKeyError: \'learning_rate_warmup_steps_total\'\n'
+    assert _diagnose(text).kind == "other"
+
+
+def _deepspeed_overflows(scales: list[float]) -> str:
+    return "".join(f"[2023-05-01 10:00:{i:02d},000] [INFO] [stage_1_and_2.py:1784:step] [deepspeed] OVERFLOW! Rank 0 "
+                   f"Skipping step. Attempted loss scale: {s * 2}, reducing to {s}\n" for i, s in enumerate(scales))
+
+
+def test_deepspeed_scale_collapse_is_amp_and_a_few_overflows_are_healthy() -> None:
+    assert _diagnose(_deepspeed_overflows([2.0 ** -k for k in range(1, 4)])).kind == "amp"
+    assert _diagnose(_deepspeed_overflows([32768.0, 16384.0])).kind == "other"
+
+
+def test_a_cut_paste_whose_last_source_line_is_the_raised_message() -> None:
+    text = _stack(("train_net.py", 73, "train_loop", "self.run_step()"),
+                  ("/venv/lib/python3.9/site-packages/detectron2/engine/train_loop.py", 339, "write_metrics",
+                   'f"Loss became infinite or NaN at iteration={storage.iter}!\\n"'))
+    assert _diagnose(text).kind == "nan-inf"  # the engine reads a message left in the log's last lines
+
+
+def test_a_cut_move_of_weights_to_the_device() -> None:
+    text = _stack(("C:\\app\\offload.py", 105, "weights_to_device",
+                   "module.weight.data = module.weight.data.to(device, non_bl"))
+    assert _diagnose(text).kind == "cuda-oom"
+
+
+def test_a_paste_that_lost_its_indentation_and_ends_on_a_source_line() -> None:
+    text = ("Traceback (most recent call last):\n"
+            'File "train.py", line 254, in <module>\n'
+            "main()\n"
+            'File "train.py", line 166, in train\n'
+            "loss.backward()\n")
+    diagnosis = _diagnose(text)
+    assert diagnosis.location.code == "loss.backward()"
+    assert diagnosis.kind in BACKWARD_KINDS

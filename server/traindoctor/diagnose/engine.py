@@ -184,7 +184,9 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     ranked = _hypotheses(primary, signature, facts, exc_text, selection, candidate)
     details["raw_confidences"] = [round(h[0], 3) for h in ranked]
     shares = coherent([h[1] for h in ranked], [calibrated(h[0]) for h in ranked])
-    hypotheses = tuple(Hypothesis(kind, cause, round(share, 2), ev, fx)
+    from .partial import kind_check
+
+    hypotheses = tuple(Hypothesis(kind, cause, round(share, 2), ev, fx, kind_check(kind))
                        for (_, kind, cause, ev, fx), share in zip(ranked, shares))
     return Diagnosis(
         kind=signature.kind,
@@ -249,7 +251,7 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
                            details: dict[str, Any], log_text: str) -> Diagnosis | None:
     """No signature explains the log: rank the kinds its frames and lines point to
     (partial.infer). None when the evidence is too weak: the log stays `other`."""
-    from .partial import infer, threshold
+    from .partial import infer, kind_check, threshold
     from .signatures import load_signatures
 
     found = infer(lines, chains)
@@ -268,7 +270,8 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
     kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
     raws = [min(h.score, _PARTIAL_CEILING) for h in kept]
     shares = coherent([h.kind for h in kept], [calibrated(r, "partial") for r in raws])
-    hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h), h.check)
+    hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h),
+                                  h.check or kind_check(h.kind))
                        for h, share in zip(kept, shares))
     evidence = list(dict.fromkeys([*best.supports, *evidence]))
     details = dict(details)

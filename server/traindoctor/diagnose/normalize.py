@@ -13,15 +13,22 @@ Also reads what people paste into issues: markdown emphasis around a line
 (`0: Traceback ...`), pytest's `E   ` lines, Ray's `(Worker pid=N)` prefixes, and
 VS Code's "Exception has occurred:" layout (message first, innermost frame first;
 also in Chinese), which is rewritten into a standard traceback.
+
+And what a paste does to a traceback: a whole paste indented (a markdown code block), a
+launcher's prefix on every relayed line, HTML-escaped text, frame lines hard-wrapped by a
+terminal, rich boxes wrapped inside a frame header, drawn with square corners and `>`, or with
+their box characters lost to U+FFFD.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import os
 import re
 from typing import NamedTuple
 
-from .markers import BOX_START, RICH_BAR
+from .markers import BOX_CLOSE, BOX_OPEN, BOX_START, RICH_BAR
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -66,6 +73,7 @@ _LABEL = re.compile(r"^\s{0,3}(\d{1,4}): ")
 _LABELLED_TRACEBACK = re.compile(r"(?m)^\s{0,3}\d{1,4}: (?:Traceback \(most recent|\s*File \")")
 # Markdown around pasted lines: quoting, emphasis or inline code at a line start.
 _PASTED = re.compile(r"(?m)^[ \t]*(?:>|\*\*|_\*|__\*|_[A-Za-z]\w*(?:Error|Exception)\b|_Traceback|_File|`|~~~)")
+_HTML_ESCAPED = re.compile(r'File &quot;|&lt;module&gt;|^\s*&gt; |&#39;\w+&#39;', re.M)
 _FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
 # VS Code's exception widget header, in the display languages seen in pasted reports.
 _VSCODE = ("Exception has occurred:", "发生异常:")
@@ -73,7 +81,16 @@ _RICH_BAR = RICH_BAR
 _RICH_EDGE = re.compile(r"^\s*[╭╰][─\s\w()]*[╮╯]\s*$")
 _RICH_FRAME = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in (?P<func>\S+)\s*$")
 _RICH_FRAME_WRAPPED = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+) in$")
-_RICH_CODE = re.compile(r"^❱\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")
+_RICH_CODE = re.compile(r"^[❱>]\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")  # `>` where the console lacks ❱
+# A frame header rich wrapped inside the path or the line number: "…/dataloader.py" / ":444 in __iter__",
+# "…/state_dict.py:83" / "4 in set_optimizer_state_dict".
+_RICH_PATH_HEAD = re.compile(r"^(?:[A-Za-z]:[\\/]|[/\\~]|\.{1,2}[/\\])\S*$")
+# A box whose characters the paste's encoding lost: every bar (and the ❱ marker) became U+FFFD.
+_LOST_BOX_LINE = re.compile(r"\ufffd\s+\d+\s+\ufffd")  # a source line of the box: bar, line number, bar
+_LOST_MARKER = re.compile(r"^(\s*)\ufffd(\s+)\ufffd(\s*\d+\s)")
+# A launcher's prefix on every line of a traceback it relays (`SUBPROCESS: `, `worker-3: `).
+_RELAY_PREFIX = re.compile(r"^([A-Za-z][\w.-]{1,30}): ")
+_RELAYED = re.compile(r"^\s*(?:Traceback \(most recent|File \"|[│╭╰┌└]|-{20,}$|\w+ +Traceback \(most recent|Cell In ?\[)")
 _GROUP_BAR = re.compile(r"^(\s*)[|+]-?[+-]*(?:-+ \d+ -+|-+ \.\.\. -+)?\s?")
 
 
@@ -166,6 +183,8 @@ def normalize(text: str) -> list[Line]:
     from .anchors import regions
 
     text = unpack_error_file(text)
+    if "&" in text and _HTML_ESCAPED.search(text[:200_000]):
+        text = html.unescape(text)  # a traceback copied from a page's HTML source
     found = regions(text)
     if len(found) > 1 or found and (found[0].start > 0 or not _ONLY_NEWLINES.match(text, found[0].end)):
         text = "\n".join(text[r.start:r.end] for r in found)
@@ -187,12 +206,20 @@ def _normalize_lines(text: str) -> list[Line]:
     if "\t" in text:
         text = text.replace("\t", "    ")
     text = _CONTROL.sub("", text)
+    indent = _common_indent(text)
+    if indent:  # a markdown indented code block, or a paste indented as a whole
+        text = re.sub(rf"(?m)^ {{{indent}}}", "", text)
+    relay = _relay_prefix(text)
+    lost_box = len(_LOST_BOX_LINE.findall(text[:200_000])) >= 3
+    boxed = lost_box or _RICH_BAR in text
     lines: list[Line] = []
     in_rich = False
     rich_path: tuple[str, str] | None = None  # a frame header rich wrapped onto two lines
     for number, raw in enumerate(text.split("\n")):
         # tqdm redraws the bar with \r: every redraw is its own line.
         for segment in raw.split("\r") if "\r" in raw else (raw,):
+            if relay is not None and segment.startswith(relay):
+                segment = segment[len(relay):]
             if not segment:
                 continue
             if pasted and _FENCE.match(segment.lstrip("> ")):
@@ -223,7 +250,14 @@ def _normalize_lines(text: str) -> list[Line]:
                 if found and found.end() > 0:
                     line = line[found.end():]
                     prefixed = True
+            if (prefixed or rank is not None) and line[:1] in ("*", "_", "`"):
+                line = _unquote(line)  # markdown inside a log record or a rank's line: `... ERROR - **Killed**`
+            if lost_box and line.lstrip().startswith("\ufffd"):
+                line = _LOST_MARKER.sub("\\1│\\2❱\\3", line, count=1).replace("\ufffd", _RICH_BAR)
             first = line.lstrip()[:1]
+            if boxed and not in_rich and first not in BOX_START and _lost_its_bar(line):
+                line = f"{_RICH_BAR} {line.strip()}"  # a frame header whose bar the paste lost
+                first = _RICH_BAR
             if in_rich or first in BOX_START:
                 converted, in_rich, rich_path = _rich(line.strip(), in_rich, rich_path)
                 lines.extend(Line(c, rank, number) for c in converted)
@@ -235,7 +269,40 @@ def _normalize_lines(text: str) -> list[Line]:
             lines.append(Line(line.rstrip(), rank, number, prefixed))
     if any(header in text for header in _VSCODE):
         lines = _vscode(lines)
+    if 'File "' in text:
+        lines = _rejoin_wrapped_frames(lines)
     return lines
+
+
+_FRAME_START = re.compile(r'^\s*File "')
+_FRAME_WHOLE = re.compile(r'^\s*File "[^"]*", line \d+(?:, in \S.*)?$')
+
+
+def _rejoin_wrapped_frames(lines: list[Line]) -> list[Line]:
+    """A frame line hard-wrapped by a terminal or a paste (`File "/long/pa` + `th.py", line 3, in f`,
+    `..., line 912, in` + `prepare_model`): the unindented continuation is joined back, when the
+    joined line is a whole frame line."""
+    out: list[Line] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        if _FRAME_START.match(line.text) and not _FRAME_WHOLE.match(line.text.rstrip()):
+            joined, j = [line.text], i  # the wrap may have eaten a space (the lines are right-stripped)
+            while j + 1 < n and j - i < 2 and lines[j + 1].text[:1] not in ("", " "):
+                j += 1
+                joined = [head + glue + lines[j].text for head in joined for glue in ("", " ")]
+                whole = next((text for text in joined if _FRAME_WHOLE.match(text.rstrip())), None)
+                if whole is not None:
+                    out.append(line._replace(text=whole.rstrip()))
+                    i = j + 1
+                    break
+            else:
+                out.append(line)
+                i += 1
+            continue
+        out.append(line)
+        i += 1
+    return out
 
 
 _FRAME_LINE = re.compile(r'^\s*File "[^"]*", line \d+')
@@ -299,19 +366,30 @@ def _rich(stripped: str, in_rich: bool, rich_path: tuple[str, str] | None
     `│ /path/file.py:12 in func │` and source lines with `❱ 12 │ code` marking
     the failing one, and closes the box with `╰─...─╯`; the exception follows.
     """
-    if stripped.startswith("╭"):
+    if stripped.startswith(BOX_OPEN):
         if "Traceback" in stripped:
             return ["Traceback (most recent call last):"], True, None
         return [], in_rich, rich_path  # a nested box (locals)
-    if stripped.startswith("╰"):
+    if stripped.startswith(BOX_CLOSE):
         return [], False, None
     if not stripped.startswith(_RICH_BAR):
         return [stripped], False, None
     inner = stripped.strip(_RICH_BAR + " ")
+    if rich_path is not None and not rich_path[1]:
+        if not inner:
+            return [], in_rich, rich_path  # the rest of a wrapped path comes after a blank box line
+        joined = rich_path[0] + inner
+        frame = _RICH_FRAME.match(joined)
+        if frame:
+            return [f'  File "{frame.group("path")}", line {frame.group("line")}, in {frame.group("func")}'], True, None
+        wrapped = _RICH_FRAME_WRAPPED.match(joined)
+        if wrapped:
+            return [], True, (wrapped.group("path"), wrapped.group("line"))
+        rich_path = None
     if rich_path is not None and inner and " " not in inner:
         # rich wrapped a long frame header: "path:line in" / "function"
         return [f'  File "{rich_path[0]}", line {rich_path[1]}, in {inner}'], True, None
-    if not inner or inner.startswith(("╭", "╰", _RICH_BAR)):
+    if not inner or inner.startswith((*BOX_OPEN, *BOX_CLOSE, _RICH_BAR)):
         return [], in_rich, rich_path
     wrapped = _RICH_FRAME_WRAPPED.match(inner)
     if wrapped:
@@ -323,4 +401,76 @@ def _rich(stripped: str, in_rich: bool, rich_path: tuple[str, str] | None
     frame = _RICH_FRAME.match(inner)
     if frame:
         return [f'  File "{frame.group("path")}", line {frame.group("line")}, in {frame.group("func")}'], True, None
+    if _RICH_PATH_HEAD.match(inner):
+        return [], True, (inner, "")  # a path rich wrapped before its line number ends
     return [], in_rich, rich_path
+
+
+_INDENT = re.compile(r"(?m)^( *)(?=\S)")
+
+
+def _common_indent(text: str) -> int:
+    """The indentation every non-blank line of the text shares."""
+    common = None
+    for found in _INDENT.finditer(text):
+        width = len(found.group(1))
+        common = width if common is None else min(common, width)
+        if common == 0:
+            return 0
+    return common or 0
+
+
+def _lost_its_bar(line: str) -> bool:
+    """`/path/file.py:12 in func │`: a rich frame header that lost its opening bar."""
+    inner = line.strip().rstrip(_RICH_BAR + " ")
+    frame = _RICH_FRAME.match(inner)
+    return frame is not None and _RICH_PATH_HEAD.match(frame.group("path").replace(" ", "")) is not None
+
+
+def _relay_prefix(text: str) -> str | None:
+    """The prefix a launcher writes before every line it relays: a `TAG: ` on at least half of the
+    lines, the traceback among them (or an upper-case tag on nearly every line of a log without
+    one), else a longer prefix every frame line shares (_shared_frame_prefix). None when there is none."""
+    counts: dict[str, int] = {}
+    relayed: set[str] = set()
+    total = 0
+    for line in text[:200_000].split("\n")[:2000]:
+        if not line.strip():
+            continue
+        total += 1
+        found = _RELAY_PREFIX.match(line)
+        if found is None:
+            continue
+        counts[found.group(0)] = counts.get(found.group(0), 0) + 1
+        if _RELAYED.match(line[found.end():]):
+            relayed.add(found.group(0))
+    best = max(relayed, key=lambda p: counts[p], default=None)
+    if best is not None and counts[best] >= max(3, total // 2):
+        return best
+    # a log without a traceback: an upper-case tag (`SUBPROCESS: `) on nearly every line
+    tag = max((p for p in counts if p[:-2].replace("_", "").replace("-", "").isupper()), key=lambda p: counts[p],
+              default=None)
+    if tag is not None and counts[tag] >= max(3, total * 9 // 10):
+        return tag
+    return _shared_frame_prefix(text, total)
+
+
+def _shared_frame_prefix(text: str, total: int) -> str | None:
+    """A prefix every frame line shares, character for character, and at least half of all lines
+    start with: a launcher's stacked prefixes (`<time> [Error] (EngineCore pid=7) ERROR <time>
+    [core.py:1136] `) that no pattern for one prefix strips. It ends before the frame's indentation."""
+    frame_lines = [line for line in text[:200_000].split("\n")[:2000] if 'File "' in line]
+    if len(frame_lines) < 2:
+        return None
+    common = os.path.commonprefix(frame_lines)
+    at = common.find('File "')
+    head = (common[:at] if at >= 0 else common).rstrip()
+    if len(head) < 8 or head.startswith(("Traceback", "File")):
+        return None
+    for known in (_RANK, _RAY, _LABEL, _PREFIX):  # one prefix the line cleaning reads (a rank) and strips
+        found = known.match(head + " ")
+        if found is not None and found.end() >= len(head):
+            return None
+    prefix = head + " "
+    starting = sum(1 for line in text[:200_000].split("\n")[:2000] if line.startswith(prefix))
+    return prefix if starting >= max(3, total // 2) else None

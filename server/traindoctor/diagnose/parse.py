@@ -278,7 +278,10 @@ def _lost_indent(texts: list[str], i: int) -> bool:
     """The source line at i (right after a frame header) is at the header's indentation:
     true when the paste lost indentation, i.e. the next line is another frame or the exception."""
     if i + 1 >= len(texts):
-        return False
+        # the paste ends on it (cut before the message): source, unless it reads as an exception
+        last = texts[i].strip()
+        return _exception_line(last, strict=False) is None and _truncated_exception(last) is None \
+            and any(ch in last for ch in "(=[.")
     follow = texts[i + 1]
     return _FRAME.match(follow) is not None or _exception_line(follow, strict=True) is not None \
         or _truncated_exception(follow) is not None and _is_last(texts, i + 1)

@@ -79,6 +79,17 @@ def _catalog() -> tuple[dict[str, Any], tuple[Clue, ...]]:
     return data.get("settings", {}), tuple(clues)
 
 
+@functools.cache
+def _checks() -> dict[str, str]:
+    data = yaml.safe_load((rules_dir() / "evidence" / "checks.yaml").read_text(encoding="utf-8")) or {}
+    return {str(kind): str(check) for kind, check in (data.get("checks") or {}).items()}
+
+
+def kind_check(kind: str) -> str:
+    """The one thing to look at or run that decides a hypothesis of `kind` (rules/evidence/checks.yaml)."""
+    return _checks().get(kind, "")
+
+
 def threshold() -> float:
     return float(_catalog()[0].get("threshold", 0.3))
 
@@ -157,7 +168,8 @@ def _holds(clue: Clue, found: re.Match[str]) -> bool:
 
 
 def _cut_message(chains: list[Chain]) -> tuple[str, str, str] | None:
-    """The last exception of the paste, when its message is cut inside a known message."""
+    """The last exception of the paste, when its message stops inside the literal text of a
+    known message (the paste was cut mid-line): its kind, that signature's title, the message."""
     for chain in reversed(chains):
         exception = chain.final.exception if chain.final is not None else None
         if exception is None:
@@ -165,50 +177,81 @@ def _cut_message(chains: list[Chain]) -> tuple[str, str, str] | None:
         message = exception.message.strip()
         if len(message) < _CUT_MIN_CHARS or "\n" in message:
             return None
-        for literal, signature in _literal_starts():
-            if len(literal) > len(message) and literal.startswith(message):
-                return signature.kind, signature.title_for({}), message
+        lowered = message.lower()
+        starts = [0] + [i + 1 for i, ch in enumerate(lowered) if ch in _WORD_BREAK]
+        for run, signature in _literal_runs():
+            for at in starts:
+                tail = lowered[at:]
+                if len(tail) >= _CUT_MIN_TAIL and len(tail) < len(run) and run.startswith(tail):
+                    return signature.kind, signature.title_for({}), message
         return None
     return None
 
 
+_CUT_MIN_TAIL = 15  # the cut part of a known message must be at least this long to name it
+_WORD_BREAK = set(" :'\"([{=,")
+_MIN_RUN = 25  # literal text shorter than this is too common to name a message
+
+
 @functools.cache
-def _literal_starts() -> tuple[tuple[str, Any], ...]:
-    """The literal text each exception signature's patterns start with (long enough to be
-    specific), most specific signature first."""
+def _literal_runs() -> tuple[tuple[str, Any], ...]:
+    """The literal texts (lower-cased) inside each exception signature's patterns, long enough to
+    be specific, most specific signature first."""
     out = []
     for signature in sorted(exception_signatures(), key=lambda s: -s.priority):
         if signature.kind == "other" or signature.context:
             continue
         for pattern in signature.patterns:
-            literal = _literal_prefix(pattern.pattern)
-            if len(literal) >= _CUT_MIN_CHARS + 5:
-                out.append((literal, signature))
+            out.extend((run.lower(), signature) for run in _runs_of(pattern.pattern) if len(run) >= _MIN_RUN)
     return tuple(out)
 
 
-_GROUP_OPEN = re.compile(r"^(?:\(\?[:i]\)|\(\?P<\w+>|\(\?:|\^)+")
-_ESCAPED_LITERAL = set(".()[]{}*+?|^$\\/'\"-_:,=<> ")
+_MAX_EXPANSIONS = 16
 
 
-def _literal_prefix(pattern: str) -> str:
-    pattern = _GROUP_OPEN.sub("", pattern)
-    out = []
-    index = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\" and index + 1 < len(pattern):
-            nxt = pattern[index + 1]
-            if nxt in _ESCAPED_LITERAL:
-                out.append(nxt)
-                index += 2
-                continue
-            break
-        if char in ".()[]{}*+?|^$":
-            break
-        out.append(char)
-        index += 1
-    return "".join(out)
+def _runs_of(pattern: str) -> list[str]:
+    """Every maximal run of literal text a regular expression requires, with its optional parts
+    and literal alternatives expanded (`(?:CUDA error: )?no kernel image` gives both)."""
+    try:
+        from re import _parser as sre  # the stdlib's own regex parser (Python >= 3.11)
+
+        tokens = sre.parse(pattern)
+    except Exception:  # an unparsable or future pattern: no run rather than a wrong one
+        return []
+
+    def literal(sequence) -> list[str] | None:
+        outs = [""]
+        for op, av in sequence:
+            if op is sre.LITERAL:
+                parts = [chr(av)]
+            elif op is sre.SUBPATTERN:
+                parts = literal(av[-1])
+            elif op is sre.BRANCH:
+                alternatives = [literal(branch) for branch in av[1]]
+                parts = None if any(a is None for a in alternatives) else [p for a in alternatives for p in a]
+            elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and av[0] == 0 and av[1] == 1:
+                inner = literal(av[2])
+                parts = None if inner is None else ["", *inner]
+            else:
+                parts = None
+            if parts is None:
+                return None
+            outs = [o + p for o in outs for p in parts]
+            if len(outs) > _MAX_EXPANSIONS:
+                return None
+        return outs
+
+    runs: list[str] = []
+    current = [""]
+    for token in tokens:
+        parts = literal([token])
+        if parts is None:
+            runs.extend(current)
+            current = [""]
+        else:
+            current = [c + p for c in current for p in parts][:_MAX_EXPANSIONS]
+    runs.extend(current)
+    return [run for run in dict.fromkeys(runs) if run]
 
 
 def _short(text: str, limit: int = 120) -> str:

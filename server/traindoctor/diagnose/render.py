@@ -39,6 +39,9 @@ def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True
         out.append(f"  rank {diagnosis.rank}")
     out.append("")
     out.extend(textwrap.wrap(diagnosis.root_cause, width) or [""])
+    check = diagnosis.hypotheses[0].check if diagnosis.hypotheses else ""
+    if check and check not in diagnosis.root_cause and diagnosis.kind != "other":
+        out.extend(textwrap.wrap(f"To decide: {check}", width))
     ranks = diagnosis.details.get("ranks") if isinstance(diagnosis.details, dict) else None
     if ranks and len(ranks) > 1:
         out.append("")
@@ -70,6 +73,9 @@ def render_text(diagnosis: Diagnosis, *, width: int = 100, evidence: bool = True
         for hypothesis in diagnosis.hypotheses[1:]:
             out.extend(textwrap.wrap(f"[{hypothesis.kind}, {hypothesis.confidence:.2f}] {hypothesis.cause}", width,
                                      initial_indent="  - ", subsequent_indent="    "))
+            if hypothesis.check and hypothesis.kind != diagnosis.kind:
+                out.extend(textwrap.wrap(f"to decide: {hypothesis.check}", width, initial_indent="    ",
+                                         subsequent_indent="    "))
     if diagnosis.references:
         out.append("")
         out.append("References:")

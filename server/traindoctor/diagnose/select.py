@@ -290,6 +290,11 @@ _NOT_AN_ERROR = re.compile(r"\b[A-Z]\w*Warning\b|^\s*\[W[ \d]|\bWarning:|\bWARN(
                            r"\(Triggered internally at ")
 
 
+# A progress line that names an error is one (`FloatingPointError: Loss became infinite or NaN at
+# iteration=166!`).
+_ERROR_WORD = re.compile(r"[a-z]Error\b|\bError:|\w Exception\b|Exception:")
+
+
 def _message_only(lines: list[Line], joined: str, offsets: list[int]) -> Candidate | None:
     """A known failure message with no `Type: message` line to carry it: a bare message
     (`Trying to backward through the graph a second time ...`), a logger's line
@@ -307,7 +312,8 @@ def _message_only(lines: list[Line], joined: str, offsets: list[int]) -> Candida
             for found in pattern.finditer(window):
                 index = bisect.bisect_right(offsets, start + found.start()) - 1
                 line = lines[index]
-                if PROGRESS.search(line.text) or _NOT_AN_ERROR.search(line.text):
+                if (PROGRESS.search(line.text) and not _ERROR_WORD.search(line.text)) \
+                        or _NOT_AN_ERROR.search(line.text):
                     continue
                 facts = {k: v for k, v in found.groupdict().items() if v is not None}
                 return Candidate(signature, facts, line=index, rank=line.rank,

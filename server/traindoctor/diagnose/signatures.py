@@ -327,10 +327,17 @@ def match_exception(text: str, candidates: Iterable[Signature] | None = None,
                     context: str = "") -> tuple[Signature, dict[str, str]] | None:
     """The highest-priority exception signature matching `Type: message`; a signature
     with `context` patterns also needs one of them in `context` (the frames, the log)."""
-    for signature in candidates if candidates is not None else exception_signatures():
+    signatures = tuple(candidates) if candidates is not None else exception_signatures()
+    # a message hard-wrapped by a terminal or a paste (mid-word, or at a space the wrap ate)
+    haystacks = (text, _WRAP.sub("", text), _WRAP.sub(" ", text)) if "\n" in text else (text,)
+    for signature in signatures:
         if signature.context and not any(p.search(context) for p in signature.context):
             continue
-        facts = signature.match(text)
-        if facts is not None:
-            return signature, facts
+        for haystack in haystacks:
+            facts = signature.match(haystack)
+            if facts is not None:
+                return signature, facts
     return None
+
+
+_WRAP = re.compile(r"\n(?= ?\S)")  # a line break inside a message: the next line continues it, unindented

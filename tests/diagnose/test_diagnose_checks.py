@@ -1,0 +1,34 @@
+"""Every ranked hypothesis says the one thing that decides it (issue 28): a partial-evidence
+clue's own check, else its kind's (rules/evidence/checks.yaml); the CLI text shows them."""
+
+from __future__ import annotations
+
+from traindoctor.diagnose import diagnose_text
+from traindoctor.diagnose.partial import kind_check
+from traindoctor.diagnose.render import render_text
+from traindoctor.diagnose.signatures import KINDS
+
+OOM = ('Traceback (most recent call last):\n  File "train.py", line 88, in <module>\n    out = model(x)\n'
+       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+       "23.65 GiB of which 1.02 GiB is free.\n")
+CUBLAS = ('Traceback (most recent call last):\n  File "setup.py", line 12, in <module>\n    y = a @ b\n'
+          "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa)`\n")
+
+
+def test_every_kind_has_a_check() -> None:
+    assert [kind for kind in KINDS if not kind_check(kind)] == []
+
+
+def test_every_hypothesis_carries_a_check() -> None:
+    for text in (OOM, CUBLAS):
+        diagnosis = diagnose_text(text, correlate=False)
+        assert all(h.check for h in diagnosis.hypotheses), [(h.kind, h.check) for h in diagnosis.hypotheses]
+    cublas = diagnose_text(CUBLAS, correlate=False)
+    assert [h.kind for h in cublas.hypotheses][:2] == ["device-side-assert", "cuda-env"]
+    assert cublas.hypotheses[1].check == kind_check("cuda-env")
+
+
+def test_the_text_says_how_to_decide() -> None:
+    text = render_text(diagnose_text(CUBLAS, correlate=False))
+    assert "To decide: " + kind_check("device-side-assert")[:30] in text.replace("\n", " ")
+    assert "to decide: python -c" in text

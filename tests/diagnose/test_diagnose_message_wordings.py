@@ -1,0 +1,69 @@
+"""Message wordings the signatures learnt from the wild corpus's dev half (issue 28): older or
+library-specific texts of known kinds. Each paste is written here (the corpus stays unseen)."""
+
+from __future__ import annotations
+
+import pytest
+
+from traindoctor.diagnose import diagnose_text
+
+_TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <module>\n    step()\n'
+
+
+@pytest.mark.parametrize(("message", "kind"), [
+    # torch <= 1.5 (TensorIterator::compute_types), e.g. a float64 target in mse_loss's backward
+    ("RuntimeError: expected dtype Double but got dtype Float (validate_dtype at "
+     "/pytorch/aten/src/ATen/native/TensorIterator.cpp:143)", "dtype-mismatch"),
+    # detectron2's trainer stops on a non-finite loss
+    ("FloatingPointError: Loss became infinite or NaN at iteration=12!\nloss_dict = {'loss_cls': nan}", "nan-inf"),
+    # vLLM's start-up check of the KV cache against the memory left after the weights
+    ("ValueError: To serve at least one request with the models's max seq len (32768), (2.00 GiB KV cache is "
+     "needed, which is larger than the available KV cache memory (1.10 GiB). Try increasing "
+     "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.", "cuda-oom"),
+    # DeepSpeed's dynamic loss scaler gives up
+    ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.", "amp"),
+    # a launcher's child killed by the OOM killer
+    ("subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' died with <Signals.SIGKILL: 9>.",
+     "host-oom"),
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "cuda-env"),
+    ("RuntimeError: Expected is_sm80 || is_sm90 to be true, but got false.", "cuda-env"),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "cuda-env"),
+    ("torch.cuda.DeferredCudaCallError: CUDA call failed lazily at initialization with error: device >= 0 && "
+     "device < num_gpus INTERNAL ASSERT FAILED", "cuda-env"),
+    ("IndexError: index out of range in self", "device-side-assert"),
+    ("RuntimeError: Output 0 of BackwardHookFunctionBackward is a view and is being modified inplace.",
+     "inplace-modification"),
+    ("RuntimeError: Expected a 'cuda' device type for generator but found 'cpu'", "device-mismatch"),
+    ("RuntimeError: Timed out initializing process group in store based barrier on rank: 0, for key: "
+     "store_based_barrier_key:1 (world_size=2, worker_count=1, timeout=0:30:00)", "distributed"),
+    ("RuntimeError: Tensors must be CUDA and dense", "distributed"),
+    ("TypeError: forward() got an unexpected keyword argument 'num_items_in_batch'", "version-skew"),
+    ('OSError: [WinError 1455] \u9875\u9762\u6587\u4ef6\u592a\u5c0f Error loading "C:\\py\\torch\\lib\\cudnn64_8.dll" '
+     "or one of its dependencies.", "host-oom"),  # the paging file, in a Chinese Windows
+    ('OSError: [WinError 126] The specified module could not be found. Error loading '
+     '"C:\\py\\torch\\lib\\fbgemm.dll" or one of its dependencies.', "cuda-env"),
+    ("ERROR: Unexpected segmentation fault encountered in worker.", "dataloader-worker"),
+    ("RuntimeError: received 0 items of ancdata", "dataloader-worker"),
+    ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL", "host-oom"),
+])
+def test_wording(message: str, kind: str) -> None:
+    diagnosis = diagnose_text(_TAIL + message + "\n", correlate=False)
+    assert diagnosis.kind == kind, diagnosis.title
+    assert (diagnosis.location.path, diagnosis.location.line) == ("train.py", 50)
+
+
+def test_the_raise_line_of_load_state_dict_amid_log_records() -> None:
+    text = ("2020-08-19 08:31:36,539 maskrcnn.utils.model_serialization INFO: REMATCHING! backbone.layer3.bn2.weight\n"
+            '    self.__class__.__name__, "\\n\\t".join(error_msgs)))\n'
+            "2020-08-19 08:31:36,540 maskrcnn.utils.model_serialization INFO: REMATCHING! backbone.layer3.bn3.bias\n")
+    diagnosis = diagnose_text(text, correlate=False)
+    assert diagnosis.kind == "checkpoint-mismatch"
+    assert diagnosis.hypotheses[0].check
+
+
+def test_a_message_without_its_exception_line_that_names_an_iteration() -> None:
+    text = ("Runtime Error: floatingPointError: Loss became infinite or NaN at iteration=166!\n"
+            "loss_dict = {'loss_cls': nan, 'loss_box_reg': nan}\n")
+    assert diagnose_text(text, correlate=False).kind == "nan-inf"
+    # a progress line with a NaN loss and no error in it is left to the loss-curve detectors
+    assert diagnose_text("iteration=166 loss: nan lr: 0.01\n", correlate=False).kind == "other"
