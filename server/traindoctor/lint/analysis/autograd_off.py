@@ -47,6 +47,12 @@ def _grad_off_wrappers(model: FileModel) -> frozenset[str]:
                      _wraps_without_grad(walk, info.node))
 
 
+def wraps_without_grad(model: FileModel, decorator: cst.FunctionDef) -> bool:
+    """`def d(f)` returns an inner function that calls `f` only with autograd off (the one
+    definition: the project index's summaries use it too)."""
+    return _wraps_without_grad(WalkState(model.names), decorator)
+
+
 def _wraps_without_grad(walk: WalkState, decorator: cst.FunctionDef) -> bool:
     """`def d(f)` returns an inner function that calls `f` only with autograd off."""
     params = decorator.params.params

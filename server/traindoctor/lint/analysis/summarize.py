@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..walk import iter_nodes
+from .autograd_off import wraps_without_grad
 from .facts import Checkpoint, Draw
 from .model import FileModel
 from .names import dotted_name
@@ -121,8 +121,8 @@ def _told(facts: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def is_no_grad_decorator(model: FileModel, function: cst.CSTNode | None, params: tuple[str, ...]) -> bool:
-    """`def nograd(fn)` whose wrapper calls `fn` inside `with torch.no_grad():`, or that
-    returns `torch.no_grad()(fn)`."""
+    """`def nograd(fn)` that returns `torch.no_grad()(fn)`, or a wrapper that calls `fn` only
+    with autograd off (autograd_off.wraps_without_grad decides that)."""
     if not isinstance(function, cst.FunctionDef) or not params:
         return False
     wrapped = params[0] if params[0] not in ("self", "cls") else (params[1] if len(params) > 1 else "")
@@ -132,31 +132,16 @@ def is_no_grad_decorator(model: FileModel, function: cst.CSTNode | None, params:
 
     def disables(expr: cst.BaseExpression) -> bool:
         func = expr.func if isinstance(expr, cst.Call) else expr
-        target = model.names.qualify(func) or ""
-        if target == "torch.set_grad_enabled":
-            first = expr.args[0].value if isinstance(expr, cst.Call) and expr.args else None
-            return isinstance(first, cst.Name) and first.value == "False"
-        return target in v.no_grad_contexts
+        return (model.names.qualify(func) or "") in v.no_grad_contexts
 
-    # A decorator returns its wrapper (a function defined in it) or `torch.no_grad()(fn)`:
-    # only those are walked (walking every function cost two thirds of a summary).
     body = function.body.body if isinstance(function.body, cst.IndentedBlock) else ()
-    nested = {stmt.name.value: stmt for stmt in body if isinstance(stmt, cst.FunctionDef)}
     for stmt in body:
-        if not (isinstance(stmt, cst.SimpleStatementLine) and stmt.body and isinstance(stmt.body[0], cst.Return)):
-            continue
-        value = stmt.body[0].value
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Call) and disables(value.func) and \
-                any(isinstance(a.value, cst.Name) and a.value.value == wrapped for a in value.args):
-            return True
-        wrapper = nested.get(value.value) if isinstance(value, cst.Name) else None
-        if wrapper is not None:
-            for node in iter_nodes(wrapper):
-                if isinstance(node, cst.With) and any(disables(item.item) for item in node.items) and \
-                        any(isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value == wrapped
-                            for n in iter_nodes(node.body)):
-                    return True
-    return False
+        if isinstance(stmt, cst.SimpleStatementLine) and stmt.body and isinstance(stmt.body[0], cst.Return):
+            value = stmt.body[0].value
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Call) and disables(value.func) and \
+                    any(isinstance(a.value, cst.Name) and a.value.value == wrapped for a in value.args):
+                return True
+    return wraps_without_grad(model, function)
 
 
 def saved_kind(model: FileModel, save: Checkpoint) -> str:

@@ -23,7 +23,6 @@ from ..analysis.autograd_off import frozen_before, runs_without_grad
 from ..analysis.events import Event
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
-from ..analysis.summarize import is_no_grad_decorator
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
@@ -126,7 +125,8 @@ class EvalWithoutNoGrad(RoutineRule):
         return bool(self.model.project_fact(event.receiver, "leaves_grad_off"))
 
     def _decorated_no_grad(self, routine: Routine) -> bool:
-        """Decorated with a project decorator that runs the function under no_grad."""
+        """Decorated with a decorator of another project file that runs the function under no_grad
+        (an in-file one: autograd_off.runs_without_grad)."""
         function = routine.node
         if not isinstance(function, cst.FunctionDef):
             return False
@@ -134,9 +134,6 @@ class EvalWithoutNoGrad(RoutineRule):
             expr = decorator.decorator
             name = dotted_name(expr.func if isinstance(expr, cst.Call) else expr) or ""
             if self.model.project_fact(name, "no_grad_decorator"):
-                return True
-            info = self.model.function(name) if "." not in name else None
-            if info is not None and is_no_grad_decorator(self.model, info.node, info.params):
                 return True
         return False
 

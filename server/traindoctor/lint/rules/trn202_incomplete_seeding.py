@@ -35,8 +35,10 @@ def _runs_before(draw: Draw, seed: Seed, order: dict[int, int]) -> bool:
     """`draw` runs before `seed` whenever both run: the same function (or module-level code),
     earlier in the source, and no loop around both (a later pass would draw after the seed).
     Seeding where the seed is cannot make such a draw reproducible."""
-    return draw.function == seed.function and order[id(draw)] < order[id(seed)] and \
-        not set(draw.loops) & set(seed.loops)
+    at_draw, at_seed = order.get(id(draw)), order.get(id(seed))
+    if at_draw is None or at_seed is None:
+        return False  # a seed made by a project helper's call is not a fact of this file: no order known
+    return draw.function == seed.function and at_draw < at_seed and not set(draw.loops) & set(seed.loops)
 
 
 class IncompleteSeeding(Rule):
