@@ -105,8 +105,10 @@ class EvalModeLeak(RoutineRule):
             if min(evals) < first:
                 return None
             anchor = body[0]
+        # Unsafe: it changes how the model behaves (dropout on, BatchNorm statistics updated), which
+        # is wrong where eval mode during training is intended (a frozen backbone, a linear probe).
         return FixSpec(f"Insert `{model}.train()` at the start of the training phase",
-                       (InsertBefore(anchor, f"{model}.train()"),))
+                       (InsertBefore(anchor, f"{model}.train()"),), safe=False)
 
 
 def _documents_intent(routine: Routine) -> bool:
