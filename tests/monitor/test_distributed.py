@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -27,9 +28,18 @@ def workdir(tmp_path_factory):
 
 
 def watch(workdir: Path, mode: str, *options: str, steps: int = 20, launcher: tuple[str, ...] = (TORCHRUN,)) -> Outcome:
-    ranks = ("--num_processes", "2") if "launch" in launcher else ("--nproc-per-node", "2")
+    # A port of its own for each job: xdist may run two of these tests at once, and two jobs on
+    # torchrun's default port 29500 join each other's rendezvous.
+    ranks = ("--num_processes", "2", "--main_process_port", free_port()) if "launch" in launcher else \
+        ("--standalone", "--nproc-per-node", "2")
     return traindoctor("watch", "--format", "json", "--timeout", "150", *options, "--", *launcher, *ranks,
                        str(workdir / "ddp_train.py"), mode, str(steps), cwd=workdir, timeout=200)
+
+
+def free_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
 
 
 def left_over(workdir: Path) -> list[str]:
@@ -90,7 +100,8 @@ def test_a_long_evaluation_without_steps_is_not_a_hang(workdir):
 
 def test_ctrl_c_stops_every_rank(workdir):
     child = subprocess.Popen([PYTHON, "-m", "traindoctor", "watch", "--runs-dir", str(workdir / "ctrl-c"), "--",
-                              TORCHRUN, "--nproc-per-node", "2", str(workdir / "ddp_train.py"), "hang", "20"],
+                              TORCHRUN, "--standalone", "--nproc-per-node", "2", str(workdir / "ddp_train.py"),
+                              "hang", "20"],
                              cwd=workdir, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120

@@ -4,6 +4,7 @@ torchrun, `python -m torch.distributed.run`, `accelerate launch` and `torch.mult
 from __future__ import annotations
 
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -12,10 +13,19 @@ from monitor_helpers import PYTHON, SCRIPTS, Outcome, traindoctor
 
 pytestmark = pytest.mark.slow
 
-TORCHRUN = (str(Path(PYTHON).parent / "torchrun"), "--nproc-per-node", "2")
-MODULE_RUN = (PYTHON, "-m", "torch.distributed.run", "--nproc-per-node", "2")
+def free_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
+
+
+# Ports of their own: test_distributed.py's jobs use torchrun's default port 29500, and xdist runs the
+# two files at the same time (two jobs on one port join each other's rendezvous).
+TORCHRUN = (str(Path(PYTHON).parent / "torchrun"), "--standalone", "--nproc-per-node", "2")
+MODULE_RUN = (PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2")
 ACCELERATE = (str(Path(PYTHON).parent / "accelerate"), "launch", "--multi_gpu", "--num_machines", "1",
-              "--num_processes", "2", "--mixed_precision", "no", "--dynamo_backend", "no")
+              "--num_processes", "2", "--main_process_port", free_port(), "--mixed_precision", "no",
+              "--dynamo_backend", "no")
 
 
 @pytest.fixture(scope="module")
