@@ -91,6 +91,47 @@ async def test_an_edit_in_one_file_changes_a_finding_published_for_another(clien
     await client.eventually(evaluate, lambda ds: "TRN102" in _codes(ds))
 
 
+def _changed_on_disk(client, path: Path, kind=lsp.FileChangeType.Changed) -> None:
+    client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(uri=path.as_uri(), type=kind)]))
+
+
+async def test_a_file_changed_on_disk_updates_the_findings_of_the_open_files(client, workspace: Path):
+    _write(workspace)
+    evaluate = client.open(workspace / "evaluate.py")
+    await _index_built(client)
+    await client.eventually(evaluate, lambda ds: "TRN102" in _codes(ds))
+    watching = [w["globPattern"] for r in client.registrations if r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES
+                for w in r.register_options["watchers"]]
+    caps = client.capabilities.workspace.did_change_watched_files
+    assert ("**/*.py" in watching) == bool(caps and caps.dynamic_registration)
+    # a `git checkout` rewrites models.py, which is not open: load_model no longer calls eval()
+    models = workspace / "models.py"
+    models.write_text(MODELS.replace("    model.eval()\n", ""))
+    _changed_on_disk(client, models)
+    await client.eventually(evaluate, lambda ds: "TRN102" not in _codes(ds))
+    # deleted: nothing answers the import, and the rule no longer knows the model is in eval mode
+    models.write_text(MODELS)
+    _changed_on_disk(client, models)
+    await client.eventually(evaluate, lambda ds: "TRN102" in _codes(ds))
+    models.unlink()
+    _changed_on_disk(client, models, lsp.FileChangeType.Deleted)
+    await client.eventually(evaluate, lambda ds: "TRN102" not in _codes(ds))
+
+
+async def test_closing_an_unsaved_buffer_puts_the_file_on_disk_back_in_the_index(client, workspace: Path):
+    _write(workspace)
+    models = client.open(workspace / "models.py")
+    evaluate = client.open(workspace / "evaluate.py")
+    await _index_built(client)
+    await client.eventually(evaluate, lambda ds: "TRN102" in _codes(ds))
+    line = client.texts[models].splitlines().index("    model.eval()")
+    client.edit(models, lsp.Range(lsp.Position(line, 0), lsp.Position(line + 1, 0)), "")
+    await client.eventually(evaluate, lambda ds: "TRN102" not in _codes(ds))
+    client.close(models)  # the edit is discarded: the file on disk still calls eval()
+    await client.eventually(evaluate, lambda ds: "TRN102" in _codes(ds))
+
+
 async def test_an_unchanged_summary_does_not_republish_its_dependants(workspace: Path):
     _write(workspace)
     client = await CONFIG.start()

@@ -95,23 +95,24 @@ class TrainDoctorServer(LanguageServer):
             return
         self.apply_settings(values[0] if values else None)
 
-    async def watch_pyproject(self) -> None:
-        """Ask the client to tell us when a pyproject.toml changes on disk."""
+    async def watch_files(self) -> None:
+        """Ask the client to tell us when a pyproject.toml or a Python file changes on disk."""
         if not self.client.watch_files:
             return
         registration = lsp.Registration(
-            id="traindoctor-pyproject",
+            id="traindoctor-files",
             method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
             register_options=lsp.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[lsp.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                watchers=[lsp.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                          lsp.FileSystemWatcher(glob_pattern="**/*.py")]
             ),
         )
         try:
             await asyncio.wait_for(
                 self.client_register_capability_async(lsp.RegistrationParams(registrations=[registration])), 10
             )
-        except Exception as exc:  # optional: without it, pyproject edits apply on the next change
-            logger.info("client did not register the pyproject.toml watcher: %s", exc)
+        except Exception as exc:  # optional: without it, disk changes apply on the next edit
+            logger.info("client did not register the file watcher: %s", exc)
 
     def config_for(self, doc: DocumentState):
         config, problem = self.settings.config_for(doc.path, self.first_workspace_dir())
@@ -280,13 +281,16 @@ def create_server() -> TrainDoctorServer:
         await ls.pull_settings()
         if ls.settings != before:  # documents opened meanwhile were linted with the old ones
             ls.relint_open_documents()
-        await ls.watch_pyproject()
+        await ls.watch_files()
         ls.workspace_index.start(ls)
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def on_watched_files(ls: TrainDoctorServer, params: lsp.DidChangeWatchedFilesParams) -> None:
         if any(change.uri.endswith("pyproject.toml") for change in params.changes):
             ls.relint_open_documents()  # [tool.traindoctor] may have changed
+        # A Python file changed outside the editor: what it defines may answer another file.
+        ls.workspace_index.reread(ls, [to_fs_path(c.uri) for c in params.changes
+                                       if c.uri.startswith("file:") and c.uri.endswith(".py")])
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: TrainDoctorServer, params: lsp.DidChangeConfigurationParams) -> None:
@@ -341,6 +345,8 @@ def create_server() -> TrainDoctorServer:
         doc = ls.documents.pop(uri, None)
         if doc is not None:
             doc.close()
+            if doc.path:  # its unsaved edits are gone: the index holds the file on disk again
+                ls.workspace_index.reread(ls, [doc.path])
         # Only a diagnosis outlives the editor tab; lint results go with it. A pull
         # client drops what it pulled by itself.
         if not ls.client.pull_diagnostics or uri in ls.diagnosis_diagnostics:

@@ -5,7 +5,9 @@ are not supported); indexing reads files and runs nothing, and `indexWorkspace: 
 turns it off. The build never delays an open file's diagnostics: open files are linted
 with whatever summaries exist, and re-linted when the facts they read change — after each
 chunk of the build, and after an edit changes another open file's summary. An edit whose
-summary is unchanged re-lints nothing else.
+summary is unchanged re-lints nothing else. Files that change on disk outside the editor (a
+`git checkout`, a generator, another tool; `workspace/didChangeWatchedFiles`) and files closed
+with unsaved edits are summarized again from disk, the same way.
 
 Progress: `window/workDoneProgress/create`, then `$/progress` begin, report (per chunk), end.
 """
@@ -105,6 +107,33 @@ class WorkspaceIndex:
             return None
         return token
 
+    # -- files that changed on disk ---------------------------------------------------------------
+
+    def reread(self, ls: "TrainDoctorServer", paths: list[str]) -> None:
+        """Summarize these files again from disk (a deleted one leaves the index), in the
+        background; open documents keep the summary of their buffer."""
+        if not ls.settings.index_workspace or not paths:
+            return
+        roots = [os.path.abspath(d) + os.sep for d in ls.workspace_dirs()]
+        wanted = [p for p in paths if p.endswith(".py") and any(os.path.abspath(p).startswith(r) for r in roots)]
+        if wanted:
+            asyncio.ensure_future(self._reread(ls, wanted))
+
+    async def _reread(self, ls: "TrainDoctorServer", paths: list[str]) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            results = await loop.run_in_executor(self._pool, _disk_summaries, paths)
+        except RuntimeError:  # the pool is gone: shutting down
+            return
+        open_paths = {os.path.abspath(d.path) for d in ls.documents.values() if d.path}
+        changed = False
+        for path, summary in results:
+            if os.path.abspath(path) in open_paths:
+                continue
+            changed |= self.index.remove(path) if summary is None else self.index.set_summary(path, summary)
+        if changed:
+            self.relint_readers(ls)
+
     # -- after a lint of an open file ---------------------------------------------------------
 
     def project_for(self, doc: "DocumentState"):
@@ -137,3 +166,8 @@ class WorkspaceIndex:
 
 def _summaries(paths: list[str]) -> list:
     return [summarize_file(path) for path in paths]
+
+
+def _disk_summaries(paths: list[str]) -> list:
+    """(path, summary), or (path, None) for a file that is gone."""
+    return [summarize_file(path) if os.path.isfile(path) else (path, None) for path in paths]
