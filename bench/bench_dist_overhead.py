@@ -23,7 +23,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_watch_overhead import _environment  # noqa: E402  (the same allocator settings)
+from bench_watch_overhead import _environment, slowdowns  # noqa: E402  (the same allocator settings and rows)
 
 PAIRED_DDP = textwrap.dedent(
     """
@@ -44,7 +44,7 @@ PAIRED_DDP = textwrap.dedent(
     data = TensorDataset(torch.randn(8192, 256), torch.randint(0, 10, (8192,)))
     loader = DataLoader(data, batch_size=64, sampler=DistributedSampler(data), drop_last=True)
     from traindoctor.monitor import bootstrap
-    hooks, rank_hooks = bootstrap._load_hooks(), bootstrap._load_hooks("rank_hooks")
+    hooks, rank_hooks = bootstrap._load_hooks(), bootstrap._load_hooks(bootstrap.monitor_file("rank_hooks"))
     pairs = int(sys.argv[1])
 
     def batches():
@@ -100,7 +100,8 @@ PAIRED_DDP = textwrap.dedent(
         result[key] = {"with_ms": 1e3 * statistics.fmean(with_monitor), "without_ms": 1e3 * statistics.fmean(without),
                        "extra_us": 1e6 * statistics.fmean(differences),
                        "extra_stderr_us": 1e6 * statistics.stdev(differences) / len(differences) ** 0.5}
-    print("RESULT", rank, json.dumps(result), flush=True)
+    with open(f"result-{rank}.json", "w") as handle:  # a file each: the ranks' stdout lines interleave
+        json.dump(result, handle)
     dist.destroy_process_group()
     """
 )
@@ -113,23 +114,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "paired_ddp.py"
         script.write_text(PAIRED_DDP)
-        done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+        done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                                str(script), str(args.pairs)], capture_output=True, text=True, timeout=3600,
                               cwd=folder, env=_environment())
-    output: dict[str, object] = {"pairs": args.pairs, "ranks": 2}
-    for line in done.stdout.splitlines():
-        if not line.startswith("RESULT "):
-            continue
-        _, rank, text = line.split(" ", 2)
-        measured = json.loads(text)
-        output[f"rank {rank}"] = {
-            **{f"{key}_slowdown_percent": round(100 * (v["with_ms"] / v["without_ms"] - 1), 2)
-               for key, v in measured.items()},
-            **{f"{key}_step_ms_without": round(v["without_ms"], 3) for key, v in measured.items()},
-            **{f"{key}_extra_us": f"{v['extra_us']:.0f} ± {v['extra_stderr_us']:.0f}" for key, v in measured.items()},
-        }
-    if len(output) < 4:
-        raise SystemExit(f"no measurement (exit {done.returncode}): {done.stderr[-800:]}")
+        results = {rank: Path(folder) / f"result-{rank}.json" for rank in (0, 1)}
+        if done.returncode != 0 or not all(path.is_file() for path in results.values()):
+            raise SystemExit(f"no measurement (exit {done.returncode}): {done.stderr[-800:]}")
+        output: dict[str, object] = {"pairs": args.pairs, "ranks": 2}
+        for rank, path in results.items():
+            output[f"rank {rank}"] = slowdowns(json.loads(path.read_text()))
     print(json.dumps(output, indent=2, ensure_ascii=False))
 
 

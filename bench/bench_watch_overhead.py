@@ -170,9 +170,13 @@ def paired(script: Path, pairs: int, mode: str, workdir: Path) -> dict[str, obje
                           timeout=1800, cwd=workdir, env=_environment())
     if done.returncode != 0 or not done.stdout.strip():
         raise RuntimeError(f"paired {mode}: no measurement (exit {done.returncode}): {done.stderr[-500:]}")
-    measured = json.loads(done.stdout.strip().splitlines()[-1])
-    result: dict[str, object] = {"pairs": pairs}
-    for key, values in measured.items():  # wall, cpu (process CPU time: every thread)
+    return {"pairs": pairs, **slowdowns(json.loads(done.stdout.strip().splitlines()[-1]))}
+
+
+def slowdowns(measured: dict[str, dict[str, float]]) -> dict[str, object]:
+    """A paired script's means (wall, cpu: process CPU time of every thread) as the report's rows."""
+    result: dict[str, object] = {}
+    for key, values in measured.items():
         result[f"{key}_slowdown_percent"] = round(100 * (values["with_ms"] / values["without_ms"] - 1), 2)
         result[f"{key}_step_ms_without"] = round(values["without_ms"], 3)
         result[f"{key}_extra_us"] = f"{values['extra_us']:.0f} ± {values['extra_stderr_us']:.0f}"
