@@ -305,6 +305,7 @@ def loss_spike(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
                  "steps": ", ".join(str(s) for _, s, _, _ in spikes[:10])}
         # Clipping answers a gradient that jumped with the loss; without that evidence it is not offered.
         facts["grad_spike"] = _gradient_spiked(run, [s for _, s, _, _ in spikes], window, factor) or None
+        facts["carried"] = bool(carried_steps(run)) or None
         hits.append(Hit(step, facts, site_frame(run.meta.get("backward_site")),
                         details={"spike_steps": [s for _, s, _, _ in spikes]}))
     return hits
@@ -358,7 +359,7 @@ def divergence(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
 def _shape_facts(shape: dict[str, Any], run: RunData, step: int) -> dict[str, Any]:
     """Facts of one series' shape for the templates: geometric growth (with the lr read live at
     `step`) or one spike."""
-    facts: dict[str, Any] = {"trajectory": _describe(shape)}
+    facts: dict[str, Any] = {"trajectory": _describe(shape), "carried": bool(carried_steps(run)) or None}
     if shape.get("shape") == "geometric":
         facts.update(geometric=True, factor=num(shape["factor"]), growth_step=shape["growth_step"])
     elif shape.get("shape") == "spike":
@@ -390,6 +391,26 @@ def gradient_explosion(run: RunData, params: Mapping[str, Any], lint: Lint) -> l
 # --- runs that do not learn ---------------------------------------------------------------------
 
 
+def carried_steps(run: RunData) -> list[int]:
+    """The checked steps whose gradient still held the previous step's (hooks._GradientCarryProbe);
+    empty unless every conclusive check found it so."""
+    verdicts = [(r["step"], r["carried_grad"]) for r in run.records if r.get("carried_grad") is not None]
+    return [step for step, _ in verdicts] if verdicts and all(carried for _, carried in verdicts) else []
+
+
+@detector("gradients-not-reset")
+def gradients_not_reset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    steps = carried_steps(run)
+    if len(steps) < int(params.get("min_checks", 2)):
+        return []
+    site = run.meta.get("backward_site") or {}
+    facts = {"step": steps[0], "carried": len(steps), "steps": ", ".join(map(str, steps)),
+             "param": run.meta.get("carry_param") or "a parameter",
+             "backward_site": f"{site.get('path')}:{site.get('line')}" if site.get("path") else None}
+    return [Hit(steps[0], facts, site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site")))]
+
+
+
 def update_ratio(records: list[dict[str, Any]]) -> float | None:
     values = [to_float(v) for r in records for v in (r.get("update_ratio") or {}).values()]
     values = [v for v in values if v is not None and math.isfinite(v)]
@@ -410,6 +431,10 @@ def learning_facts(run: RunData, params: Mapping[str, Any]) -> dict[str, Any]:
         facts["never_grad"] = True
         facts["never_count"] = len(never)
         facts["never"] = ", ".join(never[:6]) + (f" (+{len(never) - 6} more)" if len(never) > 6 else "")
+        reaches = run.meta.get("loss_reaches") or {}
+        if reaches.get("held") == 0 and reaches.get("not_held"):
+            facts["rebuilt"] = True  # the loss trains other tensors: the optimizer holds a stale copy
+            facts["not_held"] = reaches["not_held"]
     ratio = update_ratio(records[1:] or records)
     if ratio is not None:
         facts["ratio"] = num(ratio)

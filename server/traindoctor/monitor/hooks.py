@@ -54,6 +54,9 @@ _FLUSH_EVERY_S = 0.5
 # copying whole layers before every sampled step was the monitor's largest cost.
 _RATIO_SAMPLE = 4096
 _RATIO_CHUNK = 64  # consecutive values per sampled run (256 bytes in float32)
+# Steps at whose start one small parameter's gradient is checked for what was left in it at the step
+# before (gradients never reset between optimizer steps): a few suffice, the mistake is in every step.
+_CARRY_CHECKS = 5
 
 
 class StopRun(BaseException):
@@ -226,6 +229,7 @@ class Monitor:
         self.never_grad: set[int] = set()
         self.ratio_index: list[int] = []
         self.update_ratios = _UpdateRatios()
+        self.carry_probe = _GradientCarryProbe()
         self.ratio_values: torch.Tensor | None = None  # of the previous step, read at the next host sync
         self.ratio_names: list[str] = []  # the layers of `ratio_values`
         self.on_cpu = False  # the optimized parameters all live on the CPU
@@ -235,6 +239,7 @@ class Monitor:
         self.loss: torch.Tensor | None = None
         self.scaled: tuple[Any, torch.Tensor] | None = None  # (weak ref to scaler.scale(loss), loss)
         self.backwards = 0
+        self.loss_leaves: list[int] | None = None  # id() of the trainable tensors the last loss before step 1 reached
         self.backward_id = 0  # id() of the tensor last backpropagated (its graph is freed by backward)
         self.batch: Any = None  # the DataLoader's last batch
         self.scaler: Any = None  # the GradScaler that scaled a loss, if any
@@ -272,6 +277,8 @@ class Monitor:
                     monitor.loss = tensor.detach()
                 monitor.backwards += 1
                 monitor.backward_id = id(tensor)
+                if monitor.optimizer is None and not _distributed_world():
+                    monitor.loss_leaves = _trainable_leaves(tensor)  # read at the first step (`_discover`)
                 if "backward_site" not in monitor.meta:
                     monitor.meta["backward_site"] = user_site()
             return original_backward(tensor, *args, **kwargs)
@@ -401,6 +408,13 @@ class Monitor:
             for name, module in root.named_modules():
                 self.modules.append((f"{prefix}.{name}" if name else prefix, module))
         self.names = _parameter_names(self.params, roots)
+        if self.loss_leaves is not None:
+            # A loss that reaches trainable tensors, none of them this optimizer's: the model was rebuilt,
+            # copied or replaced after the optimizer was created, and step() updates an unused copy.
+            held = {id(p) for p in self.params}
+            reached = len(held.intersection(self.loss_leaves))
+            self.meta["loss_reaches"] = {"held": reached, "not_held": len(self.loss_leaves) - reached}
+            self.loss_leaves = None
         self.never_grad = set(range(len(self.params)))
         # Contiguous ones only: the ratio is read through a view of the parameter's storage.
         candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous() and p.numel()]
@@ -525,6 +539,10 @@ class Monitor:
         if nonfinite and not self.onset_read:
             self.onset_read = True
             record["onset"] = self._onset_context(optimizer)
+        if self.carry_probe.param is not None:
+            carried = self.carry_probe.check()
+            if carried is not None:
+                record["carried_grad"] = carried
         record["zero_grad_params"] = per_param.count(0.0)
         record["missing_grad_params"] = len(params) - len(grad_index)
         if self.per_layer:
@@ -620,6 +638,14 @@ class Monitor:
         if not self.step_taken:  # a closure the optimizer never called
             self._take_step(optimizer)
         self.ratio_values = self.update_ratios.after()
+        if self.step <= _CARRY_CHECKS and not _distributed_world():  # DDP averages .grad: nothing to compare
+            probed = self.carry_probe.param
+            self.carry_probe.start(self.params)
+            if probed is None and self.carry_probe.param is not None:
+                index = next(i for i, p in enumerate(self.params) if p is self.carry_probe.param)
+                self.meta["carry_param"] = self.names[index]
+        elif self.carry_probe.param is not None:
+            self.carry_probe.stop()
         if self.max_steps and self.step >= self.max_steps:
             self.meta["stopped"] = {"step": self.step, "reason": "max-steps"}
             raise StopRun()
@@ -722,6 +748,7 @@ class Monitor:
             self._remove_hooks()
 
     def _remove_hooks(self) -> None:
+        self.carry_probe.stop()
         for handle in self._handles:
             handle.remove()
         self._handles = []
@@ -730,6 +757,65 @@ class Monitor:
             if getattr(owner, name) is wrapper:
                 setattr(owner, name, original)
         self._patched = []
+
+
+class _GradientCarryProbe:
+    """Was a gradient reset between two optimizer steps? `backward()` adds to `.grad`; unless
+    `zero_grad()` (or `p.grad = None`) runs between steps, every step applies the sum of all the
+    gradients so far. On one small parameter, at the first steps: its gradient is copied at a step's
+    end, and a hook sees each later backward's contribution before it is added, with `.grad` as it
+    is then (None or all zeros: a reset). At the next step, no reset and `.grad` equal to the copy
+    plus the contributions is a carried-over gradient. Whatever rescales `.grad` in between (DDP's
+    averaging, clipping, GradScaler's unscale) breaks the equality and says nothing."""
+
+    def __init__(self) -> None:
+        self.param: torch.Tensor | None = None
+        self.handle: Any = None
+        self.left: torch.Tensor | None = None  # the gradient at the previous step's end
+        self.added: torch.Tensor | None = None  # what backward added since
+        self.reset = False  # a backward since found .grad None or zero
+
+    def start(self, params: list[torch.Tensor]) -> None:
+        if self.param is None:
+            candidates = [p for p in params if p.grad is not None and not p.grad.is_sparse and p.requires_grad
+                          and 0 < p.numel() <= 1 << 16]
+            if not candidates:
+                return
+            self.param = min(candidates, key=lambda p: p.numel())
+            self.handle = self.param.register_hook(self._add)
+        grad = self.param.grad
+        self.left = grad.detach().to(torch.float64, copy=True) if grad is not None else None
+        self.added = None
+        self.reset = False
+
+    def _add(self, grad: torch.Tensor) -> None:
+        current = self.param.grad if self.param is not None else None
+        if current is None or not bool(current.any()):
+            self.reset = True
+        grad = grad.detach().to(torch.float64, copy=True)
+        self.added = grad if self.added is None else self.added + grad
+
+    def check(self) -> bool | None:
+        """True: the gradient still holds the previous step's; False: it was reset; None: cannot tell."""
+        grad = self.param.grad if self.param is not None else None
+        left, added, reset = self.left, self.added, self.reset
+        self.left = self.added = None
+        if reset:
+            return False
+        if grad is None or left is None or added is None or grad.is_sparse or grad.shape != added.shape:
+            return None
+        grad = grad.detach().to(torch.float64)
+        left_norm = float(left.norm())
+        tolerance = 1e-5 * (left_norm + float(added.norm())) + 1e-12
+        if left_norm > 100 * tolerance and float((grad - added - left).norm()) <= tolerance:
+            return True
+        return None
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.remove()
+        self.param = self.handle = self.left = self.added = None
+        self.reset = False
 
 
 class _RepeatBatches:
@@ -773,6 +859,27 @@ class _RepeatBatches:
 
     def __len__(self) -> int:
         return self.remaining or 0
+
+
+def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000) -> list[int] | None:
+    """id() of every tensor that backward from `loss` accumulates a gradient into (its autograd
+    graph's AccumulateGrad nodes), or None past `budget` nodes."""
+    root = loss.grad_fn
+    if root is None:
+        return []
+    seen, stack, leaves = {root}, [root], []
+    while stack:
+        node = stack.pop()
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            leaves.append(id(variable))
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                if len(seen) >= budget:
+                    return None
+                seen.add(child)
+                stack.append(child)
+    return leaves
 
 
 def _models_of(params: list[torch.Tensor]) -> list[torch.nn.Module]:
