@@ -47,6 +47,8 @@ WEIGHTS = ROOT / "rules" / "evidence" / "evidence_weights.yaml"
 REPORT = ROOT / "bench" / "evidence_model.md"
 FOLDS = 5
 ALPHA = 0.5
+MIN_WORD_ITEMS = 2  # a message word shown by fewer training items is not counted
+WORD_SCALE = 0.6  # the weight of the message words against the structural features
 TEMPERATURES = (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 FAMILY = {"nan-onset": "nan-inf", "divergence": "nan-inf", "gradient-explosion": "nan-inf", "loss-spike": "nan-inf"}
 
@@ -74,13 +76,20 @@ def items() -> list[dict]:
 
 
 def fit(train: list[dict], temperature: float = 1.0) -> dict:
-    kinds: dict[str, dict] = defaultdict(lambda: {"n": 0, "features": Counter()})
+    """Per kind: its item count, how many show each feature, and how many show each message word
+    that at least MIN_WORD_ITEMS items show."""
+    kinds: dict[str, dict] = defaultdict(lambda: {"n": 0, "features": Counter(), "words": Counter()})
+    word_df = Counter(f[5:] for item in train for f in item["features"] if f.startswith("word:"))
+    kept = {word for word, count in word_df.items() if count >= MIN_WORD_ITEMS}
     for item in train:
         entry = kinds[item["kind"]]
         entry["n"] += 1
-        entry["features"].update(item["features"].keys())
-    return {"alpha": ALPHA, "temperature": temperature,
-            "kinds": {k: {"n": v["n"], "features": dict(sorted(v["features"].items()))} for k, v in sorted(kinds.items())}}
+        entry["features"].update(f for f in item["features"] if not f.startswith("word:"))
+        entry["words"].update(f[5:] for f in item["features"] if f.startswith("word:") and f[5:] in kept)
+    return {"alpha": ALPHA, "temperature": temperature, "word_scale": WORD_SCALE,
+            "word_df": {w: word_df[w] for w in sorted(kept)},
+            "kinds": {k: {"n": v["n"], "features": dict(sorted(v["features"].items())),
+                          "words": dict(sorted(v["words"].items()))} for k, v in sorted(kinds.items())}}
 
 
 def fold_of(name: str) -> int:

@@ -274,14 +274,21 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
 def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) -> tuple[list, list[float], dict]:
     """Hypotheses from the evidence model, as partial hypotheses with their probabilities; none
     when the paste shows no failure at all (no traceback, no exception, no failure line)."""
-    from .evidence_model import OTHER, failure_shown, observe, rank as rank_kinds
+    from .evidence_model import OTHER, Ranked, alternatives_shown, failure_shown, observe, rank as rank_kinds
     from .partial import PartialHypothesis, kind_check
     from .signatures import load_signatures
 
     observed = observe(lines, chains)
-    ranked = rank_kinds(observed) if failure_shown(observed) else []
+    ranked = rank_kinds(observed)
     if not ranked:
         return [], [], {}
+    if not failure_shown(observed):
+        if not alternatives_shown(observed):
+            return [], [], {}
+        # no evidence of a kind: `other` first, at the confidence of an unrecognised paste, and
+        # the kinds the model ranks as what the missing message may say
+        rest = [r for r in ranked if r.kind != OTHER]
+        ranked = [Ranked(OTHER, calibrated(0.05), (), ()), *rest]
     first_of_kind = {s.kind: s for s in reversed(load_signatures())}
     kept = []
     for entry in ranked[:_MAX_HYPOTHESES]:

@@ -59,11 +59,11 @@ def _vocabulary() -> tuple[int, tuple[Feature, ...]]:
 
 def failure_shown(observed: dict[str, str]) -> bool:
     """Whether the paste shows a failure (settings.failure_shown of features.yaml) and evidence of
-    its kind: a feature that is neither `generic` nor the paste's shape."""
+    its kind: a feature of the vocabulary that is not `generic` (message words alone never are)."""
     settings = _catalog()[0]
     generic = set(settings.get("generic", ()))
     return (any(feature in observed for feature in settings.get("failure_shown", ()))
-            and any(f not in generic and f not in _SHAPE_MEANS for f in observed))
+            and any(f not in generic and f not in _SHAPE_MEANS and not f.startswith("word:") for f in observed))
 
 
 @functools.cache
@@ -73,6 +73,12 @@ def _weights() -> dict[str, Any]:
         return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except OSError:
         return {}
+
+
+def alternatives_shown(observed: dict[str, str]) -> bool:
+    """Whether the paste shows something (a frame, an error line, NCCL lines) whose ranked kinds
+    are worth listing beside `other` (settings.alternatives_shown of features.yaml)."""
+    return any(feature in observed for feature in _catalog()[0].get("alternatives_shown", ()))
 
 
 def feature_ids() -> list[str]:
@@ -117,7 +123,13 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
         found["shape-log-only"] = "a log with no traceback"
     if errors:
         found["shape-error-line"] = errors[0]
+    for text in [*messages, *errors]:
+        for word in _WORD.findall(text):
+            found.setdefault(f"word:{word.lower()}", word)
     return found
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_]{2,}")  # the words of a message, for the fitted word counts
 
 
 _SHAPE_MEANS = {"shape-traceback": "the paste has a traceback",
@@ -141,6 +153,11 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
     temperature = float(weights.get("temperature", 1.0))
     vocabulary = [*feature_ids(), *shape_features()]
     total = sum(int(k["n"]) for k in kinds.values())
+    # message words: only the present ones count (most of the vocabulary is absent from a message),
+    # each by how much more often items of the kind show it than all items do
+    word_df: dict[str, int] = weights.get("word_df") or {}
+    word_scale = float(weights.get("word_scale", 0.0))
+    words = [w for w in observed if w.startswith("word:") and w[5:] in word_df]
     scores: dict[str, float] = {}
     ratios: dict[str, list[tuple[float, str]]] = {}
     for kind, fitted in kinds.items():
@@ -155,6 +172,12 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
                 ratios.setdefault(kind, []).append((math.log(theta / base), feature))
             else:
                 score += math.log(1 - theta)
+        kind_words = fitted.get("words") or {}
+        for word in words:
+            ratio = math.log(((int(kind_words.get(word[5:], 0)) + alpha) / (n + 2 * alpha))
+                             / ((int(word_df[word[5:]]) + alpha) / (total + 2 * alpha)))
+            score += word_scale * ratio
+            ratios.setdefault(kind, []).append((word_scale * ratio, word))
         scores[kind] = score / temperature
     top = max(scores.values())
     norm = sum(math.exp(s - top) for s in scores.values())
@@ -167,6 +190,8 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
 
 
 def _means(feature_id: str, observed: dict[str, str]) -> str:
+    if feature_id.startswith("word:"):
+        return f"the message has the word `{observed.get(feature_id, feature_id[5:])}`"
     if feature_id in _SHAPE_MEANS:
         return _SHAPE_MEANS[feature_id]
     feature = next(f for f in _vocabulary()[1] if f.id == feature_id)
