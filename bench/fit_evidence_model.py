@@ -149,6 +149,25 @@ def main(write: bool) -> None:
                 alone["cut" if it["cut"] else "full"].append((top.probability, top.kind == it["kind"]))
                 if not it["cut"]:
                     rows["cv"].append((it["name"], *engine_kind(it["text"])))
+        # no signature reads any message (every wording unknown, as on a test paste whose wording
+        # the signatures never saw): the clues alone, then the clues and the model (cross-validated)
+        from traindoctor.diagnose import select, signatures
+
+        saved = (select._exception_signatures, select.log_signatures)
+        select._exception_signatures = lambda: ()
+        select.log_signatures = lambda: ()
+        try:
+            evidence_model._weights = lambda: {}
+            rows["unread-without"] = [(it["name"], *engine_kind(it["text"])) for it in wild_full]
+            rows["unread-cv"] = []
+            for fold in range(FOLDS):
+                weights = fit([it for it in data if not (it["group"] and fold_of(it["group"]) == fold)], temperature)
+                evidence_model._weights = lambda w=weights: w
+                rows["unread-cv"] += [(it["name"], *engine_kind(it["text"])) for it in wild_full
+                                      if fold_of(it["group"]) == fold]
+        finally:
+            select._exception_signatures, select.log_signatures = saved
+            del signatures
     finally:
         evidence_model._weights = original
 
@@ -166,6 +185,13 @@ def main(write: bool) -> None:
              "| wild dev half, `traindoctor diagnose` | kind | family | ECE |", "|---|---|---|---|"]
     for label, key in (("without the evidence model", "without"), ("with it, counts fitted on all of dev", "fitted"),
                        (f"with it, {FOLDS}-fold cross-validated (counts without the fold)", "cv")):
+        kind, family, calibration = accuracy(rows[key])
+        lines.append(f"| {label} | {kind:.3f} | {family:.3f} | {calibration:.3f} |")
+    lines += ["", "The same pastes when no signature reads any message (every wording unknown to the signatures, "
+              "as a new wording is; the frames and lines are still read):", "",
+              "| wild dev half, signatures off | kind | family | ECE |", "|---|---|---|---|"]
+    for label, key in (("partial-evidence clues only", "unread-without"),
+                       (f"clues and the evidence model, {FOLDS}-fold cross-validated", "unread-cv")):
         kind, family, calibration = accuracy(rows[key])
         lines.append(f"| {label} | {kind:.3f} | {family:.3f} | {calibration:.3f} |")
     lines += ["", "The model alone, on held-out wild dev pastes (no signature: how it reads a wording it never saw):", "",

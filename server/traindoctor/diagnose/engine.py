@@ -256,17 +256,21 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
     from .partial import infer, threshold
 
     found = infer(lines, chains)
+    kept, shares, source = _from_structure(lines, chains, fallback_signature)
     if found and found[0].score >= threshold():
-        kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
-        raws = [min(h.score, _PARTIAL_CEILING) for h in kept]
-        shares = coherent([h.kind for h in kept], [calibrated(r, "partial") for r in raws])
-        source = {"signature": f"partial:{kept[0].clues[0]}",
-                  "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues} for h in kept],
-                  "raw_confidences": [round(r, 3) for r in raws]}
-    else:
-        kept, shares, source = _from_structure(lines, chains, fallback_signature)
-        if not kept:
-            return None
+        clue_kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
+        raws = [min(h.score, _PARTIAL_CEILING) for h in clue_kept]
+        clue_shares = coherent([h.kind for h in clue_kept], [calibrated(r, "partial") for r in raws])
+        # the clues and the model both read the frames; the more confident one answers (a message
+        # in the torch vocabulary that no signature knows outweighs a generic innermost frame)
+        if not kept or kept[0].kind == "other" or clue_shares[0] >= shares[0]:
+            kept, shares = clue_kept, clue_shares
+            source = {"signature": f"partial:{clue_kept[0].clues[0]}",
+                      "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues}
+                                           for h in clue_kept],
+                      "raw_confidences": [round(r, 3) for r in raws]}
+    if not kept:
+        return None
     return _inferred(kept, shares, source, lines, fallback_signature, evidence, location, rank, frames, exception,
                      details, log_text)
 
@@ -274,6 +278,8 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
 def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) -> tuple[list, list[float], dict]:
     """Hypotheses from the evidence model, as partial hypotheses with their probabilities; none
     when the paste shows no failure at all (no traceback, no exception, no failure line)."""
+    import dataclasses
+
     from .evidence_model import OTHER, Ranked, alternatives_shown, failure_shown, observe, rank as rank_kinds
     from .partial import PartialHypothesis, kind_check
     from .signatures import load_signatures
@@ -287,8 +293,10 @@ def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) 
             return [], [], {}
         # no evidence of a kind: `other` first, at the confidence of an unrecognised paste, and
         # the kinds the model ranks as what the missing message may say
-        rest = [r for r in ranked if r.kind != OTHER]
-        ranked = [Ranked(OTHER, calibrated(0.05), (), ()), *rest]
+        # (each no likelier than `other`: nothing in the paste decides between them)
+        unknown = calibrated(0.05)
+        rest = [dataclasses.replace(r, probability=min(r.probability, unknown - 0.01)) for r in ranked if r.kind != OTHER]
+        ranked = [Ranked(OTHER, unknown, (), ()), *rest]
     first_of_kind = {s.kind: s for s in reversed(load_signatures())}
     kept = []
     for entry in ranked[:_MAX_HYPOTHESES]:
