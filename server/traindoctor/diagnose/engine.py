@@ -188,6 +188,8 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
 
     hypotheses = tuple(Hypothesis(kind, cause, round(share, 2), ev, fx, kind_check(kind))
                        for (_, kind, cause, ev, fx), share in zip(ranked, shares))
+    if signature.kind == FALLBACK and claimed is None:
+        hypotheses += _alternatives(lines, chains, hypotheses[0].confidence)
     return Diagnosis(
         kind=signature.kind,
         mode=signature.mode,
@@ -263,14 +265,14 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
         clue_shares = coherent([h.kind for h in clue_kept], [calibrated(r, "partial") for r in raws])
         # the clues and the model both read the frames; the more confident one answers (a message
         # in the torch vocabulary that no signature knows outweighs a generic innermost frame)
-        if not kept or kept[0].kind == "other" or clue_shares[0] >= shares[0]:
+        if not kept or kept[0].kind == FALLBACK or clue_shares[0] >= shares[0]:
             kept, shares = clue_kept, clue_shares
             source = {"signature": f"partial:{clue_kept[0].clues[0]}",
                       "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues}
                                            for h in clue_kept],
                       "raw_confidences": [round(r, 3) for r in raws]}
-    if not kept:
-        return None
+    if not kept or kept[0].kind == FALLBACK:
+        return None  # the unrecognised failure as it is; _alternatives lists what it may be
     return _inferred(kept, shares, source, lines, fallback_signature, evidence, location, rank, frames, exception,
                      details, log_text)
 
@@ -278,9 +280,7 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
 def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) -> tuple[list, list[float], dict]:
     """Hypotheses from the evidence model, as partial hypotheses with their probabilities; none
     when the paste shows no failure at all (no traceback, no exception, no failure line)."""
-    import dataclasses
-
-    from .evidence_model import OTHER, Ranked, alternatives_shown, failure_shown, observe, rank as rank_kinds
+    from .evidence_model import OTHER, failure_shown, observe, rank as rank_kinds
     from .partial import PartialHypothesis, kind_check
     from .signatures import load_signatures
 
@@ -289,14 +289,7 @@ def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) 
     if not ranked:
         return [], [], {}
     if not failure_shown(observed):
-        if not alternatives_shown(observed):
-            return [], [], {}
-        # no evidence of a kind: `other` first, at the confidence of an unrecognised paste, and
-        # the kinds the model ranks as what the missing message may say
-        # (each no likelier than `other`: nothing in the paste decides between them)
-        unknown = calibrated(0.05)
-        rest = [dataclasses.replace(r, probability=min(r.probability, unknown - 0.01)) for r in ranked if r.kind != OTHER]
-        ranked = [Ranked(OTHER, unknown, (), ()), *rest]
+        return [], [], {}
     first_of_kind = {s.kind: s for s in reversed(load_signatures())}
     kept = []
     for entry in ranked[:_MAX_HYPOTHESES]:
@@ -311,6 +304,30 @@ def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) 
               "evidence_model": [{"kind": h.kind, "probability": round(h.score, 3), "features": h.clues} for h in kept],
               "raw_confidences": [round(h.score, 3) for h in kept]}
     return kept, shares, source
+
+
+def _alternatives(lines: list[Line], chains: list[Chain], unknown: float) -> tuple[Hypothesis, ...]:
+    """What an unrecognised failure may be, when a frame or a log line shows something
+    (evidence_model.alternatives_shown): the evidence model's kinds, each no likelier than the
+    unrecognised answer itself, since nothing in the paste decides between them."""
+    from .evidence_model import OTHER, alternatives_shown, observe, rank as rank_kinds
+    from .partial import kind_check
+    from .signatures import load_signatures
+
+    observed = observe(lines, chains)
+    if not alternatives_shown(observed):
+        return ()
+    first_of_kind = {s.kind: s for s in reversed(load_signatures())}
+    out = []
+    for entry in [r for r in rank_kinds(observed) if r.kind != OTHER][:_MAX_HYPOTHESES - 1]:
+        signature = first_of_kind.get(entry.kind)
+        if signature is None:
+            continue
+        out.append(Hypothesis(
+            entry.kind, f"The message may say {signature.title_for({})}; nothing in the paste decides it.",
+            round(max(0.01, min(entry.probability, unknown - 0.01)), 2), entry.supports,
+            tuple(FixSuggestion(t, d) for t, d in signature.fixes_for({})[:2]), kind_check(entry.kind)))
+    return tuple(out)
 
 
 def _inferred(kept: list, shares: list[float], source: dict[str, Any], lines: list[Line], fallback_signature,
