@@ -49,14 +49,18 @@ def labelled() -> list[tuple[str, Path, str]]:
 def predictions(source: str | None = None) -> list[tuple[str, float, bool, bool, str]]:
     """(file id, raw confidence, right kind, is the top hypothesis, kind) for every hypothesis,
     in the diagnosis's order; with `source`, only the diagnoses whose confidence comes from that
-    map ("signature": a message was read, "partial": inferred without it)."""
+    map ("signature": a message was read, "partial": inferred without it, "model": the evidence
+    model's own probability)."""
     from traindoctor.diagnose import diagnose_text
 
     out = []
     for name, path, label in labelled():
         diagnosis = diagnose_text(path.read_bytes(), correlate=False)
-        partial = str(diagnosis.details.get("signature", "")).startswith("partial:")
-        if source is not None and partial != (source == "partial"):
+        signature = str(diagnosis.details.get("signature", ""))
+        # the evidence model's probability is its own (tempered, cross-validated by
+        # bench/fit_evidence_model.py): no map of this file applies to it
+        of = "model" if signature == "evidence-model" else "partial" if signature.startswith("partial:") else "signature"
+        if source is not None and of != source:
             continue
         raws = diagnosis.details.get("raw_confidences") or [diagnosis.confidence]
         for index, (hypothesis, raw) in enumerate(zip(diagnosis.hypotheses, raws)):

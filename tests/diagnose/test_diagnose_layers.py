@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                 "extract", "probe_values", "source", "render", "references"}),
     ("normalise", {"anchors", "normalize"}),
     ("parse", {"parse"}),
-    ("select", {"select", "partial"}),
+    ("select", {"select", "partial", "evidence_model"}),
     ("kinds", {"kinds", "probe_evidence"}),
     ("engine", {"engine"}),
     ("package", {"__init__"}),

@@ -188,6 +188,8 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
 
     hypotheses = tuple(Hypothesis(kind, cause, round(share, 2), ev, fx, kind_check(kind))
                        for (_, kind, cause, ev, fx), share in zip(ranked, shares))
+    if signature.kind == FALLBACK and claimed is None:
+        hypotheses += _alternatives(lines, chains, hypotheses[0].confidence)
     return Diagnosis(
         kind=signature.kind,
         mode=signature.mode,
@@ -250,14 +252,92 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
                            location: Frame | None, rank: int | None, frames: tuple, exception: ExceptionInfo | None,
                            details: dict[str, Any], log_text: str) -> Diagnosis | None:
     """No signature explains the log: rank the kinds its frames and lines point to
-    (partial.infer). None when the evidence is too weak: the log stays `other`."""
-    from .partial import infer, kind_check, threshold
-    from .signatures import load_signatures
+    (partial.infer); when no clue is strong enough, the kinds the structure of its evidence
+    points to (evidence_model: the exception's type, the vocabulary of its message, the modules of
+    its innermost frames, its log lines). None when there is no evidence: the log stays `other`."""
+    from .partial import infer, threshold
 
     found = infer(lines, chains)
-    if not found or found[0].score < threshold():
-        return None
-    best = found[0]
+    kept, shares, source = _from_structure(lines, chains, fallback_signature)
+    if found and found[0].score >= threshold():
+        clue_kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
+        raws = [min(h.score, _PARTIAL_CEILING) for h in clue_kept]
+        clue_shares = coherent([h.kind for h in clue_kept], [calibrated(r, "partial") for r in raws])
+        # the clues and the model both read the frames; the more confident one answers (a message
+        # in the torch vocabulary that no signature knows outweighs a generic innermost frame)
+        if not kept or kept[0].kind == FALLBACK or clue_shares[0] >= shares[0]:
+            kept, shares = clue_kept, clue_shares
+            source = {"signature": f"partial:{clue_kept[0].clues[0]}",
+                      "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues}
+                                           for h in clue_kept],
+                      "raw_confidences": [round(r, 3) for r in raws]}
+    if not kept or kept[0].kind == FALLBACK:
+        return None  # the unrecognised failure as it is; _alternatives lists what it may be
+    return _inferred(kept, shares, source, lines, fallback_signature, evidence, location, rank, frames, exception,
+                     details, log_text)
+
+
+def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) -> tuple[list, list[float], dict]:
+    """Hypotheses from the evidence model, as partial hypotheses with their probabilities; none
+    when the paste shows no failure at all (no traceback, no exception, no failure line)."""
+    from .evidence_model import OTHER, failure_shown, observe, rank as rank_kinds
+    from .partial import PartialHypothesis, kind_check
+    from .signatures import load_signatures
+
+    observed = observe(lines, chains)
+    ranked = rank_kinds(observed)
+    if not ranked:
+        return [], [], {}
+    if not failure_shown(observed):
+        return [], [], {}
+    first_of_kind = {s.kind: s for s in reversed(load_signatures())}
+    kept = []
+    for entry in ranked[:_MAX_HYPOTHESES]:
+        signature = first_of_kind.get(entry.kind, fallback_signature)
+        named = "no known failure" if entry.kind == OTHER else signature.title_for({})
+        kept.append(PartialHypothesis(
+            entry.kind, entry.probability,
+            f"No signature reads this paste's message; what it shows is most like {named}.",
+            kind_check(entry.kind), list(entry.supports), [], [f"model:{f}" for f in entry.features] or ["model"]))
+    shares = coherent([h.kind for h in kept], [h.score for h in kept])
+    source = {"signature": "evidence-model",
+              "evidence_model": [{"kind": h.kind, "probability": round(h.score, 3), "features": h.clues} for h in kept],
+              "raw_confidences": [round(h.score, 3) for h in kept]}
+    return kept, shares, source
+
+
+def _alternatives(lines: list[Line], chains: list[Chain], unknown: float) -> tuple[Hypothesis, ...]:
+    """What an unrecognised failure may be, when a frame or a log line shows something
+    (evidence_model.alternatives_shown): the evidence model's kinds, each no likelier than the
+    unrecognised answer itself, since nothing in the paste decides between them."""
+    from .evidence_model import OTHER, alternatives_shown, observe, rank as rank_kinds
+    from .partial import kind_check
+    from .signatures import load_signatures
+
+    observed = observe(lines, chains)
+    if not alternatives_shown(observed):
+        return ()
+    first_of_kind = {s.kind: s for s in reversed(load_signatures())}
+    out = []
+    for entry in [r for r in rank_kinds(observed) if r.kind != OTHER][:_MAX_HYPOTHESES - 1]:
+        signature = first_of_kind.get(entry.kind)
+        if signature is None:
+            continue
+        out.append(Hypothesis(
+            entry.kind, f"The message may say {signature.title_for({})}; nothing in the paste decides it.",
+            round(max(0.01, min(entry.probability, unknown - 0.01)), 2), entry.supports,
+            tuple(FixSuggestion(t, d) for t, d in signature.fixes_for({})[:2]), kind_check(entry.kind)))
+    return tuple(out)
+
+
+def _inferred(kept: list, shares: list[float], source: dict[str, Any], lines: list[Line], fallback_signature,
+              evidence: list[str], location: Frame | None, rank: int | None, frames: tuple,
+              exception: ExceptionInfo | None, details: dict[str, Any], log_text: str) -> Diagnosis:
+    """The diagnosis of ranked hypotheses inferred without a signature (`kept`, best first)."""
+    from .partial import kind_check
+    from .signatures import load_signatures
+
+    best = kept[0]
     first_of_kind = {s.kind: s for s in reversed(load_signatures())}
     signature = first_of_kind.get(best.kind, fallback_signature)
 
@@ -267,28 +347,22 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
         merged = list(dict.fromkeys([*hypothesis.fixes, *kind_fixes]))
         return tuple(FixSuggestion(t, d) for t, d in merged[:3])
 
-    kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
-    raws = [min(h.score, _PARTIAL_CEILING) for h in kept]
-    shares = coherent([h.kind for h in kept], [calibrated(r, "partial") for r in raws])
     hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h),
                                   h.check or kind_check(h.kind))
                        for h, share in zip(kept, shares))
     evidence = list(dict.fromkeys([*best.supports, *evidence]))
     details = dict(details)
-    details.update({
-        "signature": f"partial:{best.clues[0]}",
-        "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues} for h in kept],
-        "raw_confidences": [round(r, 3) for r in raws],
-        "check": best.check,
-    })
+    details.update(source)
+    details["check"] = best.check
     from .environment import environment_from_log
 
     run_env = environment_from_log(log_text, frames)
     if run_env:
         details["run_env"] = run_env
-    title = f"{signature.title_for({})} (inferred: the error message is missing)"
-    root_cause = (f"{best.cause} The paste does not show the error message, so this is inferred from what it "
-                  f"does show; to decide: {best.check}")
+    missing = "the error message is missing" if exception is None else "no known message"
+    title = f"{signature.title_for({})} (inferred: {missing})"
+    root_cause = (f"{best.cause} The paste does not show a message traindoctor knows, so this is inferred from what "
+                  f"it does show; to decide: {best.check}")
     return Diagnosis(
         kind=best.kind, mode=signature.mode, title=title, root_cause=root_cause, evidence=tuple(evidence),
         fixes=hypotheses[0].fixes, confidence=hypotheses[0].confidence, hypotheses=hypotheses, location=location,

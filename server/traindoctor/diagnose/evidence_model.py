@@ -1,0 +1,199 @@
+"""A kind from the structure of the evidence, when no signature reads the message.
+
+Signatures know wordings; a paste with an unknown wording, cut before its message, or with no
+traceback still shows the exception's type, words of the torch/CUDA/NCCL vocabulary, the library
+modules of its innermost frames and its log lines. This module observes those general features
+(the vocabulary is data: rules/evidence/features.yaml) and ranks the kinds by a Bernoulli naive
+Bayes whose counts are fitted on the labelled dev logs (rules/evidence/evidence_weights.yaml,
+written by bench/fit_evidence_model.py, which also measures it by cross-validation within dev).
+`other` is one of the kinds it ranks: healthy logs and logs without evidence stay `other`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ..catalog import rules_dir
+from .normalize import Line
+from .parse import Chain
+
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Feature:
+    id: str
+    where: str  # type | message | frame | line
+    pattern: re.Pattern[str]
+    means: str
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One kind with its probability and the observed features that favour it most."""
+
+    kind: str
+    probability: float
+    supports: tuple[str, ...]
+    features: tuple[str, ...]
+
+
+@functools.cache
+def _catalog() -> tuple[dict[str, Any], tuple[Feature, ...]]:
+    data = yaml.safe_load((rules_dir() / "evidence" / "features.yaml").read_text(encoding="utf-8"))
+    features = tuple(Feature(raw["id"], raw["where"], re.compile(raw["pattern"]), raw["means"])
+                     for raw in data["features"])
+    return data.get("settings") or {}, features
+
+
+def _vocabulary() -> tuple[int, tuple[Feature, ...]]:
+    settings, features = _catalog()
+    return int(settings.get("innermost", 6)), features
+
+
+def failure_shown(observed: dict[str, str]) -> bool:
+    """Whether the paste shows a failure (settings.failure_shown of features.yaml) and evidence of
+    its kind: a feature of the vocabulary that is not `generic` (message words alone never are)."""
+    settings = _catalog()[0]
+    generic = set(settings.get("generic", ()))
+    return (any(feature in observed for feature in settings.get("failure_shown", ()))
+            and any(f not in generic and f not in _SHAPE_MEANS and not f.startswith("word:") for f in observed))
+
+
+@functools.cache
+def _weights() -> dict[str, Any]:
+    path = rules_dir() / "evidence" / "evidence_weights.yaml"
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError:
+        return {}
+
+
+def alternatives_shown(observed: dict[str, str]) -> bool:
+    """Whether the paste shows something (a frame, an error line, NCCL lines) whose ranked kinds
+    are worth listing beside `other` (settings.alternatives_shown of features.yaml)."""
+    return any(feature in observed for feature in _catalog()[0].get("alternatives_shown", ()))
+
+
+def feature_ids() -> list[str]:
+    return [f.id for f in _vocabulary()[1]]
+
+
+def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
+    """The features the paste shows: feature id -> the text that matched (first found)."""
+    innermost, features = _vocabulary()
+    types: list[str] = []
+    messages: list[str] = []
+    frames: list[str] = []
+    inside: set[int] = set()
+    for chain in chains:
+        frames.extend(f"{f.path} {f.function} {f.code or ''}" for f in chain.frames[-innermost:])
+        for block in chain.blocks:
+            inside.update(range(block.start, block.end))
+            if block.exception is not None:
+                types.append(block.exception.type)
+                messages.append(block.exception.message)
+    outside = [line.text for i, line in enumerate(lines) if i not in inside]
+    settings = _catalog()[0]
+    error_line = re.compile(settings.get("error_line", r"(?!)"))
+    warning_line = re.compile(settings.get("warning_line", r"(?!)"))
+    errors = [text for text in outside if error_line.search(text) and not warning_line.search(text)]
+    texts = {"type": types, "message": messages + errors, "frame": list(reversed(frames)), "line": outside}
+    found: dict[str, str] = {}
+    for feature in features:
+        for text in texts.get(feature.where, ()):
+            match = feature.pattern.search(text)
+            if match is not None:
+                found[feature.id] = match.group(0)
+                break
+    # the shape of the paste itself
+    if any(chain.frames for chain in chains):
+        found["shape-traceback"] = "a traceback"
+        if not types:
+            found["shape-cut"] = "the traceback stops before its exception line"
+    elif types:
+        found["shape-message-only"] = "an exception line without frames"
+    else:
+        found["shape-log-only"] = "a log with no traceback"
+    if errors:
+        found["shape-error-line"] = errors[0]
+    for text in [*messages, *errors]:
+        for word in _WORD.findall(text):
+            found.setdefault(f"word:{word.lower()}", word)
+    return found
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_]{2,}")  # the words of a message, for the fitted word counts
+
+
+_SHAPE_MEANS = {"shape-traceback": "the paste has a traceback",
+                "shape-cut": "the traceback stops before its exception line (the message is missing)",
+                "shape-message-only": "the paste has an exception line but no frames",
+                "shape-log-only": "the paste is a log with no traceback",
+                "shape-error-line": "a log line reports an error"}
+
+
+def shape_features() -> list[str]:
+    return list(_SHAPE_MEANS)
+
+
+def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> list[Ranked]:
+    """The kinds, most probable first, for the observed features (empty without fitted weights)."""
+    weights = weights if weights is not None else _weights()
+    kinds: dict[str, dict[str, Any]] = weights.get("kinds") or {}
+    if not kinds:
+        return []
+    alpha = float(weights.get("alpha", 0.5))
+    temperature = float(weights.get("temperature", 1.0))
+    vocabulary = [*feature_ids(), *shape_features()]
+    total = sum(int(k["n"]) for k in kinds.values())
+    # message words: only the present ones count (most of the vocabulary is absent from a message),
+    # each by how much more often items of the kind show it than all items do
+    word_df: dict[str, int] = weights.get("word_df") or {}
+    word_scale = float(weights.get("word_scale", 0.0))
+    words = [w for w in observed if w.startswith("word:") and w[5:] in word_df]
+    scores: dict[str, float] = {}
+    ratios: dict[str, list[tuple[float, str]]] = {}
+    for kind, fitted in kinds.items():
+        n = int(fitted["n"])
+        counts = fitted.get("features") or {}
+        score = math.log((n + alpha) / (total + alpha * len(kinds)))
+        for feature in vocabulary:
+            theta = (int(counts.get(feature, 0)) + alpha) / (n + 2 * alpha)
+            if feature in observed:
+                score += math.log(theta)
+                base = (sum(int((k.get("features") or {}).get(feature, 0)) for k in kinds.values()) + alpha) / (total + 2 * alpha)
+                ratios.setdefault(kind, []).append((math.log(theta / base), feature))
+            else:
+                score += math.log(1 - theta)
+        kind_words = fitted.get("words") or {}
+        for word in words:
+            ratio = math.log(((int(kind_words.get(word[5:], 0)) + alpha) / (n + 2 * alpha))
+                             / ((int(word_df[word[5:]]) + alpha) / (total + 2 * alpha)))
+            score += word_scale * ratio
+            ratios.setdefault(kind, []).append((word_scale * ratio, word))
+        scores[kind] = score / temperature
+    top = max(scores.values())
+    norm = sum(math.exp(s - top) for s in scores.values())
+    out = []
+    for kind, score in sorted(scores.items(), key=lambda item: -item[1]):
+        favouring = [f for ratio, f in sorted(ratios.get(kind, []), reverse=True) if ratio > 0][:3]
+        out.append(Ranked(kind, math.exp(score - top) / norm, tuple(_means(f, observed) for f in favouring),
+                          tuple(favouring)))
+    return out
+
+
+def _means(feature_id: str, observed: dict[str, str]) -> str:
+    if feature_id.startswith("word:"):
+        return f"the message has the word `{observed.get(feature_id, feature_id[5:])}`"
+    if feature_id in _SHAPE_MEANS:
+        return _SHAPE_MEANS[feature_id]
+    feature = next(f for f in _vocabulary()[1] if f.id == feature_id)
+    match = " ".join(observed.get(feature_id, "").split())
+    return feature.means.replace("{match}", match[:80])

@@ -1,0 +1,87 @@
+"""The evidence model (diagnose/evidence_model.py, issue 28): a paste whose message no signature
+reads is diagnosed from the structure of its evidence, with ranked hypotheses, what supports each
+and what would decide it; a paste without evidence of a kind stays `other`."""
+
+from __future__ import annotations
+
+import math
+
+import yaml
+
+from traindoctor.catalog import rules_dir
+from traindoctor.diagnose import diagnose_text, evidence_model
+from traindoctor.diagnose.normalize import normalize
+from traindoctor.diagnose.parse import parse_chains
+
+# Wordings no signature of rules/signatures/ knows (checked below: the model answers them).
+UNKNOWN_OOM = ('Traceback (most recent call last):\n  File "train.py", line 12, in <module>\n    y = model(x)\n'
+               "RuntimeError: the allocator could not find 3.50 GiB on GPU 0 (out of memory; 1.2 GiB free)\n")
+CUT_IN_USER_CODE = ('Traceback (most recent call last):\n  File "train.py", line 12, in <module>\n    main()\n'
+                    '  File "train.py", line 9, in main\n    run(cfg)\n')
+USER_KEY_ERROR = ('Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n    f()\n'
+                  "KeyError: 'learning_rate_warmup_steps_total'\n")
+
+
+def _observe(text: str) -> dict[str, str]:
+    lines = normalize(text)
+    return evidence_model.observe(lines, parse_chains(lines))
+
+
+def test_an_unknown_wording_is_read_from_its_vocabulary() -> None:
+    diagnosis = diagnose_text(UNKNOWN_OOM, correlate=False)
+    assert diagnosis.details["signature"] == "evidence-model"
+    assert diagnosis.kind == "cuda-oom"
+    top = diagnosis.hypotheses[0]
+    assert any("memory" in e for e in top.evidence), top.evidence  # what supports it
+    assert top.check  # what would decide it
+    assert "inferred" in diagnosis.title
+
+
+def test_the_features_are_general_facts_of_the_paste() -> None:
+    observed = _observe(UNKNOWN_OOM)
+    assert {"type-runtime", "msg-out-of-memory", "msg-memory-sizes", "shape-traceback"} <= set(observed)
+    assert "word:allocator" in observed
+
+
+def test_probabilities_are_a_distribution_over_the_fitted_kinds() -> None:
+    ranked = evidence_model.rank(_observe(UNKNOWN_OOM))
+    assert math.isclose(sum(r.probability for r in ranked), 1.0, rel_tol=1e-6)
+    assert [r.probability for r in ranked] == sorted((r.probability for r in ranked), reverse=True)
+
+
+def test_a_complete_exception_in_user_code_stays_a_flat_other() -> None:
+    diagnosis = diagnose_text(USER_KEY_ERROR, correlate=False)
+    assert diagnosis.kind == "other"
+    assert [h.kind for h in diagnosis.hypotheses] == ["other"]
+
+
+def test_a_paste_cut_before_its_message_is_not_a_flat_other() -> None:
+    """Nothing decides the kind, so it stays `other`, but the kinds the model ranks are listed,
+    none likelier than `other`, each with the check that decides it."""
+    diagnosis = diagnose_text(CUT_IN_USER_CODE, correlate=False)
+    assert diagnosis.kind == "other"
+    first, *alternatives = diagnosis.hypotheses
+    assert alternatives
+    assert all(h.kind != "other" and h.check and h.confidence <= first.confidence for h in alternatives)
+
+
+def test_the_counts_are_fitted_on_dev_only() -> None:
+    """bench/fit_evidence_model.py trains on bench/calibration.py's labelled set, which holds the
+    wild corpus's dev half and never its test half (read here from the labels only)."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "bench"))
+    from calibration import labelled
+
+    wild = yaml.safe_load((root / "tests" / "diagnose" / "data" / "wild" / "labels.yaml").read_text(encoding="utf-8"))
+    test_ids = {f"wild/{entry['id']}" for entry in wild if entry["split"] == "test"}
+    assert test_ids and not test_ids & {name for name, *_ in labelled()}
+
+
+def test_every_fitted_feature_is_in_the_vocabulary() -> None:
+    weights = yaml.safe_load((rules_dir() / "evidence" / "evidence_weights.yaml").read_text(encoding="utf-8"))
+    known = set(evidence_model.feature_ids()) | set(evidence_model.shape_features())
+    for kind, fitted in weights["kinds"].items():
+        assert set(fitted["features"]) <= known, kind
