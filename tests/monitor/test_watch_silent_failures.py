@@ -1,8 +1,11 @@
 """Runs that fail without crashing, seen by `watch` from what the process really does (issue 28):
-gradients carried from one optimizer step to the next (no zero_grad), and an optimizer that holds
-the parameters of a model the loop no longer uses. Real scripts under the real monitor."""
+gradients carried from one optimizer step to the next (no zero_grad), an optimizer that holds
+the parameters of a model the loop no longer uses, and mixed precision whose GradScaler skips
+every step. Real scripts under the real monitor."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
@@ -74,3 +77,23 @@ def test_watch_names_an_optimizer_built_for_a_model_the_loop_no_longer_uses(tmp_
     finding = monitored("watch", "optimizer_of_old_model.py", cwd=tmp_path).finding("no-learning")
     assert finding["title"] == "The model does not learn: the optimizer holds none of the 4 trainable tensors the loss uses"
     assert finding["fixes"][0]["title"] == "Create the optimizer from the model you train"
+
+
+@pytest.mark.slow
+def test_watch_reports_mixed_precision_that_skips_every_step(tmp_path) -> None:
+    outcome = monitored("watch", "amp_every_step_skipped.py", cwd=tmp_path)
+    finding = outcome.finding("amp-skipped-steps")
+    assert finding["title"].startswith("Mixed precision skipped 98 optimizer steps (98 in a row), the first after step 30")
+    assert "non-finite loss already" in finding["root_cause"]
+    assert finding["location"]["code"] == "scaler.scale(loss).backward()"
+
+
+@pytest.mark.slow
+def test_the_loss_scale_warm_up_of_mixed_precision_is_not_reported(tmp_path) -> None:
+    outcome = monitored("watch", "amp_scale_warmup.py", cwd=tmp_path)
+    assert outcome.payload["exit_code"] == 0, outcome.stderr
+    assert "amp-skipped-steps" not in [f["kind"] for f in outcome.payload["findings"]]
+    # the control: the scaler did skip its first steps, and the monitor counted them
+    [run_dir] = (tmp_path / ".traindoctor" / "runs").iterdir()
+    skips = json.loads((run_dir / "run.json").read_text())["amp_skips"]
+    assert 2 <= skips["count"] < 20 and skips["nonfinite_losses"] == 0

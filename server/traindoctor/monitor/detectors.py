@@ -398,6 +398,23 @@ def carried_steps(run: RunData) -> list[int]:
     return [step for step, _ in verdicts] if verdicts and all(carried for _, carried in verdicts) else []
 
 
+@detector("amp-skipped-steps")
+def amp_skipped_steps(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    """GradScaler skipped optimizer steps for longer than its warm-up ever does (hooks._skipped_step)."""
+    skips = run.meta.get("amp_skips") or {}
+    count, in_a_row, scale = skips.get("count", 0), skips.get("max_in_a_row", 0), to_float(skips.get("scale"))
+    if not count or (in_a_row < int(params.get("in_a_row", 20))
+                     and not (scale is not None and scale < float(params.get("min_scale", 1.0)) and count >= 10)):
+        return []
+    applied = int(run.meta.get("steps") or len(run.records))
+    facts = {"count": count, "in_a_row": in_a_row, "scale": num(scale), "applied": applied,
+             "first_after_step": skips.get("first_after_step", 0), "never_stepped": applied == 0 or None,
+             "nonfinite": skips.get("nonfinite_losses", 0), "read": skips.get("losses_read", 0),
+             "nonfinite_loss": bool(skips.get("nonfinite_losses")) or None}
+    return [Hit(skips.get("first_after_step", 0) + 1, facts,
+                site_frame(run.meta.get("backward_site")) or site_frame(run.meta.get("step_site")))]
+
+
 @detector("gradients-not-reset")
 def gradients_not_reset(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     steps = carried_steps(run)

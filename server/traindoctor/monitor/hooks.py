@@ -239,6 +239,8 @@ class Monitor:
         self.loss: torch.Tensor | None = None
         self.scaled: tuple[Any, torch.Tensor] | None = None  # (weak ref to scaler.scale(loss), loss)
         self.backwards = 0
+        self.step_calls = 0  # optimizer.step() calls of any optimizer (a GradScaler skip makes none)
+        self.skips_in_a_row = 0
         self.loss_leaves: list[int] | None = None  # id() of the trainable tensors the last loss before step 1 reached
         self.backward_id = 0  # id() of the tensor last backpropagated (its graph is freed by backward)
         self.batch: Any = None  # the DataLoader's last batch
@@ -299,6 +301,19 @@ class Monitor:
             return scaled
 
         self._patch(scaler_type, "scale", scale)
+
+        # GradScaler.step skips optimizer.step() when the gradients hold inf/NaN (and update() halves
+        # the scale): no step hook fires, so a run whose every step is skipped would show nothing.
+        original_scaler_step = scaler_type.step
+
+        def scaler_step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+            before = monitor.step_calls
+            result = original_scaler_step(scaler, optimizer, *args, **kwargs)
+            if monitor.step_calls == before and not monitor.closed:
+                monitor._guarded(monitor._skipped_step)(scaler)
+            return result
+
+        self._patch(scaler_type, "step", scaler_step)
 
         original_next = _dl._BaseDataLoaderIter.__next__
 
@@ -435,6 +450,8 @@ class Monitor:
     def _pre_step(self, optimizer: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.closed:
             return None
+        self.step_calls += 1
+        self.skips_in_a_row = 0
         if self.optimizer is None:
             self._discover(optimizer)
         if optimizer is self.optimizer:
@@ -447,6 +464,27 @@ class Monitor:
             return self._read_after(closure, take, optimizer, args, kwargs)
         take(optimizer)
         return None
+
+    def _skipped_step(self, scaler: Any) -> None:
+        """An optimizer step that GradScaler skipped (inf/NaN gradients): counted, with the loss of
+        its backward and the scale (read lazily: a float of the scale tensor, as update() does)."""
+        self.skips_in_a_row += 1
+        loss, self.loss = self.loss, None
+        skips = self.meta.setdefault("amp_skips", {"count": 0, "max_in_a_row": 0, "first_after_step": self.step,
+                                                   "nonfinite_losses": 0, "losses_read": 0})
+        skips["count"] += 1
+        skips["max_in_a_row"] = max(skips["max_in_a_row"], self.skips_in_a_row)
+        skips["last_after_step"] = self.step
+        if loss is not None and skips["losses_read"] < 1000:
+            value = float(loss.detach().float())
+            skips["losses_read"] += 1
+            skips["nonfinite_losses"] += not math.isfinite(value)
+        try:
+            skips["scale"] = float(scaler.get_scale())
+        except Exception:
+            pass
+        if skips["count"] in (1, 10, 100) or skips["count"] % 1000 == 0:
+            self._write_meta()
 
     def _read_after(self, closure: Any, take: Any, optimizer: Any, args: tuple[Any, ...],
                     kwargs: dict[str, Any]) -> Any:
