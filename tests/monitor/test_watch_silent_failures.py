@@ -1,7 +1,8 @@
 """Runs that fail without crashing, seen by `watch` from what the process really does (issue 28):
 gradients carried from one optimizer step to the next (no zero_grad), an optimizer that holds
-the parameters of a model the loop no longer uses, and mixed precision whose GradScaler skips
-every step. Real scripts under the real monitor."""
+the parameters of a model the loop no longer uses, mixed precision whose GradScaler skips every
+step, and a classifier whose loss stays at the entropy of its labels. Real scripts under the real
+monitor."""
 
 from __future__ import annotations
 
@@ -97,3 +98,26 @@ def test_the_loss_scale_warm_up_of_mixed_precision_is_not_reported(tmp_path) -> 
     [run_dir] = (tmp_path / ".traindoctor" / "runs").iterdir()
     skips = json.loads((run_dir / "run.json").read_text())["amp_skips"]
     assert 2 <= skips["count"] < 20 and skips["nonfinite_losses"] == 0
+
+
+@pytest.mark.slow
+def test_watch_names_a_classifier_stuck_at_the_chance_level_of_its_labels(tmp_path) -> None:
+    finding = monitored("watch", "labels_apart_from_inputs.py", cwd=tmp_path).finding("no-progress")
+    assert "the chance level of its 2 classes" in finding["title"]
+    assert finding["fixes"][1]["title"] == "Check that inputs and labels stay together"
+
+
+@pytest.mark.slow
+def test_a_classifier_that_learns_is_not_at_chance(tmp_path) -> None:
+    script = (SCRIPTS / "labels_apart_from_inputs.py").read_text()
+    aligned = tmp_path / "labels_with_inputs.py"
+    aligned.write_text(script.replace("y = y[torch.randperm(len(y))]", "y = y"))
+    outcome = traindoctor("watch", "--format", "json", "--", PYTHON, str(aligned), cwd=tmp_path)
+    assert "no-progress" not in [f["kind"] for f in outcome.payload["findings"]], outcome.stdout
+
+
+@pytest.mark.slow
+def test_watch_says_the_learning_rate_is_too_small_when_gradients_flow_but_weights_stay(tmp_path) -> None:
+    finding = monitored("watch", "lr_too_small.py", cwd=tmp_path).finding("no-learning")
+    assert finding["title"].startswith("The model does not learn: the learning rate 1e-07 is too small")
+    assert finding["fixes"][0]["title"] == "Raise the learning rate"

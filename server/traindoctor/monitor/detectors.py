@@ -457,6 +457,12 @@ def learning_facts(run: RunData, params: Mapping[str, Any]) -> dict[str, Any]:
         facts["ratio"] = num(ratio)
         if ratio < float(params.get("tiny_ratio", 1e-7)):
             facts["frozen"] = True
+            norms = [to_float(r.get("grad_norm")) for r in records]
+            norms = [v for v in norms if v is not None and math.isfinite(v)]
+            if norms and _median(norms) > 0 and not facts.get("lr_zero"):
+                # gradients reach the step, yet the weights do not move: the step size is the lr
+                facts["lr_small"] = True
+                facts["grad_norm"] = num(_median(norms))
     if records and records[-1].get("zero_grad_params"):
         facts["zero_grads"] = records[-1]["zero_grad_params"]
     loss = run.first("loss")
@@ -480,6 +486,38 @@ def no_learning(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
     if not any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen")):
         return []
     return [Hit(run.records[0]["step"], facts, site_frame(run.meta.get("step_site")))]
+
+
+@detector("no-progress")
+def no_progress(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    """The weights move, nothing else stops learning (no-learning's reasons), yet the loss of a long
+    watched run has not fallen and sits at the entropy of the class frequencies of its cross-entropy
+    targets (hooks counted them): a classifier that learned only those frequencies. A flat loss at
+    any other level is not reported: a converged or resumed run is flat too."""
+    loss = run.first("loss")
+    points = _finite_before_onset(loss) if loss is not None else []
+    if len(points) < int(params.get("min_steps", 150)) or len(points) < len(run.records) * 0.9:
+        return []
+    facts = learning_facts(run, {})
+    if any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen")):
+        return []  # no-learning says why
+    values = [v for _, v in points]
+    start = _median(values[:max(5, int(len(values) * float(params.get("head", 0.1))))])
+    tail = values[-max(10, int(len(values) * float(params.get("tail", 0.2)))):]
+    level, half = _median(tail), len(tail) // 2
+    if abs(_median(tail[:half]) - _median(tail[half:])) > float(params.get("flat", 0.05)) * max(level, 1e-12):
+        return []  # still moving: on its way down, it may pass through the chance level
+    counts = [c for c in run.meta.get("label_counts") or () if isinstance(c, (int, float))]
+    total = sum(counts)
+    if len(counts) < 2 or total <= 0:
+        return []
+    chance = -sum(c / total * math.log(c / total) for c in counts if c > 0)
+    if chance <= 0 or abs(level - chance) > float(params.get("chance_tolerance", 0.03)) * chance:
+        return []
+    return [Hit(points[0][0], {"steps": len(points), "start": num(start), "level": num(level),
+                               "classes": len(counts), "chance": num(chance), "ratio": facts.get("ratio"),
+                               "lr": facts.get("lr")},
+                site_frame(run.meta.get("step_site")))]
 
 
 # --- memory, data, mode ---------------------------------------------------------------------------

@@ -57,6 +57,7 @@ _RATIO_CHUNK = 64  # consecutive values per sampled run (256 bytes in float32)
 # Steps at whose start one small parameter's gradient is checked for what was left in it at the step
 # before (gradients never reset between optimizer steps): a few suffice, the mistake is in every step.
 _CARRY_CHECKS = 5
+_LABEL_CALLS = 50  # cross-entropy calls whose targets are counted
 
 
 class StopRun(BaseException):
@@ -239,6 +240,8 @@ class Monitor:
         self.loss: torch.Tensor | None = None
         self.scaled: tuple[Any, torch.Tensor] | None = None  # (weak ref to scaler.scale(loss), loss)
         self.backwards = 0
+        self.label_calls = 0
+        self.label_counts: torch.Tensor | None = None  # class counts of the first cross-entropy targets
         self.step_calls = 0  # optimizer.step() calls of any optimizer (a GradScaler skip makes none)
         self.skips_in_a_row = 0
         self.loss_leaves: list[int] | None = None  # id() of the trainable tensors the last loss before step 1 reached
@@ -314,6 +317,18 @@ class Monitor:
             return result
 
         self._patch(scaler_type, "step", scaler_step)
+
+        # The class frequencies of the first cross-entropy targets: a loss stuck at their entropy is a
+        # classifier that learned only the frequencies (labels apart from their inputs). Counted on the
+        # targets' device, read once at the end.
+        original_cross_entropy = torch.nn.functional.cross_entropy
+
+        def cross_entropy(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
+            if monitor.label_calls < _LABEL_CALLS:
+                monitor._guarded(monitor._count_labels)(input, target, kwargs.get("ignore_index", -100))
+            return original_cross_entropy(input, target, *args, **kwargs)
+
+        self._patch(torch.nn.functional, "cross_entropy", cross_entropy)
 
         original_next = _dl._BaseDataLoaderIter.__next__
 
@@ -464,6 +479,20 @@ class Monitor:
             return self._read_after(closure, take, optimizer, args, kwargs)
         take(optimizer)
         return None
+
+    def _count_labels(self, input: Any, target: Any, ignore_index: Any) -> None:
+        self.label_calls += 1
+        if not (isinstance(input, torch.Tensor) and isinstance(target, torch.Tensor) and input.dim() >= 2
+                and input.requires_grad and not target.is_floating_point() and target.dim() == input.dim() - 1):
+            return  # class probabilities as targets, or an evaluation without autograd
+        classes = input.shape[1]
+        labels = target.detach().flatten()
+        labels = labels[(labels >= 0) & (labels < classes) & (labels != ignore_index)]
+        counts = torch.bincount(labels, minlength=classes)
+        if self.label_counts is None or self.label_counts.numel() != classes:
+            self.label_counts = counts
+        else:
+            self.label_counts += counts
 
     def _skipped_step(self, scaler: Any) -> None:
         """An optimizer step that GradScaler skipped (inf/NaN gradients): counted, with the loss of
@@ -767,6 +796,11 @@ class Monitor:
                 pass
         self._write_records(flush_pending=True)
         self.meta["steps"] = self.step
+        if self.label_counts is not None:
+            try:
+                self.meta["label_counts"] = self.label_counts.tolist()
+            except Exception:
+                pass
         self.meta["never_grad"] = [self.names[i] for i in sorted(self.never_grad)] if self.step else []
         self.meta["exit_code"] = exit_code
         if error:
