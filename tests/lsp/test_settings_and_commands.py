@@ -176,6 +176,12 @@ async def test_probe_expressions(client):
     assert probes and all(isinstance(p["name"], str) and isinstance(p["expression"], str) for p in probes)
 
 
+async def test_debugger_rules_exclude_our_frames(client):
+    rules = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="traindoctor.debuggerRules"))
+    assert rules and all(rule["include"] is False and isinstance(rule["path"], str) for rule in rules)
+    assert "**/traindoctor/monitor/bootstrap.py" in [rule["path"] for rule in rules]
+
+
 async def test_lint_workspace_reports_progress_and_publishes_closed_files(client, workspace: Path):
     (workspace / "pkg").mkdir()
     (workspace / "pkg" / "model.py").write_text("import torch\n\nlayer = torch.nn.Linear(2, 2)\n", encoding="utf-8")

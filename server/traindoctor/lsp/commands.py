@@ -36,6 +36,7 @@ CLEAR_DIAGNOSIS = "traindoctor.clearDiagnosis"
 LINT_WORKSPACE = "traindoctor.lintWorkspace"
 ANOMALY_ENVIRONMENT = "traindoctor.anomalyEnvironment"
 RELEASE_ANOMALY_ENVIRONMENT = "traindoctor.releaseAnomalyEnvironment"
+DEBUGGER_RULES = "traindoctor.debuggerRules"
 
 class CommandError(Exception):
     """A command that cannot run: the message goes back to the client as is."""
@@ -288,6 +289,14 @@ def user_frame(ls: "TrainDoctorServer", *args: Any) -> Any:
     return {"frameId": None if chosen is None else chosen.get("id")}
 
 
+def debugger_rules(ls: "TrainDoctorServer", *args: Any) -> Any:
+    """debugpy `rules` for a debug launch: traindoctor's and runpy's frames left out of the stack
+    traces debugpy answers with (internal_frames.py)."""
+    from ..internal_frames import debugger_rules as rules
+
+    return rules()
+
+
 def _lint_closed_file(ls: "TrainDoctorServer", path: str, codec, client) -> tuple[list[lsp.Diagnostic], str | None, bool]:
     config, _problem = ls.settings.config_for(path, ls.first_workspace_dir())
     if config.is_excluded(path):
@@ -386,5 +395,6 @@ def register(server) -> None:
     server.command(LINT_WORKSPACE)(_handler(lint_workspace))
     server.command(ANOMALY_ENVIRONMENT)(_handler(anomaly_environment))
     server.command(RELEASE_ANOMALY_ENVIRONMENT)(_handler(release_anomaly_environment))
+    server.command(DEBUGGER_RULES)(_handler(debugger_rules))
 
 
