@@ -51,7 +51,8 @@ export class TraindoctorConfigurationProvider implements vscode.DebugConfigurati
       python: config.python ?? interpreter.path,
       cwd: config.cwd ?? folder?.uri.fsPath ?? path.dirname(config.program),
       console: config.console ?? 'integratedTerminal',
-      justMyCode: config.justMyCode ?? true,
+      // Library frames (torch's) stay in the Call Stack and the exception widget; ours go (rules).
+      justMyCode: config.justMyCode ?? false,
       rules: withRules(config.rules, await this.debuggerRules()),
     };
   }
@@ -75,6 +76,33 @@ function withRules(own: unknown, ours: unknown[]): unknown[] {
   const rules = Array.isArray(own) ? own : [];
   const seen = new Set(rules.map((rule) => JSON.stringify(rule)));
   return [...rules, ...ours.filter((rule) => !seen.has(JSON.stringify(rule)))];
+}
+
+/**
+ * The user's frame in front: debugpy marks a library frame `subtle`, but VS Code opens (and shows
+ * the exception widget at) the first frame whose source is not `deemphasize`, so without
+ * `justMyCode` it would open torch's file. The stackTrace answer is marked before VS Code reads it
+ * (a tracker sees each message before the editor does); the frames all stay in the Call Stack.
+ */
+export class LibraryFramesTrackerFactory implements vscode.DebugAdapterTrackerFactory {
+  createDebugAdapterTracker(): vscode.DebugAdapterTracker {
+    return {
+      onDidSendMessage: (message: { type?: string; command?: string; body?: { stackFrames?: DapFrame[] } }) => {
+        if (message.type === 'response' && message.command === 'stackTrace') {
+          for (const frame of message.body?.stackFrames ?? []) {
+            if (frame.presentationHint === 'subtle' && frame.source) {
+              frame.source.presentationHint = 'deemphasize';
+            }
+          }
+        }
+      },
+    };
+  }
+}
+
+interface DapFrame {
+  presentationHint?: string;
+  source?: { presentationHint?: string };
 }
 
 /** traindoctor.runWithDiagnosis: debug the current (or given) file under debugpy. */

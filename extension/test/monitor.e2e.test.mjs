@@ -82,13 +82,15 @@ scenario('"Watch this run" charts the run live and pauses at the NaN onset with 
       return undefined;
     }), 60_000);
   assert.ok(decorated.line.includes('optimizer.step()'), `decorated line: ${decorated.line}`);
-  // VS Code's exception widget (its traceback: exceptionInfo's details.stackTrace) and the Call Stack
-  // show the user's frames, not the monitor's bootstrap that runs the script, runpy or debugpy.
+  // VS Code's exception widget (its traceback: exceptionInfo's details.stackTrace), open at the user's
+  // line, and the Call Stack show the user's and torch's frames, not the monitor's bootstrap that runs
+  // the script, runpy or debugpy.
   const internal = /bootstrap\.py|runpy|debugpy|pydevd|<frozen traindoctor|traindoctor[\\/](?:monitor|live)[\\/]/;
   const widget = wb.page.locator('.exception-widget');
   await widget.waitFor({ timeout: 30_000 });
   const traceback = await widget.locator('.stack-trace').innerText();
   assert.match(traceback, /train_lr_too_high\.py", line \d+, in <module>/, `exception widget: ${traceback}`);
+  assert.match(traceback, /torch[\\/]optim[\\/]optimizer\.py", line \d+, in wrapper/, `exception widget: ${traceback}`);
   assert.doesNotMatch(traceback, internal, `exception widget: ${traceback}`);
   await wb.quickInput('F1', 'Focus on Call Stack View');
   const frames = await wb.until('the Call Stack with the user frame', async () => {

@@ -46,16 +46,21 @@ def _internal(path: str) -> bool:
     return any(mark in path.replace("\\", "/") for mark in OURS_OR_THE_DEBUGGER_S)
 
 
-def _stop_under_bootstrap(script: Path, attach: dict) -> tuple[dict, dict]:
+def _stop_under_bootstrap(script: Path, attach: dict, read=None) -> tuple[dict, dict]:
     """`python -m debugpy ... bootstrap.py script.py` (the monitor's launch), attached with `attach`,
-    stopped at the uncaught exception (VS Code's default exception filter): (stackTrace, exceptionInfo)."""
+    stopped at the uncaught exception (VS Code's default exception filter): (stackTrace, exceptionInfo),
+    and `read(connection, stackTrace)` called while it is stopped."""
+    return _stop(script, [str(BOOTSTRAP), str(script)], attach, read,
+                 {"TRAINDOCTOR_MONITOR": json.dumps({"run_dir": str(script.parent / "run")})})
+
+
+def _stop(script: Path, target: list[str], attach: dict, read=None, env: dict | None = None) -> tuple[dict, dict]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1", OMP_NUM_THREADS="1",
-               TRAINDOCTOR_MONITOR=json.dumps({"run_dir": str(script.parent / "run")}))
+    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1", OMP_NUM_THREADS="1", **(env or {}))
     debuggee = subprocess.Popen(
-        [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", BOOTSTRAP, str(script)],
+        [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", *target],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=script.parent,
     )
     try:
@@ -76,6 +81,8 @@ def _stop_under_bootstrap(script: Path, attach: dict) -> tuple[dict, dict]:
         thread = event["body"]["threadId"]
         stack = connection.request("stackTrace", {"threadId": thread})
         info = connection.request("exceptionInfo", {"threadId": thread})
+        if read is not None:
+            read(connection, stack)
         connection.request("disconnect", {"terminateDebuggee": True})
         connection.close()
         return stack, info
@@ -146,3 +153,53 @@ def test_the_rules_match_what_internal_frames_hides_and_nothing_of_the_user_s() 
     assert all(is_internal_path(path) for path in ours)
     assert [path for path in ours if not excluded(path)] == []
     assert [path for path in theirs if excluded(path)] == []
+
+
+NAN_SCRIPT = '''import torch
+
+torch.autograd.set_detect_anomaly(True)
+
+
+def train():
+    probs = torch.tensor([0.5, 0.5, 0.0], requires_grad=True)
+    entropy = -(probs * torch.log(probs)).sum()
+    entropy.backward()
+
+
+train()
+'''
+BACKWARD_LINE = 9
+
+
+def test_without_just_my_code_the_live_diagnosis_still_names_the_user_s_line(tmp_path: Path) -> None:
+    """The extension's live diagnosis with its default `justMyCode: false`: debugpy pauses in torch's
+    frame, which holds the exception, so the `traceback` probe is read there (the userFrame command's
+    `currentFrameId`) and the others in the user's frame; the diagnosis then names the user's
+    backward line, as under `justMyCode: true`. Read in the user's frame, the traceback probe finds
+    no exception (what the extension did before)."""
+    from traindoctor.diagnose.user_frame import dap_user_frame
+    from traindoctor.live.from_dap import current_frame, diagnose_from_dap
+    from traindoctor.live.probes import probe_expressions
+
+    script = tmp_path / "train.py"
+    script.write_text(NAN_SCRIPT, encoding="utf-8")
+    read: dict = {}
+
+    def probe(connection: DapConnection, stack: dict) -> None:
+        def evaluate(expression: dict, frame: dict) -> dict:
+            return connection.request("evaluate", {"expression": expression["expression"], "frameId": frame["id"],
+                                                   "context": "watch"})
+
+        user, paused = dap_user_frame(stack["stackFrames"], [tmp_path]), current_frame(stack)
+        expressions = probe_expressions()
+        read.update(user=user, paused=paused, probes={
+            p["name"]: evaluate(p, paused if p["name"] == "traceback" else user) for p in expressions})
+        read["traceback_in_user_frame"] = evaluate(next(p for p in expressions if p["name"] == "traceback"), user)
+
+    stack, info = _stop(script, [str(script)], {"justMyCode": False, "rules": debugger_rules()}, probe)
+    assert (read["user"]["source"]["path"], read["user"]["line"]) == (str(script), BACKWARD_LINE)
+    assert "/torch/" in read["paused"]["source"]["path"].replace("\\", "/")
+    assert read["traceback_in_user_frame"]["result"] == "'null'"
+    diagnosis = diagnose_from_dap(info, stack, read["probes"], base_dir=tmp_path)
+    assert diagnosis.location is not None
+    assert (Path(diagnosis.location.path).name, diagnosis.location.line) == ("train.py", BACKWARD_LINE)

@@ -277,16 +277,21 @@ def python_files(folders: list[str]) -> list[str]:
 
 
 def user_frame(ls: "TrainDoctorServer", *args: Any) -> Any:
-    """Which DAP frame the extension should probe: the engine's one definition of user frame."""
+    """Which DAP frame the extension should probe: the engine's one definition of user frame; and
+    the frame debugpy is paused in, which holds the exception (the `traceback` probe's frame: without
+    justMyCode that is a library frame, not the user's)."""
     payload = args[0] if args and isinstance(args[0], dict) else None
     if payload is None:
         raise CommandError(f"{USER_FRAME} expects {{stackTrace}}")
     from ..diagnose.user_frame import dap_user_frame
+    from ..live.from_dap import current_frame
 
     stack = payload.get("stackTrace") or {}
     frames = stack.get("stackFrames") if isinstance(stack, dict) else None
     chosen = dap_user_frame(frames or [], ls.workspace_dirs())
-    return {"frameId": None if chosen is None else chosen.get("id")}
+    paused = current_frame({"stackFrames": frames or []})
+    return {"frameId": None if chosen is None else chosen.get("id"),
+            "currentFrameId": None if paused is None else paused.get("id")}
 
 
 def debugger_rules(ls: "TrainDoctorServer", *args: Any) -> Any:
