@@ -68,7 +68,7 @@ export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFa
     const stackTrace = await session.customRequest('stackTrace', { threadId, startFrame: 0, levels: 200 });
     // Which frame is the user's is the engine's decision (one definition, diagnose/user_frame.py).
     const chosen = await this.server
-      .executeCommand<{ frameId?: number | null }>('traindoctor.userFrame', [{ stackTrace }])
+      .executeCommand<{ frameId?: number | null; currentFrameId?: number | null }>('traindoctor.userFrame', [{ stackTrace }])
       .catch((error: unknown) => {
         log().warn(`No user frame from the server: ${error instanceof Error ? error.message : String(error)}`);
         return undefined;
@@ -82,8 +82,10 @@ export class LiveDiagnosisTrackerFactory implements vscode.DebugAdapterTrackerFa
         log().warn(`No probe expressions from the server: ${error instanceof Error ? error.message : String(error)}`);
         return [];
       });
+      // The traceback is read where debugpy paused, the frame that holds the exception.
+      const paused = frames.find((f) => f.id === chosen?.currentFrameId) ?? frame;
       for (const probe of expressions) {
-        probes[probe.name] = await evaluate(session, probe.expression, frame.id);
+        probes[probe.name] = await evaluate(session, probe.expression, probe.name === 'traceback' ? paused.id : frame.id);
       }
     }
     // Launched with anomaly detection: the server reads what it recorded in this process (the forward trace).

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { AnomalyRerun } from './anomalyRerun';
 import { registerBudgetCommand } from './budgetPanel';
-import { DEBUG_TYPE, DebugpyAdapterFactory, runWithDiagnosis, TraindoctorConfigurationProvider } from './debugAdapter';
+import { DEBUG_TYPE, DebugpyAdapterFactory, LibraryFramesTrackerFactory, runWithDiagnosis, TraindoctorConfigurationProvider } from './debugAdapter';
 import { LiveDiagnosisTrackerFactory } from './debugTracker';
 import { DiagnosisPanel } from './diagnosisPanel';
 import { onPythonInterpreterChanged } from './interpreter';
@@ -62,7 +62,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('traindoctor.restartServer', () => server!.restart()),
     vscode.commands.registerCommand('traindoctor.showLogs', () => log().show()),
     vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new DebugpyAdapterFactory()),
-    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, new TraindoctorConfigurationProvider()),
+    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, new TraindoctorConfigurationProvider(server)),
+    vscode.debug.registerDebugAdapterTrackerFactory(DEBUG_TYPE, new LibraryFramesTrackerFactory()),
     vscode.debug.registerDebugAdapterTrackerFactory('*', new LiveDiagnosisTrackerFactory(server, panel, decorations, anomalyRerun)),
     vscode.workspace.onDidChangeConfiguration((event) => {
       // Rule settings reach the running server through didChangeConfiguration; a new interpreter needs a new process.

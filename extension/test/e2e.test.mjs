@@ -376,6 +376,12 @@ scenario('runWithDiagnosis on a NaN under anomaly mode shows the live diagnosis 
   );
   assert.ok(decorated.line.includes(failingLine), `decorated line: ${decorated.line}`);
   assert.match(decorated.inline, /nan/i);
+  // VS Code's exception widget opens at the user's line; its traceback keeps torch's frames and
+  // shows none of runpy's or debugpy's.
+  const traceback = await wb.page.locator('.exception-widget .stack-trace').innerText();
+  assert.match(traceback, /train_nan\.py", line \d+, in train/, `exception widget: ${traceback}`);
+  assert.match(traceback, /torch[\\/]autograd[\\/]/, `exception widget: ${traceback}`);
+  assert.doesNotMatch(traceback, /runpy|debugpy|pydevd|traindoctor[\\/](?:monitor|live)[\\/]/, `exception widget: ${traceback}`);
   await wb.command('View: Close Primary Side Bar');
   await wb.command('View: Hide Panel');
   await wb.screenshot(join(SCREENSHOTS, 'live-diagnosis.png'));

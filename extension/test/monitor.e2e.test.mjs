@@ -82,6 +82,23 @@ scenario('"Watch this run" charts the run live and pauses at the NaN onset with 
       return undefined;
     }), 60_000);
   assert.ok(decorated.line.includes('optimizer.step()'), `decorated line: ${decorated.line}`);
+  // VS Code's exception widget (its traceback: exceptionInfo's details.stackTrace), open at the user's
+  // line, and the Call Stack show the user's and torch's frames, not the monitor's bootstrap that runs
+  // the script, runpy or debugpy.
+  const internal = /bootstrap\.py|runpy|debugpy|pydevd|<frozen traindoctor|traindoctor[\\/](?:monitor|live)[\\/]/;
+  const widget = wb.page.locator('.exception-widget');
+  await widget.waitFor({ timeout: 30_000 });
+  const traceback = await widget.locator('.stack-trace').innerText();
+  assert.match(traceback, /train_lr_too_high\.py", line \d+, in <module>/, `exception widget: ${traceback}`);
+  assert.match(traceback, /torch[\\/]optim[\\/]optimizer\.py", line \d+, in wrapper/, `exception widget: ${traceback}`);
+  assert.doesNotMatch(traceback, internal, `exception widget: ${traceback}`);
+  await wb.quickInput('F1', 'Focus on Call Stack View');
+  const frames = await wb.until('the Call Stack with the user frame', async () => {
+    const rows = await wb.page.locator('.debug-call-stack .monaco-list-row').allInnerTexts();
+    return rows.some((row) => row.includes('train_lr_too_high.py')) && rows;
+  });
+  assert.ok(!frames.some((row) => internal.test(row)), `Call Stack: ${JSON.stringify(frames)}`);
+  await wb.command('View: Show Explorer');
   // The chart shares the editor group with the diagnosis: bring it to the front and read it.
   const chartTab = wb.page.locator('.tab', { hasText: '(live)' });
   let body;

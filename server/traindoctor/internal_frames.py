@@ -5,6 +5,9 @@ every traceback traindoctor shows hides them and says how many it hid.
 - `is_internal_path`: the definition (diagnose/user_frame.py never takes such a frame for the
   user's, diagnose/engine.py drops them from a diagnosis's frames and counts them).
 - `hide_internal_frames`: the same on traceback text (the debug record's log).
+- `debugger_rules`: the same frames as debugpy launch/attach `rules`, which debugpy applies to the
+  `stackTrace` and `exceptionInfo` answers: VS Code's Call Stack and exception widget (the
+  extension adds them to every `traindoctor` debug launch).
 - `install_excepthook`: in the user's process, the traceback it prints when it dies goes through
   `hide_internal_frames`. monitor/bootstrap.py installs it when the process starts (`watch`); the
   live session sends `excepthook_expression` to a debuggee stopped at its unhandled exception,
@@ -25,6 +28,18 @@ _INTERNAL = re.compile(
     r"|^<frozen (?:runpy|traindoctor\.[\w.]+)>$|[/\\]runpy\.py$"
     r"|[/\\](?:debugpy|_pydevd_bundle|_pydev_bundle|_pydevd_frame_eval|pydevd_plugins)[/\\]|[/\\]pydevd\.py$"
 )
+# `_INTERNAL` as debugpy rule globs (pydevd's glob_matches_path: `**` any folders; `<frozen x>` file
+# names are matched as they are). debugpy's and pydevd's own files need none: pydevd never shows them.
+_DEBUGGER_EXCLUDED_PATHS = (
+    "**/traindoctor/monitor/bootstrap.py",
+    "**/traindoctor/monitor/hooks.py",
+    "**/traindoctor/monitor/runner.py",
+    "**/traindoctor/live/*.py",
+    "**/traindoctor/internal_frames.py",
+    "**/<frozen traindoctor.*>",
+    "**/<frozen runpy>",
+    "**/runpy.py",
+)
 _FILE_LINE = re.compile(r'^  File "(?P<path>[^"]*)", line \d+')
 _HEADER = "Traceback (most recent call last):"
 
@@ -32,6 +47,13 @@ _HEADER = "Traceback (most recent call last):"
 def is_internal_path(path: str) -> bool:
     """A frame of traindoctor's bootstrap, hooks or launcher, of debugpy/pydevd or of runpy."""
     return bool(path) and bool(_INTERNAL.search(path))
+
+
+def debugger_rules() -> list[dict[str, object]]:
+    """debugpy's `rules` launch/attach argument that leaves our frames out of the stack traces it
+    answers with (pydevd's exclude filters), whatever `justMyCode` says: the user's frames and the
+    libraries' (torch) stay as `justMyCode` decides."""
+    return [{"path": path, "include": False} for path in _DEBUGGER_EXCLUDED_PATHS]
 
 
 def hidden_frames_line(count: int) -> str:

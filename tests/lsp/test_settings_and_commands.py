@@ -176,6 +176,23 @@ async def test_probe_expressions(client):
     assert probes and all(isinstance(p["name"], str) and isinstance(p["expression"], str) for p in probes)
 
 
+async def test_debugger_rules_exclude_our_frames(client):
+    rules = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="traindoctor.debuggerRules"))
+    assert rules and all(rule["include"] is False and isinstance(rule["path"], str) for rule in rules)
+    assert "**/traindoctor/monitor/bootstrap.py" in [rule["path"] for rule in rules]
+
+
+async def test_user_frame_names_the_frame_to_probe_and_the_paused_one(client, workspace: Path):
+    # debugpy's answer without justMyCode: paused in torch's frame, which holds the exception.
+    torch_file = "/venv/lib/python3.11/site-packages/torch/_tensor.py"
+    frames = [{"id": 7, "name": "backward", "line": 623, "source": {"path": torch_file}, "presentationHint": "subtle"},
+              {"id": 8, "name": "train", "line": 9, "source": {"path": str(workspace / "train.py")}},
+              {"id": 9, "name": "<module>", "line": 12, "source": {"path": str(workspace / "train.py")}}]
+    chosen = await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command="traindoctor.userFrame", arguments=[{"stackTrace": {"stackFrames": frames}}]))
+    assert chosen == {"frameId": 8, "currentFrameId": 7}
+
+
 async def test_lint_workspace_reports_progress_and_publishes_closed_files(client, workspace: Path):
     (workspace / "pkg").mkdir()
     (workspace / "pkg" / "model.py").write_text("import torch\n\nlayer = torch.nn.Linear(2, 2)\n", encoding="utf-8")

@@ -36,6 +36,7 @@ CLEAR_DIAGNOSIS = "traindoctor.clearDiagnosis"
 LINT_WORKSPACE = "traindoctor.lintWorkspace"
 ANOMALY_ENVIRONMENT = "traindoctor.anomalyEnvironment"
 RELEASE_ANOMALY_ENVIRONMENT = "traindoctor.releaseAnomalyEnvironment"
+DEBUGGER_RULES = "traindoctor.debuggerRules"
 
 class CommandError(Exception):
     """A command that cannot run: the message goes back to the client as is."""
@@ -276,16 +277,29 @@ def python_files(folders: list[str]) -> list[str]:
 
 
 def user_frame(ls: "TrainDoctorServer", *args: Any) -> Any:
-    """Which DAP frame the extension should probe: the engine's one definition of user frame."""
+    """Which DAP frame the extension should probe: the engine's one definition of user frame; and
+    the frame debugpy is paused in, which holds the exception (the `traceback` probe's frame: without
+    justMyCode that is a library frame, not the user's)."""
     payload = args[0] if args and isinstance(args[0], dict) else None
     if payload is None:
         raise CommandError(f"{USER_FRAME} expects {{stackTrace}}")
     from ..diagnose.user_frame import dap_user_frame
+    from ..live.from_dap import current_frame
 
     stack = payload.get("stackTrace") or {}
     frames = stack.get("stackFrames") if isinstance(stack, dict) else None
     chosen = dap_user_frame(frames or [], ls.workspace_dirs())
-    return {"frameId": None if chosen is None else chosen.get("id")}
+    paused = current_frame({"stackFrames": frames or []})
+    return {"frameId": None if chosen is None else chosen.get("id"),
+            "currentFrameId": None if paused is None else paused.get("id")}
+
+
+def debugger_rules(ls: "TrainDoctorServer", *args: Any) -> Any:
+    """debugpy `rules` for a debug launch: traindoctor's and runpy's frames left out of the stack
+    traces debugpy answers with (internal_frames.py)."""
+    from ..internal_frames import debugger_rules as rules
+
+    return rules()
 
 
 def _lint_closed_file(ls: "TrainDoctorServer", path: str, codec, client) -> tuple[list[lsp.Diagnostic], str | None, bool]:
@@ -386,5 +400,6 @@ def register(server) -> None:
     server.command(LINT_WORKSPACE)(_handler(lint_workspace))
     server.command(ANOMALY_ENVIRONMENT)(_handler(anomaly_environment))
     server.command(RELEASE_ANOMALY_ENVIRONMENT)(_handler(release_anomaly_environment))
+    server.command(DEBUGGER_RULES)(_handler(debugger_rules))
 
 
