@@ -78,3 +78,15 @@ def test_torch_agrees_no_gradient_flows_through_a_mask_and_a_metric_at_zero():
     pred.grad = None
     torch.sum((pred - gt) ** 2, dim=1).sqrt().mean().backward()
     assert torch.isnan(pred.grad).any()
+
+
+def test_a_global_is_read_elsewhere():
+    source = """
+    import torch
+    last_epe = None
+    def flow_loss(pred, gt):
+        global last_epe
+        last_epe = torch.sum((pred - gt) ** 2, dim=1).sqrt()
+        return (pred - gt).abs().mean(), (last_epe < 1).float().mean().item()
+    """
+    assert _hits(source) == [6]

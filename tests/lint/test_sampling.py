@@ -83,3 +83,8 @@ def test_torch_agrees_a_draw_never_picks_an_index_of_probability_zero():
     picked.sum().backward()
     assert torch.isfinite(picked).all() and torch.isfinite(logits.grad).all()
     assert torch.isinf(torch.log(prob)).any()  # the whole distribution's log is not finite
+
+
+def test_a_literal_row_of_the_distribution_is_not_a_drawn_index():
+    source = PROGRAM.format(loss="loss = -torch.log(pi[0]).sum() * adv", draw="return Categorical(prob).sample()")
+    assert _hits(source) != []

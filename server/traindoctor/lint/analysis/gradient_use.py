@@ -136,8 +136,12 @@ def _plain(target: cst.BaseExpression) -> list[str] | None:
 
 
 def _reads(root: cst.CSTNode, name: str, parents: dict[int, cst.CSTNode]) -> list[cst.CSTNode] | None:
-    """The loads of `name` in `root`'s own code; None if a nested function or class reads it."""
+    """The loads of `name` in `root`'s own code; None if a nested function or class reads it,
+    or the name is declared global/nonlocal."""
     found: list[cst.CSTNode] = []
+    if any(type(node) in (cst.Global, cst.Nonlocal) and any(n.name.value == name for n in node.names)
+           for node in _all(root) if type(node) in (cst.Global, cst.Nonlocal)):
+        return None  # bound for code elsewhere to read
     stack = list(child_nodes(root))
     while stack:
         node = stack.pop()

@@ -77,7 +77,7 @@ def probability_of_drawn_index(target: cst.BaseExpression, function: cst.Functio
         elif kind is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "gather" \
                 and not selected:
             selected, expr = True, expr.func.value
-        elif kind is cst.Subscript and not selected:
+        elif kind is cst.Subscript and not selected and _picks_at_computed_index(expr):
             selected, expr = True, expr.value
         elif kind is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in _SHAPE_ONLY:
             expr = expr.func.value
@@ -87,6 +87,13 @@ def probability_of_drawn_index(target: cst.BaseExpression, function: cst.Functio
         else:
             return False
     return False
+
+
+def _picks_at_computed_index(subscript: cst.Subscript) -> bool:
+    """`p[a]`, `p[range(n), a]`: the last position is a computed index (an action), not a
+    literal row (`p[0]`) or a slice (`p[:, 1:]`), which keep whole distributions."""
+    last = subscript.slice[-1].slice
+    return type(last) is cst.Index and type(last.value) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
 
 
 def _only_value(name: str, local: dict[str, list[cst.BaseExpression | None]]) -> cst.BaseExpression | None:
