@@ -88,3 +88,31 @@ def test_torch_agrees_a_draw_never_picks_an_index_of_probability_zero():
 def test_a_literal_row_of_the_distribution_is_not_a_drawn_index():
     source = PROGRAM.format(loss="loss = -torch.log(pi[0]).sum() * adv", draw="return Categorical(prob).sample()")
     assert _hits(source) != []
+
+
+def test_an_edit_of_the_draw_in_another_block_updates_the_finding():
+    """The language server re-lints only the blocks an edit touches, plus the rules whose facts
+    changed: removing the draw in `act` must bring the finding back in `Policy.update`."""
+    from traindoctor.lint import LintCache
+
+    cache = LintCache()
+    drawn = textwrap.dedent(PROGRAM.format(loss="loss = -torch.log(pi.gather(1, a)) * adv",
+                                           draw="return Categorical(prob).sample()"))
+    assert [f for f in lint_source(drawn, "example.py", CONFIG, cache).findings if f.code == "TRN402"] == []
+    entropy = drawn.replace("Categorical(prob).sample()", "Categorical(prob).entropy()")
+    warm = [f.range.start.line for f in lint_source(entropy, "example.py", CONFIG, cache).findings if f.code == "TRN402"]
+    cold = [f.range.start.line for f in lint_source(entropy, "example.py", CONFIG).findings if f.code == "TRN402"]
+    assert warm == cold != []
+
+
+def test_an_edit_away_from_the_draw_call_in_its_function_updates_the_finding():
+    from traindoctor.lint import LintCache
+
+    cache = LintCache()
+    drawn = textwrap.dedent(PROGRAM.format(loss="loss = -torch.log(pi.gather(1, a)) * adv",
+                                           draw="m = Categorical(prob)\n    a = m.sample()\n    return a"))
+    assert [f for f in lint_source(drawn, "example.py", CONFIG, cache).findings if f.code == "TRN402"] == []
+    entropy = drawn.replace("a = m.sample()", "a = m.entropy()")
+    warm = [f.range.start.line for f in lint_source(entropy, "example.py", CONFIG, cache).findings if f.code == "TRN402"]
+    cold = [f.range.start.line for f in lint_source(entropy, "example.py", CONFIG).findings if f.code == "TRN402"]
+    assert warm == cold != []

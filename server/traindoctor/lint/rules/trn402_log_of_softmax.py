@@ -23,7 +23,7 @@ _STABLE = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
 
 class LogOfSoftmax(Rule):
     CODE = "TRN402"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program")  # program: index draws
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.gradient_flows():
