@@ -51,6 +51,7 @@ def main():
     if args.seed is not None:
         random.seed(args.seed)
         torch.manual_seed(args.seed)
+        cudnn.deterministic = True  # the official example asks for repeatable kernels when seeded
     if args.debug_anomaly:
         torch.autograd.set_detect_anomaly(True)
     ngpus = torch.cuda.device_count()

@@ -2,7 +2,7 @@
 functional dropout always on (TRN704), modules in a plain list (TRN705), a
 whole module saved and reloaded under weights_only (TRN602), non_blocking
 copies from an unpinned loader (TRN502), anomaly detection left on (TRN501), cuDNN autotuning in a seeded
-program (TRN205, strict)."""
+program that asks for deterministic kernels (TRN205, strict)."""
 import os
 import pickle
 import tempfile
@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
+torch.backends.cudnn.deterministic = True
 torch.backends.cudnn.benchmark = True  # expect: TRN205
 torch.autograd.set_detect_anomaly(True)  # expect: TRN501
 

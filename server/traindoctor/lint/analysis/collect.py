@@ -129,6 +129,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._training_candidate(node)  # `p.grad = None` zeroes gradients
+        self._determinism(node)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         scope = self.scope()

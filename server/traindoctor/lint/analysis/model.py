@@ -257,6 +257,14 @@ class FileModel:
     def seeds(self) -> tuple[Seed, ...]:
         return tuple(s for s in self.facts["seeding"] if isinstance(s, Seed))
 
+    @functools.cached_property
+    def determinism_requests(self) -> tuple[cst.CSTNode, ...]:
+        """Where the program asks for deterministic kernels: `cudnn.deterministic = True`,
+        `torch.use_deterministic_algorithms(True)`."""
+        return tuple(f.node for f in self.facts["seeding"]
+                     if (isinstance(f, Marker) and f.kind == "deterministic") or
+                     (isinstance(f, Seed) and f.kind == "determinism"))
+
     def in_worker(self, seed: Seed) -> bool:
         function = seed.function.rsplit(".", 1)[-1]
         return bool(function) and (function in self.worker_fns or "worker" in function.lower())

@@ -50,6 +50,11 @@ class ProgramFacts:
             method = arg(node, 0, "method")
             if isinstance(method, cst.SimpleString) and method.evaluated_value in ("spawn", "forkserver"):
                 out.append(Marker("spawn-start", method.evaluated_value, node))
+        elif qualified in v.index_samplers:
+            # The function that draws, as its code reads (what is drawn from, whether `sample()` is
+            # taken): any edit of it re-runs the rules that read the draw (TRN402), in every block.
+            where = walk.function if walk.function is not None else walk.statement()
+            out.append(Marker("index-draw", _EMPTY.code_for_node(where) if where is not None else "", node))
         elif qualified in v.training_engines:
             target = arg(node, 0, "process_function")
             if isinstance(target, cst.Name):

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+
 from .facts import Draw, Marker, MethodUse, Seed
 from .names import dotted_name
+from .scopes import names_in
 from .vocab import vocab
 
 
@@ -133,6 +135,14 @@ class SeedingFacts:
                     and isinstance(a.value, cst.Attribute) and dotted_name(a.value.value) == "self":
                 out.append(MethodUse(klass, method, a.value.attr.value, node))
 
+    def _determinism(self, node: cst.Assign) -> None:
+        """`cudnn.deterministic = True`: the program asks for deterministic kernels."""
+        value = node.value
+        if type(value) is cst.Name and value.value == "True" and any(
+                (self.names.qualify(t.target) or "") in vocab().cudnn_deterministic  # type: ignore[attr-defined]
+                for t in node.targets):
+            self.lists["seeding"].append(Marker("deterministic", node=node))  # type: ignore[attr-defined]
+
     def _picks_a_port(self) -> bool:
         """`port = random.randint(20000, 30000)`: a free port, not training randomness."""
         stmt = self.walk.statement()  # type: ignore[attr-defined]
@@ -148,3 +158,38 @@ def _loops(walk) -> tuple[int, ...]:
 
 
 _EMPTY = cst.Module(body=[])
+
+
+def is_seeding_routine(function: cst.FunctionDef, seeds: list[Seed], qualify) -> bool:
+    """The function does nothing but seed: each statement is one of its `seeds`, computes a
+    name that a seed call reads (`seed = args.seed + rank`), sets a cuDNN flag, imports, or is
+    a docstring, `pass`, a bare `return` or an `if` made of the same. A setting placed there
+    is part of the program's reproducibility setup."""
+    statements = {id(s.stmt) for s in seeds if s.stmt is not None}
+    read = set().union(*(names_in(s.node) for s in seeds if s.node is not None))
+
+    def allowed(stmt: cst.CSTNode) -> bool:
+        if id(stmt) in statements:
+            return True
+        if type(stmt) is cst.If:
+            rest = stmt.orelse
+            return all(allowed(s) for s in stmt.body.body) and (
+                rest is None or (allowed(rest) if type(rest) is cst.If else all(allowed(s) for s in rest.body.body)))
+        if type(stmt) is not cst.SimpleStatementLine:
+            return False
+        for small in stmt.body:
+            kind = type(small)
+            if kind in (cst.Pass, cst.Import, cst.ImportFrom) or \
+                    (kind is cst.Return and small.value is None) or \
+                    (kind is cst.Expr and type(small.value) in (cst.SimpleString, cst.ConcatenatedString)):
+                continue
+            if kind is cst.Assign and all(type(t.target) is cst.Name and t.target.value in read
+                                          for t in small.targets):
+                continue  # the seed itself
+            if kind is cst.Assign and all((qualify(t.target) or "").startswith("torch.backends.cudnn.")
+                                          for t in small.targets):
+                continue
+            return False
+        return True
+
+    return bool(statements) and all(allowed(stmt) for stmt in function.body.body)

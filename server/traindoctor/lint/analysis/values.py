@@ -29,7 +29,7 @@ from .collect import BlockAnalysis
 from .names import arg, dotted_name
 from .scopes import Scope, returns
 from .vocab import vocab
-from .zero_evidence import zero_evidence
+from .zero_evidence import subject, zero_evidence
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,23 @@ def _number(node: cst.BaseExpression) -> float | None:
     if kind is cst.UnaryOperation and type(node.operator) is cst.Minus:
         value = _number(node.expression)
         return -value if value is not None else None
+    return None
+
+
+def _zeros_replaced_by(call: cst.Call) -> cst.BaseExpression | None:
+    """In `where(x == 0, y, x)` (or `where(x != 0, x, y)`): `y`, what every exact 0 of `x` becomes."""
+    cond, first, second = arg(call, 0, "condition"), arg(call, 1, "x"), arg(call, 2, "y")
+    if type(cond) is not cst.Comparison or len(cond.comparisons) != 1 or first is None or second is None:
+        return None
+    test = cond.comparisons[0]
+    zero_right = type(test.comparator) in (cst.Integer, cst.Float) and float(test.comparator.evaluated_value) == 0.0
+    tested = subject(cond.left) if zero_right else None
+    if tested is None:
+        return None
+    if type(test.operator) is cst.Equal and dotted_name(second) == tested:
+        return first
+    if type(test.operator) is cst.NotEqual and dotted_name(first) == tested:
+        return second
     return None
 
 
@@ -566,6 +583,10 @@ class Values:
                 return sub(first) if first is not None else UNKNOWN
             if qualified in v.log_space:
                 return Value("tensor", sub(arg(call, 0, "input") or call).grad, prob="logprob", zero="safe")
+            if qualified in v.zero_replacing_selects:  # np.where(x == 0, y, x): x's zeros replaced by y
+                replaced = _zeros_replaced_by(call)
+                if replaced is not None and (positive_constant(replaced) or sub(replaced).zero in _NONZERO):
+                    return Value("tensor", zero="safe")
             if qualified == "len":
                 return Value("scalar", unit=self._length(arg(call, 0), at, function, klass, depth))
             if qualified in ("float", "int"):

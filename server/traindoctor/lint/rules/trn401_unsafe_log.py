@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.gradient_use import reaches_gradient
 from ..analysis.scopes import code
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
@@ -55,8 +56,9 @@ class UnsafeLog(Rule):
             return
         else:
             return
-        if target is None or self._guarded(target) or not self.gradient_flows() or self._only_shown():
-            return
+        if target is None or self._guarded(target) or not self.gradient_flows() or self._only_shown() or \
+                not reaches_gradient(self.walk.stack, self.names.qualify):
+            return  # no gradient can come back through this log
         if isinstance(target, cst.BinaryOperation) and \
                 isinstance(target.operator, cst.Subtract) and self.values(target.right).prob == "sigmoid":
             return  # TRN402: logsigmoid(-x)
@@ -77,8 +79,8 @@ class UnsafeLog(Rule):
         if value.zero == "selected" and not rsqrt:
             return  # sqrt(relu(z)): ReLU's backward passes 0 where it is 0, so the gradient is 0, not inf
         if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested") or \
-                not self._has_gradient(value):
-            return
+                not self._has_gradient(value) or not reaches_gradient(self.walk.stack, self.names.qualify):
+            return  # every use of the root drops the gradient (a mask, a logged metric): nothing inf flows back
         message = (f"`sqrt({_short(target)})` of a value that can be exactly 0: the gradient of sqrt at 0 is "
                    f"inf, so backward produces inf/NaN")
         new = f"{sum_operand(target)} + {self._tiny(target)}"

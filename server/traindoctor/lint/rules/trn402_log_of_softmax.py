@@ -2,13 +2,16 @@
 and `logsigmoid` are the stable forms (BCE on sigmoid outputs is TRN407). Probabilities are the model's `prob` fact: from functions and
 Tensor methods, from modules (`nn.Softmax`, an `nn.Sequential` ending in
 `nn.Sigmoid`, an in-file model whose forward returns one) and from in-file
-functions that return one. A rewrite is offered where the softmax/sigmoid
+functions that return one. Not reported: the probability picked at an index that the
+program draws from the same function's output (`Categorical(probs).sample()`), which is
+never exactly 0 (analysis/sampling.py). A rewrite is offered where the softmax/sigmoid
 call is right there; it computes the same value, stably: safe."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.sampling import probability_of_drawn_index
 from ..analysis.scopes import code
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
@@ -20,7 +23,7 @@ _STABLE = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
 
 class LogOfSoftmax(Rule):
     CODE = "TRN402"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program")  # program: index draws
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.gradient_flows():
@@ -47,6 +50,9 @@ class LogOfSoftmax(Rule):
         value = self.values(target)
         if value.prob not in ("softmax", "sigmoid") or self._computed_without_grad(value.origin):
             return
+        klass = self.walk.klass.name.value if self.walk.klass is not None else ""
+        if value.prob == "softmax" and probability_of_drawn_index(target, self.walk.function, klass, self.model):
+            return  # the probability of an index the program drew from these probabilities: never 0
         stable = _STABLE[value.prob]
         where = (f"a logit about {v.fp32_softmax_underflow_gap} below the largest" if value.prob == "softmax"
                  else f"logits below about {v.fp32_sigmoid_underflow_logit:g}")
