@@ -20,9 +20,10 @@ from dataclasses import replace
 import libcst as cst
 
 from ..analysis.autograd_off import frozen_before, runs_without_grad
-from ..analysis.events import Event
+from ..analysis.events import Event, _disables_grad
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
+from ..analysis.summary import ClassSummary
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
@@ -47,12 +48,14 @@ class EvalWithoutNoGrad(RoutineRule):
         events = routine.events
         for loop in routine.loops:
             inside = routine.events_in(loop.index)
-            if not inside or loop.parent != -1:
+            if loop.parent != -1:
                 continue
-            start = events.index(inside[0])
-            if any(self._turns_grad_off(e, routine) for e in events[:start]):
+            # the events before the loop (Event.after: the loops begun before an event)
+            before = events[:events.index(inside[0])] if inside else \
+                [e for e in events if e.after <= loop.index and loop.index not in e.loops]
+            if any(self._turns_grad_off(e, routine) for e in before):
                 return
-            modes = [m for m in (self._mode(e) for e in events[:start]) if m is not None]
+            modes = [m for m in (self._mode(e) for e in before) if m is not None]
             if routine.node is None:  # module-level code: the mode switches of earlier blocks count too
                 earlier = training.routines("")
                 modes = [e for r in earlier[:earlier.index(routine)] for e in r.events
@@ -68,17 +71,62 @@ class EvalWithoutNoGrad(RoutineRule):
             models = [m for m in models if not frozen_before(root, m, loop.node, _one_object)]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
-            if not calls:
+            nodes = [e.node for e in calls] or \
+                ([] if _under_no_grad(self.names, root, loop.node) else self._method_runs(loop.node, models))
+            if not nodes:
                 continue
             if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
                 return
-            model = calls[0].receiver.removesuffix(".forward")
+            model = calls[0].receiver.removesuffix(".forward") if calls else \
+                code(nodes[0].func.value)  # type: ignore[union-attr]
             when = "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
             message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
                        f"`torch.inference_mode()`: every forward pass records an autograd graph and keeps its "
                        f"activations, for nothing (more memory, slower, OOM on large batches).")
-            self.report(calls[0].node, message, fix=self._fix(routine))
+            self.report(nodes[0], message, fix=self._fix(routine))
             return
+
+    def _method_runs(self, loop: cst.CSTNode | None, models: list[str]) -> list[cst.Call]:
+        """Calls in `loop`, outside no_grad, of a method of an evaluated model that runs its
+        computation on an input (`model.decode(**batch)`, `self.model.predict(x)`): a module's
+        method other than its state and bookkeeping API (`module_state_methods`), given an
+        argument, and neither a library method that turns autograd off itself
+        (`self_no_grad_methods`, e.g. Hugging Face `generate`) nor one that a class of this file
+        or of the project defines under no_grad."""
+        if loop is None:
+            return []
+        v = vocab()
+        found: list[cst.Call] = []
+        todo = [loop.body] if isinstance(loop, (cst.For, cst.While)) else []
+        while todo:
+            node = todo.pop()
+            kind = type(node)
+            if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                continue
+            if kind is cst.With and any(_disables_grad(self.names, item.item) for item in node.items):
+                continue
+            if kind is cst.Call and type(node.func) is cst.Attribute and node.args:
+                method = node.func.attr.value
+                head = dotted_name(node.func.value)
+                if head is not None and method not in v.module_state_methods and \
+                        method not in v.self_no_grad_methods and method not in ("forward", "__call__") and \
+                        any(same_object(head, m) for m in models) and not self._no_grad_method(method):
+                    found.append(node)
+            todo.extend(reversed(list(child_nodes(node))))
+        return found
+
+    def _no_grad_method(self, method: str) -> bool:
+        """A class of this file, or an imported project class, defines `method` under no_grad."""
+        for qualname, (info, _) in self.model.function_home.items():
+            if qualname.rsplit(".", 1)[-1] == method and "." in qualname and \
+                    (self.model.only_called_without_grad(info) or _decorated_no_grad(self.names, info.node) or
+                     runs_without_grad(self.model, info.node)):
+                return True
+        for _, symbol in self.model.imported.symbols:
+            found = symbol.method(method) if isinstance(symbol, ClassSummary) else None
+            if found is not None and found.no_grad:
+                return True
+        return False
 
     def _evaluated_by_callers(self, routine: Routine) -> list[str]:
         """Parameters that every in-file caller fills with a model it has put in eval mode (no
@@ -154,6 +202,24 @@ class EvalWithoutNoGrad(RoutineRule):
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
 
 
+def _decorated_no_grad(names, function: cst.FunctionDef) -> bool:
+    """`@torch.no_grad()` / `@torch.inference_mode()` on a function."""
+    return any(_disables_grad(names, d.decorator) for d in function.decorators)
+
+
+def _under_no_grad(names, root: cst.CSTNode, target: cst.CSTNode | None) -> bool:
+    """`target` lies inside a `with torch.no_grad():` (or inference_mode) block of `root`."""
+    todo: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    while todo:
+        node, off = todo.pop()
+        if node is target:
+            return off
+        if type(node) is cst.With and any(_disables_grad(names, item.item) for item in node.items):
+            off = True
+        todo.extend((child, off) for child in child_nodes(node))
+    return False
+
+
 def _one_object(a: str, b: str) -> bool:
     """Two receivers in one function name one module: `self.net` and `net.module` are `net`."""
     def norm(text: str) -> str:
@@ -165,3 +231,9 @@ def _nodes(root):
     from ..walk import iter_nodes
 
     return iter_nodes(root)
+
+
+def child_nodes(node):
+    from ..walk import child_nodes as children
+
+    return children(node)
