@@ -83,3 +83,98 @@ def test_method_of_an_evaluated_model_quiet(change):
     old, new = change
     assert old in TAGGER
     assert not _found(TAGGER.replace(old, new), "TRN102")
+
+
+# -- values: a parameter's zero fact from its callers; softplus outputs underflow to exactly 0
+
+STD_HEADS = '''import torch
+from torch import nn
+
+
+class VRNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 8)
+        self.enc_std = nn.Sequential(nn.Linear(8, 2), nn.Softplus())
+        self.prior_std = nn.Sequential(nn.Linear(8, 2), nn.Softplus())
+
+    def forward(self, x):
+        h = self.enc(x)
+        return self._kld_gauss(self.enc_std(h), self.prior_std(h))
+
+    def _kld_gauss(self, std_1, std_2):
+        return (2 * torch.log(std_2) - 2 * torch.log(std_1) + std_1 ** 2 / std_2 ** 2 - 1).sum()
+'''
+
+
+def test_softplus_underflows_to_zero_in_float32():
+    """The claim behind the `underflow` fact, checked against torch: softplus is exactly 0 below about
+    -104 in float32, its log is -inf, and the gradients of log and sqrt there are NaN."""
+    for make in (lambda x: torch.log(torch.nn.functional.softplus(x)),
+                 lambda x: torch.sqrt(torch.nn.functional.softplus(x))):
+        x = torch.tensor(-120.0, requires_grad=True)
+        make(x).backward()
+        assert torch.isnan(x.grad)
+    assert torch.nn.functional.softplus(torch.tensor(-104.0)).item() == 0.0
+    assert torch.nn.Softplus()(torch.tensor([-104.0])).item() == 0.0
+
+
+def test_log_of_a_parameter_every_caller_fills_with_a_softplus_output():
+    assert _lines(STD_HEADS, "TRN401") == [17, 17]
+    fixed = fix_source(STD_HEADS, "t.py", CONFIG, unsafe=True)[0]
+    assert not _found(fixed, "TRN401")
+    namespace: dict = {}
+    exec(compile(fixed, "t.py", "exec"), namespace)
+    model = namespace["VRNN"]()
+    std = torch.tensor([[0.0, 1.0]], requires_grad=True)  # an underflowed softplus output
+    loss = model._kld_gauss(torch.ones(1, 2), std + 1.0) + model._kld_gauss(std + 1.0, torch.ones(1, 2))
+    loss.backward()
+    assert torch.isfinite(std.grad).all()
+
+
+@pytest.mark.parametrize("change", [
+    ("nn.Sequential(nn.Linear(8, 2), nn.Softplus())\n        self.prior_std",
+     "nn.Sequential(nn.Linear(8, 2), nn.Sigmoid())\n        self.prior_std"),  # std_1 is a sigmoid (TRN402's)
+    ("self._kld_gauss(self.enc_std(h), self.prior_std(h))",
+     "self._kld_gauss(self.enc_std(h) + 1e-6, self.prior_std(h) + 1e-6)"),  # guarded by every caller
+    ("self._kld_gauss(self.enc_std(h), self.prior_std(h))",
+     "self._kld_gauss(self.enc_std(h).exp(), self.prior_std(h).exp())"),
+])
+def test_parameter_zero_fact_needs_every_caller(change):
+    old, new = change
+    source = STD_HEADS.replace(old, new)
+    assert source != STD_HEADS
+    lines = _lines(source, "TRN401")
+    assert lines == ([17] if "Sigmoid" in new else [])
+
+
+def test_parameter_with_an_unknown_caller_argument_is_quiet():
+    source = STD_HEADS.replace("        return self._kld_gauss(self.enc_std(h), self.prior_std(h))",
+                               "        a = self._kld_gauss(self.enc_std(h), self.prior_std(h))\n"
+                               "        return a + self._kld_gauss(h, h)")
+    assert not _found(source, "TRN401")
+
+
+def test_sqrt_of_a_relu_module_output_stays_quiet():
+    """ReLU's backward selects: sqrt(relu(z)) has gradient 0 where z < 0 (checked here), so an
+    nn.ReLU module's output is `selected`, like F.relu's, and its sqrt is not reported."""
+    source = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU()
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return torch.sqrt(self.act(self.lin(x))).sum()
+
+    def log_rate(self, x):
+        return torch.log(self.act(self.lin(x))).sum()
+'''
+    assert _lines(source, "TRN401") == [15]
+    z = torch.tensor([-1.0, 0.0], requires_grad=True)
+    torch.sqrt(torch.nn.ReLU()(z)).sum().backward()
+    assert z.grad.tolist() == [0.0, 0.0]
