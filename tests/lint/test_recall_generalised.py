@@ -73,6 +73,10 @@ def test_method_of_an_evaluated_model_runs_it():
      "    for x in batches:\n        with torch.inference_mode():\n            out.append(model.decode(x))"),
     ("out.append(model.decode(x))", "out.append(model.generate(x))"),  # HF generate is under no_grad
     ("out.append(model.decode(x))", "model.load_state_dict(x)"),  # state, not computation
+    ("out.append(model.decode(x))", "model.decode(x)"),  # result dropped: a state change, not a forward
+    ("        out.append(model.decode(x))",
+     "        with torch.no_grad():\n            y = model(x)\n        out.append(model.decode(y))"),  # the loop
+    # turns autograd off where its author wants it: what runs outside is post-processing
     ("out.append(model.decode(x))", "out.append(model.decode())"),  # no input
     ("    def decode(self, x):", "    @torch.no_grad()\n    def decode(self, x):"),
     ("    model.eval()\n", ""),  # not put in eval mode: nothing says it is evaluated

@@ -88,15 +88,18 @@ class EvalWithoutNoGrad(RoutineRule):
 
     def _method_runs(self, loop: cst.CSTNode | None, models: list[str]) -> list[cst.Call]:
         """Calls in `loop`, outside no_grad, of a method of an evaluated model that runs its
-        computation on an input (`model.decode(**batch)`, `self.model.predict(x)`): a module's
-        method other than its state and bookkeeping API (`module_state_methods`), given an
-        argument, and neither a library method that turns autograd off itself
-        (`self_no_grad_methods`, e.g. Hugging Face `generate`) nor one that a class of this file
-        or of the project defines under no_grad."""
+        computation on an input (`model.decode(**batch)`, `self.model.predict(x)`, a submodule
+        `self.decoder(h)`): a module's method other than its state and bookkeeping API
+        (`module_state_methods`), given an argument, whose result is used (a call whose result is
+        dropped changes state: `model.set_cache(n)`), and neither a library method that turns
+        autograd off itself (`self_no_grad_methods`, e.g. Hugging Face `generate`) nor one that a
+        class of this file or of the project defines under no_grad. None when the loop turns
+        autograd off for part of its body: the author chose what runs without it there."""
         if loop is None:
             return []
         v = vocab()
         found: list[cst.Call] = []
+        dropped: set[int] = set()  # calls that are whole expression statements
         todo = [loop.body] if isinstance(loop, (cst.For, cst.While)) else []
         while todo:
             node = todo.pop()
@@ -104,8 +107,10 @@ class EvalWithoutNoGrad(RoutineRule):
             if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 continue
             if kind is cst.With and any(_disables_grad(self.names, item.item) for item in node.items):
-                continue
-            if kind is cst.Call and type(node.func) is cst.Attribute and node.args:
+                return []
+            if kind is cst.Expr:
+                dropped.add(id(node.value))
+            if kind is cst.Call and type(node.func) is cst.Attribute and node.args and id(node) not in dropped:
                 method = node.func.attr.value
                 head = dotted_name(node.func.value)
                 if head is not None and method not in v.module_state_methods and \
