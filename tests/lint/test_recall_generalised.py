@@ -182,3 +182,80 @@ class Net(nn.Module):
     z = torch.tensor([-1.0, 0.0], requires_grad=True)
     torch.sqrt(torch.nn.ReLU()(z)).sum().backward()
     assert z.grad.tolist() == [0.0, 0.0]
+
+
+# -- TRN102: an evaluation no mode switch marks: a loop runs a model another function trains
+
+TRAINED_ELSEWHERE = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = [(torch.randn(3, 4), torch.randn(3, 2)) for _ in range(2)]
+
+
+def train(epoch):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+
+
+def test(epoch):
+    total = 0
+    for x, y in loader:
+        out = model(x)
+        total += ((out - y) ** 2).mean()
+    print(epoch, float(total / len(loader)))
+
+
+for epoch in range(2):
+    train(epoch)
+    test(epoch)
+'''
+
+
+def test_loop_over_a_model_that_another_function_trains():
+    assert _lines(TRAINED_ELSEWHERE, "TRN102") == [20]
+    message = _found(TRAINED_ELSEWHERE, "TRN102")[0].message
+    assert "trained in `train()`" in message
+    fixed = fix_source(TRAINED_ELSEWHERE, "t.py", CONFIG)[0]
+    assert "@torch.no_grad()\ndef test" in fixed and not _found(fixed, "TRN102")
+    exec(compile(fixed, "t.py", "exec"), {})  # the fixed script trains and evaluates
+
+
+@pytest.mark.parametrize("change", [
+    # the loop keeps what it computes in a container of a parameter: the graph may be used later
+    ("def test(epoch):\n    total = 0", "def test(epoch, saved):\n    total = 0"),
+    # the caller backpropagates what it returns
+    ("    print(epoch, float(total / len(loader)))\n\n\nfor epoch in range(2):\n    train(epoch)\n    test(epoch)",
+     "    return total\n\n\nfor epoch in range(2):\n    train(epoch)\n    penalty = test(epoch)\n"
+     "    penalty.backward()"),
+    # nothing builds an optimizer over the model: nothing says it is trained
+    ("optimizer = torch.optim.SGD(model.parameters(), lr=0.1)", "optimizer = torch.optim.SGD([], lr=0.1)"),
+    # a model of its own, bound in the function
+    ("    total = 0\n    for x, y in loader:\n        out = model(x)",
+     "    total = 0\n    model = nn.Linear(4, 2)\n    for x, y in loader:\n        out = model(x)"),
+    ("        out = model(x)\n        total +=", "        out = model(x)\n        yield out\n        total +="),
+    ("def test(epoch):", "@torch.no_grad()\ndef test(epoch):"),
+])
+def test_loop_over_a_model_trained_elsewhere_quiet(change):
+    old, new = change
+    assert old in TRAINED_ELSEWHERE
+    source = TRAINED_ELSEWHERE.replace(old, new)
+    if "saved" in new:
+        source = source.replace("        total += ((out - y) ** 2).mean()",
+                                "        saved.append(out)\n        total += ((out - y) ** 2).mean()")
+    assert not _found(source, "TRN102")
+
+
+def test_a_loss_object_trained_with_is_not_the_evaluated_model():
+    source = TRAINED_ELSEWHERE.replace("loss = ((model(x) - y) ** 2).mean()", "loss = criterion(model(x), y)") \
+        .replace("optimizer = torch", "criterion = nn.MSELoss()\noptimizer = torch") \
+        .replace("def test(epoch):\n    total = 0\n    for x, y in loader:\n        out = model(x)\n"
+                 "        total += ((out - y) ** 2).mean()",
+                 "def test(epoch, net):\n    total = 0\n    for x, y in loader:\n        out = net(x)\n"
+                 "        total += criterion(out, y)")
+    assert "criterion(out, y)" in source
+    assert not _found(source, "TRN102")

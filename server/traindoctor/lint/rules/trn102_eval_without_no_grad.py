@@ -63,8 +63,11 @@ class EvalWithoutNoGrad(RoutineRule):
             models = [e.receiver for e in modes if e.kind == "eval" and
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             by_callers = not modes
+            trainer = ""
             if by_callers:  # no mode switch here: the callers' (every one evaluates the model it passes)
                 models = self._evaluated_by_callers(routine)
+                if not models:  # or a model that another function of the file trains
+                    models, trainer = self._trained_elsewhere(routine, loop)
             if not models:
                 continue
             root = routine.node if routine.node is not None else self._file_statements()
@@ -79,12 +82,108 @@ class EvalWithoutNoGrad(RoutineRule):
                 return
             model = calls[0].receiver.removesuffix(".forward") if calls else \
                 code(nodes[0].func.value)  # type: ignore[union-attr]
-            when = "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
+            when = f"it is trained in `{trainer}()`, not here" if trainer else \
+                "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
             message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
                        f"`torch.inference_mode()`: every forward pass records an autograd graph and keeps its "
                        f"activations, for nothing (more memory, slower, OOM on large batches).")
             self.report(nodes[0], message, fix=self._fix(routine))
             return
+
+    def _trained_elsewhere(self, routine: Routine, loop) -> tuple[list[str], str]:
+        """An evaluation that no mode switch marks: a loop here runs a model (a module-level
+        object, or an attribute of this class) that another function of the file trains (calls it
+        and backpropagates, and an optimizer of the file is built over its parameters), while nothing here, or in the helpers called here, calls backward or
+        steps. Not when the function's results can carry the graph elsewhere: it yields, the loop
+        stores into a container of the object or of a parameter (`self.log_probs.append(...)`), or
+        it returns a tensor with history that a caller backpropagates (or that no in-file caller
+        receives)."""
+        function = routine.node
+        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in _nodes(function)):
+            return [], ""
+        training = self.training
+        candidates = []
+        for event in routine.events_in(loop.index):
+            model = event.receiver.removesuffix(".forward")
+            if event.kind == "call" and not event.no_grad and training.callee(event, routine) is None and \
+                    model not in candidates and self._shared_object(model, routine):
+                candidates.append(model)
+        if not candidates or self._stores_outside(loop.node, routine) or not self._results_stay(routine):
+            return [], ""
+        trainers = training.training_functions
+        for model in [m for m in candidates if self._optimized(m, routine)]:
+            for other in training.all:
+                if other is routine or other.qualname not in trainers or other.node is None or \
+                        (model.startswith("self.") and other.klass != routine.klass) or \
+                        not self._shared_object(model, other):
+                    continue
+                if _runs(other.node, model):
+                    return [model], other.qualname.rsplit(".", 1)[-1]
+        return [], ""
+
+    def _optimized(self, model: str, routine: Routine) -> bool:
+        """An optimizer of the file is built over `model`'s parameters (in this class, for `self.` ones)."""
+        for other in self.training.all:
+            if model.startswith("self.") and other.klass != routine.klass:
+                continue
+            for event in other.events:
+                if event.kind != "build_optimizer" or type(event.node) is not cst.Call:
+                    continue
+                params = event.node.args[0].value if event.node.args else None
+                if params is not None and any(dotted_name(n) == model for n in _nodes(params)):
+                    return True
+        return False
+
+    def _shared_object(self, name: str, routine: Routine) -> bool:
+        """`name` is the same object in every function of the file: an attribute of this class's
+        instance (`self.model`), or a module-level name that `routine` does not bind; and as far as
+        the file says, a module (not a loss function, an optimizer...)."""
+        if self.model.object_kind(name, routine.klass) not in (None, "model", "sequential"):
+            return False
+        if name.startswith("self.") and name.count(".") == 1:
+            return bool(routine.klass)
+        if "." in name or name in routine.params or name not in self.model.global_defs:
+            return False
+        home = self.model.function_home.get(routine.qualname)
+        return home is not None and name not in home[1].scope_of(routine.node).defs
+
+    def _stores_outside(self, loop, routine: Routine) -> bool:
+        """The loop puts values into a container it does not own: one of the object's
+        attributes or of a parameter (`self.saved.append(x)`, `buffer[i] = x`)."""
+        outside = set(routine.params) | {"self"}
+        for node in _nodes(loop):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    node.func.attr.value in ("append", "extend", "insert", "add", "update", "put", "push"):
+                target = node.func.value
+            elif type(node) in (cst.Assign, cst.AugAssign):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+                target = next((t for t in targets if type(t) is cst.Subscript), None)
+                target = target.value if target is not None else None
+            else:
+                continue
+            head = (dotted_name(target) or "").split(".")[0] if target is not None else ""
+            if head in outside:
+                return True
+        return False
+
+    def _results_stay(self, routine: Routine) -> bool:
+        """What the function returns carries no graph, or no in-file caller backpropagates it
+        (and there is one)."""
+        info = self.model.function(routine.qualname)
+        if info is None:
+            return False
+        if not info.returns or not self.values.summary(info).tensor_with_history:
+            return True
+        sites = [(caller, e) for caller in self.training.all for e in caller.events
+                 if e.kind == "call" and self.training.callee(e, caller) is routine]
+        for caller, event in sites:
+            home = self.model.function_home.get(caller.qualname)
+            if home is None or caller.node is None:
+                return False
+            bound = _assigned_names(event.stmt, event.node)
+            if not bound or bound & home[1].scope_of(caller.node).feeds_backward():
+                return False
+        return bool(sites)
 
     def _method_runs(self, loop: cst.CSTNode | None, models: list[str]) -> list[cst.Call]:
         """Calls in `loop`, outside no_grad, of a method of an evaluated model that runs its
@@ -205,6 +304,28 @@ class EvalWithoutNoGrad(RoutineRule):
         safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history
         return FixSpec(f"Decorate `{function.name.value}` with `@{torch}.no_grad()`",
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
+
+
+def _assigned_names(stmt, call) -> set[str]:
+    """The names a statement `x, y = call(...)` binds to the call's result (empty otherwise)."""
+    small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
+    if type(small) is not cst.Assign or small.value is not call:
+        return set()
+    return {n.value for t in small.targets for n in _nodes(t.target) if type(n) is cst.Name}
+
+
+def _runs(function: cst.CSTNode, model: str) -> bool:
+    """`function` calls `model` (or its forward) or one of its methods on an input."""
+    for node in _nodes(function):
+        if type(node) is not cst.Call:
+            continue
+        name = dotted_name(node.func) or ""
+        if name in (model, f"{model}.forward"):
+            return True
+        if type(node.func) is cst.Attribute and node.args and dotted_name(node.func.value) == model and \
+                node.func.attr.value not in vocab().module_state_methods:
+            return True
+    return False
 
 
 def _decorated_no_grad(names, function: cst.FunctionDef) -> bool:
