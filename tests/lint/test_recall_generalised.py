@@ -259,3 +259,53 @@ def test_a_loss_object_trained_with_is_not_the_evaluated_model():
                  "        total += criterion(out, y)")
     assert "criterion(out, y)" in source
     assert not _found(source, "TRN102")
+
+
+# -- TRN706: a loop around the stepping loop rebuilds the same optimizer (what it reads is not rebound there)
+
+REBUILT = '''import torch
+from torch import optim
+
+
+class Trainer:
+    def __init__(self, model, loader, n, lr):
+        self.model, self.loader, self.iterations, self.lr = model, loader, n, lr
+
+    def train(self):
+        for iteration in range(self.iterations):
+            optimizer = optim.Adam(self.model.parameters(), lr=self.lr)
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, len(self.loader))
+            for x in self.loader:
+                optimizer.zero_grad()
+                loss = self.model(x).sum()
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+        return optimizer
+'''
+
+
+def test_optimizer_rebuilt_the_same_in_an_outer_loop():
+    assert _lines(REBUILT, "TRN706") == [11, 12]
+    namespace: dict = {}
+    exec(compile(REBUILT, "t.py", "exec"), namespace)  # the claim: the new optimizer starts with no state
+    model = torch.nn.Linear(2, 1)
+    trainer = namespace["Trainer"](model, [torch.randn(4, 2)], 2, 0.1)
+    optimizer = trainer.train()
+    assert optimizer.state[model.weight]["step"].item() == 1.0  # one step per pass: the Adam moments restarted
+
+
+@pytest.mark.parametrize("change", [
+    ("        for iteration in range(self.iterations):\n            optimizer = optim.Adam(self.model.parameters(), "
+     "lr=self.lr)",
+     "        for lr in (0.1, 0.01):\n            optimizer = optim.Adam(self.model.parameters(), lr=lr)"),
+    ("        for iteration in range(self.iterations):\n            optimizer",
+     "        for iteration in range(self.iterations):\n            params = self.model.stage(iteration)\n"
+     "            optimizer"),
+])
+def test_optimizer_rebuilt_from_what_the_loop_changes_is_quiet(change):
+    old, new = change
+    assert old in REBUILT
+    source = REBUILT.replace(old, new).replace("optim.Adam(self.model.parameters(), lr=self.lr)\n            scheduler",
+                                                "optim.Adam(params, lr=self.lr)\n            scheduler")
+    assert not _found(source, "TRN706")  # the scheduler follows its new optimizer
