@@ -309,3 +309,57 @@ def test_optimizer_rebuilt_from_what_the_loop_changes_is_quiet(change):
     source = REBUILT.replace(old, new).replace("optim.Adam(self.model.parameters(), lr=self.lr)\n            scheduler",
                                                 "optim.Adam(params, lr=self.lr)\n            scheduler")
     assert not _found(source, "TRN706")  # the scheduler follows its new optimizer
+
+
+# -- TRN205: the program seeds through a function of another project file (its summary says so)
+
+OPTIONS = '''import random
+
+import numpy as np
+import torch
+
+
+def set_random_seed(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def parse_options(seed):
+    opt = {"manual_seed": seed}
+    set_random_seed(opt["manual_seed"])
+    return opt
+'''
+
+TRAIN = '''import torch
+
+from utils.options import parse_options
+
+
+def train_pipeline():
+    opt = parse_options(10)
+    torch.backends.cudnn.benchmark = True
+    return opt
+'''
+
+
+def _check(root, select):
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", select,
+                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    return [(f["code"], f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout)]
+
+
+def test_benchmark_in_a_program_seeded_by_a_helper_of_another_file(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "utils").mkdir()
+    (tmp_path / "utils" / "__init__.py").write_text("")
+    (tmp_path / "utils" / "options.py").write_text(OPTIONS)
+    (tmp_path / "train.py").write_text(TRAIN)
+    assert _check(tmp_path, "TRN205") == [("TRN205", "train.py", 8)]
+    (tmp_path / "utils" / "options.py").write_text(OPTIONS.replace("    set_random_seed(opt[\"manual_seed\"])\n", ""))
+    assert _check(tmp_path, "TRN205") == []  # the helper no longer seeds: nothing to reproduce

@@ -186,6 +186,19 @@ class FileModel:
         return self.imported.fact(_qualify_dotted(name, self.names.imports), fact) if self.imported and name \
             else None
 
+    def project_seed_calls(self) -> list[tuple[cst.CSTNode, str]]:
+        """(call, RNG) for each call here of a function of another project file that seeds a
+        global RNG (its summary's `seeds`, through what it calls: `opt = parse_options()` that calls
+        `set_random_seed`), the first call of each function."""
+        if not self.imported:
+            return []
+        found = []
+        for callee, sites in self.calls.items():
+            seeds = self.project_fact(callee, "seeds") if sites else None
+            for rng in seeds or ():
+                found.append((sites[0].node, rng))
+        return found
+
     def object_kind(self, name: str, klass: str = "") -> str | None:
         obj = self.object(name, klass)
         if obj is None and self.imported and not name.startswith("self."):  # `from models import net`
