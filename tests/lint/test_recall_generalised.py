@@ -363,3 +363,68 @@ def test_benchmark_in_a_program_seeded_by_a_helper_of_another_file(tmp_path):
     assert _check(tmp_path, "TRN205") == [("TRN205", "train.py", 8)]
     (tmp_path / "utils" / "options.py").write_text(OPTIONS.replace("    set_random_seed(opt[\"manual_seed\"])\n", ""))
     assert _check(tmp_path, "TRN205") == []  # the helper no longer seeds: nothing to reproduce
+
+
+# -- the project index: a class whose base is a model class of another project file (through a chain
+#    of project files) is a model class; TRN501 in a method of a model
+
+BASE = '''import torch
+
+
+class Module(torch.nn.Module):
+    pass
+'''
+
+KERNEL = '''from .module import Module
+
+
+class Kernel(Module):
+    def forward(self, x):
+        return x
+'''
+
+INDEX_KERNEL = '''import torch
+import torch.nn.functional as F
+
+from .kernel import Kernel
+
+
+class IndexKernel(Kernel):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+
+    @property
+    def covar(self):
+        with torch.autograd.set_detect_anomaly(True):
+            return self.lin.weight @ self.lin.weight.T
+
+    def forward(self, x):
+        return F.dropout(self.lin(x), 0.1)
+'''
+
+
+def test_subclass_of_a_project_model_class_is_a_model(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    package = tmp_path / "kernels"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "module.py").write_text(BASE)
+    (package / "kernel.py").write_text(KERNEL)
+    (package / "index_kernel.py").write_text(INDEX_KERNEL)
+    assert sorted(_check(tmp_path, "TRN501,TRN704")) == [("TRN501", "index_kernel.py", 14),
+                                                          ("TRN704", "index_kernel.py", 18)]
+    (package / "module.py").write_text(BASE.replace("(torch.nn.Module)", "(object)"))
+    assert _check(tmp_path, "TRN501,TRN704") == []  # not a model: nothing runs it in training
+
+
+def test_anomaly_mode_in_a_model_method_is_on_whenever_it_runs():
+    """The claim: with set_detect_anomaly(True) as a context manager, anomaly mode is on inside it."""
+    with torch.autograd.set_detect_anomaly(True):
+        assert torch.is_anomaly_enabled()
+    assert not torch.is_anomaly_enabled()
+    source = INDEX_KERNEL.replace("from .kernel import Kernel\n", "").replace("(Kernel)", "(torch.nn.Module)")
+    assert _lines(source, "TRN501") == [13]
+    assert not _found(source.replace("        with torch.autograd.set_detect_anomaly(True):\n            return",
+                                     "        if self.debug:\n            torch.autograd.set_detect_anomaly(True)\n"
+                                     "        return"), "TRN501")

@@ -170,7 +170,9 @@ class ProjectIndex:
         sampler does). Memoized until the index changes."""
         if isinstance(symbol, ClassSummary):
             methods = tuple(self._expanded(path, m, depth) for m in symbol.methods)
-            return replace(symbol, methods=methods) if methods != symbol.methods else symbol
+            module = symbol.module or self._module_base(path, symbol, depth)
+            return replace(symbol, methods=methods, module=module) \
+                if methods != symbol.methods or module != symbol.module else symbol
         if not isinstance(symbol, FunctionSummary) or not symbol.calls or depth > 3:
             return symbol
         key = (path, symbol.qualname)
@@ -194,6 +196,31 @@ class ProjectIndex:
         result = replace(symbol, seeds=tuple(sorted(seeds)), draws=tuple(sorted(draws)))
         self._expansions[key] = result = result if result != symbol else symbol
         return result
+
+    def _module_base(self, path: str, klass: ClassSummary, depth: int) -> bool:
+        """A base of the class, in its own file or in another project file (as that file imports
+        it), is an nn.Module: a subclass of a project model class is a model class too."""
+        key = (path, "class:" + klass.name)
+        if depth > 4 or key in self._expansions:
+            return False
+        self._expansions[key] = klass  # type: ignore[assignment]  # recursion guard, and a marker
+        summary = self._summaries.get(path)
+        try:
+            if summary is None or not klass.bases:
+                return False
+            known: dict[str, Symbol] | None = None
+            for base in klass.bases:
+                target = summary.symbol(base) if "." not in base else None
+                where = path
+                if not isinstance(target, ClassSummary):
+                    known = known if known is not None else self._symbols_for(path, summary.imports)
+                    target, where = known.get(base), ""
+                if isinstance(target, ClassSummary) and target is not klass and \
+                        (target.module or (where and self._module_base(where, target, depth + 1))):
+                    return True
+            return False
+        finally:
+            del self._expansions[key]
 
     def _exported(self, path: str, depth: int = 0) -> dict[str, Symbol]:
         """What `from module import *` binds: `__all__`, else every public name."""
