@@ -71,6 +71,7 @@ class ProjectIndex:
         self._lock = threading.RLock()
         self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None
         self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
+        self._bases_known: dict[tuple[str, str], bool] = {}  # (file, "class:" name) -> a model class by its bases
 
     # -- contents ------------------------------------------------------------------
 
@@ -100,12 +101,14 @@ class ProjectIndex:
             self._summaries[path] = summary
             self._saves = None  # what a save writes may depend on any file it imports
             self._expansions.clear()
+            self._bases_known.clear()
             return True
 
     def remove(self, path: str) -> bool:
         with self._lock:
             self._saves = None
             self._expansions.clear()
+            self._bases_known.clear()
             return self._summaries.pop(os.path.abspath(path), None) is not None
 
     def root_of(self, path: str) -> str:
@@ -201,26 +204,30 @@ class ProjectIndex:
         """A base of the class, in its own file or in another project file (as that file imports
         it), is an nn.Module: a subclass of a project model class is a model class too."""
         key = (path, "class:" + klass.name)
-        if depth > 4 or key in self._expansions:
-            return False
-        self._expansions[key] = klass  # type: ignore[assignment]  # recursion guard, and a marker
+        if key in self._bases_known:
+            return self._bases_known[key]
+        if depth > 4 or not klass.bases or key in self._expansions:
+            return bool(self._bases_known.get(key))
+        self._expansions[key] = klass  # type: ignore[assignment]  # recursion guard
         summary = self._summaries.get(path)
+        found = False
         try:
-            if summary is None or not klass.bases:
-                return False
             known: dict[str, Symbol] | None = None
-            for base in klass.bases:
-                target = summary.symbol(base) if "." not in base else None
+            for base in klass.bases if summary is not None else ():
+                target = summary.symbol(base) if "." not in base else None  # type: ignore[union-attr]
                 where = path
                 if not isinstance(target, ClassSummary):
-                    known = known if known is not None else self._symbols_for(path, summary.imports)
+                    known = known if known is not None else self._symbols_for(path, summary.imports)  # type: ignore
                     target, where = known.get(base), ""
                 if isinstance(target, ClassSummary) and target is not klass and \
                         (target.module or (where and self._module_base(where, target, depth + 1))):
-                    return True
-            return False
+                    found = True
+                    break
         finally:
             del self._expansions[key]
+        if depth == 0:
+            self._bases_known[key] = found  # memoized until the index changes
+        return found
 
     def _exported(self, path: str, depth: int = 0) -> dict[str, Symbol]:
         """What `from module import *` binds: `__all__`, else every public name."""
