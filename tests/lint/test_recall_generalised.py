@@ -428,3 +428,45 @@ def test_anomaly_mode_in_a_model_method_is_on_whenever_it_runs():
     assert not _found(source.replace("        with torch.autograd.set_detect_anomaly(True):\n            return",
                                      "        if self.debug:\n            torch.autograd.set_detect_anomaly(True)\n"
                                      "        return"), "TRN501")
+
+
+# -- TRN201: a worker_init_fn reached through a local name bound to it on some path (flow); the finding
+#    is at the constant seed, where the fix goes, once for all the loaders that run it
+
+CONDITIONAL_INIT = '''import random
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+
+def debugging_worker_init_fn(worker_id: int):
+    random.seed(0)
+    np.random.seed(worker_id)
+    torch.manual_seed(worker_id)
+
+
+def get_loaders(dataset, debug, worker_init_fn=None):
+    if debug:
+        worker_init_fn = debugging_worker_init_fn
+    train = DataLoader(dataset, batch_size=4, num_workers=4, worker_init_fn=worker_init_fn)
+    val = DataLoader(dataset, batch_size=4, num_workers=4, worker_init_fn=debugging_worker_init_fn)
+    return train, val
+'''
+
+
+def test_worker_init_fn_bound_under_a_condition():
+    found = _found(CONDITIONAL_INIT, "TRN201")
+    assert [f.range.start.line + 1 for f in found] == [9]
+    assert len(found[0].related) == 1
+    assert "random.seed(0)" in found[0].message
+
+
+def test_worker_init_fn_bound_to_a_worker_dependent_seed_is_quiet():
+    source = CONDITIONAL_INIT.replace("random.seed(0)", "random.seed(worker_id)")
+    assert not _found(source, "TRN201")
+    source = CONDITIONAL_INIT.replace("        worker_init_fn = debugging_worker_init_fn\n",
+                                      "        worker_init_fn = None\n").replace(
+        "    val = DataLoader(dataset, batch_size=4, num_workers=4, worker_init_fn=debugging_worker_init_fn)\n",
+        "    val = None\n")
+    assert not _found(source, "TRN201")
