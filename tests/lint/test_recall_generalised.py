@@ -470,3 +470,49 @@ def test_worker_init_fn_bound_to_a_worker_dependent_seed_is_quiet():
         "    val = DataLoader(dataset, batch_size=4, num_workers=4, worker_init_fn=debugging_worker_init_fn)\n",
         "    val = None\n")
     assert not _found(source, "TRN201")
+
+
+# -- the project index: `from utils import *` binds the module aliases utils imports (`F`, `nn`), also
+#    in a repository without a project marker whose files import their own package absolutely
+
+UTILS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def conv_bn(c):
+    return nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c))
+'''
+
+NET = '''import torch
+import torch.nn as nn
+
+from pkg.models.utils import *
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = conv_bn(3)
+
+    def forward(self, x):
+        return F.dropout2d(self.block(x), p=0.1, inplace=True)
+'''
+
+
+@pytest.mark.parametrize("marker", [True, False])
+def test_star_import_binds_the_module_aliases_of_a_project_file(tmp_path, marker):
+    if marker:
+        (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    models = tmp_path / "pkg" / "models"
+    models.mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (models / "__init__.py").write_text("")
+    (models / "utils.py").write_text(UTILS)
+    (models / "net.py").write_text(NET)
+    assert _check(tmp_path, "TRN704") == [("TRN704", "net.py", 13)]
+    (models / "net.py").write_text(NET.replace("class Net", "F = None\n\n\nclass Net"))
+    assert _check(tmp_path, "TRN704") == []  # the file binds `F` itself: not the star import's
+    (models / "net.py").write_text(NET)
+    (models / "utils.py").write_text(UTILS.replace("import torch.nn.functional as F\n", "") + "\n__all__ = ['conv_bn']\n")
+    assert _check(tmp_path, "TRN704") == []  # nothing binds `F` as torch's
