@@ -516,3 +516,83 @@ def test_star_import_binds_the_module_aliases_of_a_project_file(tmp_path, marker
     (models / "net.py").write_text(NET)
     (models / "utils.py").write_text(UTILS.replace("import torch.nn.functional as F\n", "") + "\n__all__ = ['conv_bn']\n")
     assert _check(tmp_path, "TRN704") == []  # nothing binds `F` as torch's
+
+
+# -- TRN102: the model comes in eval mode from an in-file loader (as a tuple element) and runs in a
+#    helper called in the loop
+
+HELPER_RUNS = '''import sys
+import torch
+from torch import nn
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def decode(self, x):
+        return self.lin(x).argmax(-1)
+
+
+def load_model():
+    model = Tagger()
+    model.eval()
+    return model, {"a": 0}
+
+
+def run_model(model, data):
+    return model.decode(torch.stack(data))
+
+
+def predict(lines):
+    model, vocab = load_model()
+    data = []
+    for line in lines:
+        data.append(torch.randn(4))
+        if len(data) == 2:
+            print(run_model(model, data))
+            data = []
+
+
+if __name__ == "__main__":
+    predict(sys.argv[1:])
+'''
+
+
+def test_model_loaded_in_eval_mode_and_run_by_a_helper_in_the_loop():
+    assert _lines(HELPER_RUNS, "TRN102") == [31]
+    fixed = fix_source(HELPER_RUNS, "t.py", CONFIG)[0]
+    assert "@torch.no_grad()\ndef predict" in fixed and not _found(fixed, "TRN102")
+    exec(compile(fixed, "t.py", "exec"), {"__name__": "t"})
+
+
+@pytest.mark.parametrize("change", [
+    ("def run_model(model, data):", "@torch.no_grad()\ndef run_model(model, data):"),
+    ("    model.eval()\n    return model, {\"a\": 0}", "    return model, {\"a\": 0}"),
+    ("    return model.decode(torch.stack(data))", "    return len(data)"),  # does not run the model
+    ("    model, vocab = load_model()", "    vocab, model = load_model()"),  # not the evaluated element
+    ("    return model.decode(torch.stack(data))",
+     "    loss = model.decode(torch.stack(data)).float().sum()\n    loss.backward()\n    return loss"),
+])
+def test_model_run_by_a_helper_quiet(change):
+    old, new = change
+    assert old in HELPER_RUNS
+    assert not _found(HELPER_RUNS.replace(old, new), "TRN102")
+
+
+def test_a_file_that_gets_torch_from_a_star_import_is_linted(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    utils = HELPER_RUNS.split("def load_model")[0] + "stack = torch.stack\nrandn = torch.randn\n"
+    predict = "import sys\nfrom utils import *\n\n\ndef load_model" + HELPER_RUNS.split("def load_model")[1]
+    predict = predict.replace("torch.stack(data)", "stack(data)").replace("torch.randn(4)", "randn(4)")
+    assert "torch" not in predict
+    (tmp_path / "utils.py").write_text(utils)
+    (tmp_path / "predict.py").write_text(predict)
+    assert _check(tmp_path, "TRN102") == [("TRN102", "predict.py", 21)]
+
+
+def test_model_run_by_a_helper_under_no_grad_is_quiet():
+    source = HELPER_RUNS.replace("    return model.decode(torch.stack(data))",
+                                 "    with torch.no_grad():\n        return model.decode(torch.stack(data))")
+    assert not _found(source, "TRN102")

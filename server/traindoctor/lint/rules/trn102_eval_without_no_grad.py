@@ -55,7 +55,7 @@ class EvalWithoutNoGrad(RoutineRule):
                 [e for e in events if e.after <= loop.index and loop.index not in e.loops]
             if any(self._turns_grad_off(e, routine) for e in before):
                 return
-            modes = [m for m in (self._mode(e) for e in before) if m is not None]
+            modes = [m for m in (self._mode(e, routine) for e in before) if m is not None]
             if routine.node is None:  # module-level code: the mode switches of earlier blocks count too
                 earlier = training.routines("")
                 modes = [e for r in earlier[:earlier.index(routine)] for e in r.events
@@ -75,13 +75,16 @@ class EvalWithoutNoGrad(RoutineRule):
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             nodes = [e.node for e in calls] or \
-                ([] if _under_no_grad(self.names, root, loop.node) else self._method_runs(loop.node, models))
+                ([] if _under_no_grad(self.names, root, loop.node) else self._method_runs(loop.node, models)) or \
+                self._helper_runs(routine, inside, models)
             if not nodes:
                 continue
             if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
                 return
+            first = nodes[0]
             model = calls[0].receiver.removesuffix(".forward") if calls else \
-                code(nodes[0].func.value)  # type: ignore[union-attr]
+                code(first.func.value) if type(first) is cst.Call and type(first.func) is cst.Attribute else \
+                models[0]  # run through an in-file helper
             when = f"it is trained in `{trainer}()`, not here" if trainer else \
                 "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
             message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
@@ -117,7 +120,7 @@ class EvalWithoutNoGrad(RoutineRule):
                         (model.startswith("self.") and other.klass != routine.klass) or \
                         not self._shared_object(model, other):
                     continue
-                if _runs(other.node, model):
+                if _runs(other.node, model, self.names):
                     return [model], other.qualname.rsplit(".", 1)[-1]
         return [], ""
 
@@ -184,6 +187,28 @@ class EvalWithoutNoGrad(RoutineRule):
             if not bound or bound & home[1].scope_of(caller.node).feeds_backward():
                 return False
         return bool(sites)
+
+    def _helper_runs(self, routine: Routine, inside: list[Event], models: list[str]) -> list[cst.CSTNode]:
+        """Calls in the loop, outside no_grad, of an in-file helper that gets an evaluated model as
+        an argument and runs it (`result = run_model(model, batch)` whose body calls
+        `model.decode(...)`); the helper neither trains (the routine's expanded events say so) nor
+        runs under no_grad."""
+        found = []
+        for event in inside:
+            if event.kind != "call" or event.no_grad:
+                continue
+            helper = self.model.function(event.receiver, routine.klass)  # a FuncInfo: it may hold no event
+            if helper is None or helper.node is None or helper.node is routine.node or helper.trains or \
+                    helper.no_grad or \
+                    runs_without_grad(self.model, helper.node):  # type: ignore[arg-type]
+                continue
+            params = [p for p in helper.params if p not in ("self", "cls")]
+            passed = dict(zip(params, event.args))
+            passed.update((k, a) for k, a in event.keywords if k in params)
+            if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names)
+                   for param, argument in passed.items() if argument):
+                found.append(event.node)
+        return found
 
     def _method_runs(self, loop: cst.CSTNode | None, models: list[str]) -> list[cst.Call]:
         """Calls in `loop`, outside no_grad, of a method of an evaluated model that runs its
@@ -256,15 +281,23 @@ class EvalWithoutNoGrad(RoutineRule):
                         bool(switches) and switches[-1].kind == "eval"
         return [p for p, ok in evaluated.items() if ok]
 
-    def _mode(self, event: Event) -> Event | None:
-        """A train/eval switch; `model = load()` where the helper (in another project file)
-        returns a model it put in eval mode counts as `model.eval()`."""
+    def _mode(self, event: Event, routine: Routine | None = None) -> Event | None:
+        """A train/eval switch; `model = load()` where the helper (in another project file, or in
+        this one: also `model, vocab = load()` of `return model, vocab`) returns a model it put in
+        eval mode counts as `model.eval()`."""
         if event.no_grad:
             return None
         if event.kind in ("eval", "train"):
             return event
         if event.kind == "call" and event.bound and self.model.project_fact(event.receiver, "returns_eval"):
             return replace(event, kind="eval", receiver=event.bound)
+        if event.kind == "call" and routine is not None:
+            helper = self.training.callee(event, routine)
+            position = _returns_evaluated(helper) if helper is not None else None
+            if position is not None:
+                bound = _bound_at(event.stmt, event.node, position)
+                if bound:
+                    return replace(event, kind="eval", receiver=bound)
         return None
 
     def _turns_grad_off(self, event: Event, routine: Routine) -> bool:
@@ -306,6 +339,41 @@ class EvalWithoutNoGrad(RoutineRule):
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
 
 
+def _returns_evaluated(routine: Routine) -> int | None:
+    """Where a function returns a module it put in eval mode: -1 for the whole value (`return
+    model`), i for the i-th element of a returned tuple (`return model, vocab`), else None."""
+    function = routine.node
+    if not isinstance(function, cst.FunctionDef):
+        return None
+    evaluated = {e.receiver for e in routine.events if e.kind == "eval" and not e.loops}
+    if not evaluated:
+        return None
+    for node in _nodes(function.body):
+        if type(node) is not cst.Return or node.value is None:
+            continue
+        if dotted_name(node.value) in evaluated:
+            return -1
+        if type(node.value) is cst.Tuple:
+            for index, element in enumerate(node.value.elements):
+                if dotted_name(element.value) in evaluated:
+                    return index
+    return None
+
+
+def _bound_at(stmt, call, position: int) -> str:
+    """The name `stmt` binds to the call's result (-1) or to element `position` of it."""
+    small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
+    if type(small) is not cst.Assign or small.value is not call or len(small.targets) != 1:
+        return ""
+    target = small.targets[0].target
+    if position == -1:
+        return dotted_name(target) or ""
+    if type(target) in (cst.Tuple, cst.List) and position < len(target.elements):
+        element = target.elements[position]
+        return "" if type(element) is cst.StarredElement else dotted_name(element.value) or ""
+    return ""
+
+
 def _assigned_names(stmt, call) -> set[str]:
     """The names a statement `x, y = call(...)` binds to the call's result (empty otherwise)."""
     small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
@@ -314,9 +382,16 @@ def _assigned_names(stmt, call) -> set[str]:
     return {n.value for t in small.targets for n in _nodes(t.target) if type(n) is cst.Name}
 
 
-def _runs(function: cst.CSTNode, model: str) -> bool:
-    """`function` calls `model` (or its forward) or one of its methods on an input."""
-    for node in _nodes(function):
+def _runs(function: cst.CSTNode, model: str, names=None) -> bool:
+    """`function` calls `model` (or its forward) or one of its methods on an input, outside a
+    no_grad/inference_mode block (with `names`, the file's, to tell them)."""
+    todo = list(child_nodes(function))
+    while todo:
+        node = todo.pop()
+        if names is not None and type(node) is cst.With and \
+                any(_disables_grad(names, item.item) for item in node.items):
+            continue
+        todo.extend(child_nodes(node))
         if type(node) is not cst.Call:
             continue
         name = dotted_name(node.func) or ""
