@@ -596,3 +596,28 @@ def test_model_run_by_a_helper_under_no_grad_is_quiet():
     source = HELPER_RUNS.replace("    return model.decode(torch.stack(data))",
                                  "    with torch.no_grad():\n        return model.decode(torch.stack(data))")
     assert not _found(source, "TRN102")
+
+
+LCM = '''from .kernel import Kernel
+from .index_kernel import IndexKernel
+
+
+class LCMKernel(Kernel):
+    def __init__(self, n):
+        super().__init__()
+        self.kernels = [None] * n
+        for i in range(n):
+            self.kernels[i] = IndexKernel()
+'''
+
+
+def test_a_torch_free_file_deriving_from_a_project_model_is_linted(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    package = tmp_path / "kernels"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "module.py").write_text(BASE)
+    (package / "kernel.py").write_text(KERNEL)
+    (package / "index_kernel.py").write_text(INDEX_KERNEL)
+    (package / "lcm_kernel.py").write_text(LCM)
+    assert ("TRN705", "lcm_kernel.py", 8) in _check(tmp_path, "TRN705")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -31,11 +32,18 @@ class LintResult:
     fatal: bool = False
 
 
+_DERIVED_CLASS = re.compile(r"^class \w+\(\w", re.MULTILINE)
+
+
 def _might_have_findings(source: str, project=None) -> bool:
     """Every rule is about PyTorch training code: no torch, nothing to do. With the project's
     facts, a file that star-imports a project module may get torch from it (`from utils import *`
-    binding `torch`, `nn`, `F`)."""
-    return "torch" in source or (project is not None and "import *" in source)
+    binding `torch`, `nn`, `F`), and a class deriving from a class of a sibling module may be a
+    model (`from .kernel import Kernel`, a project nn.Module)."""
+    if "torch" in source:
+        return True
+    return project is not None and ("import *" in source or (
+        "from ." in source and _DERIVED_CLASS.search(source) is not None))
 
 
 def lint_source(
