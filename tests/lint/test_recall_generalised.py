@@ -3,8 +3,6 @@ by case: each test is a small real program of that shape the rule missed before,
 
 from __future__ import annotations
 
-import ast
-
 import pytest
 import torch
 
@@ -371,14 +369,14 @@ def test_benchmark_in_a_program_seeded_by_a_helper_of_another_file(tmp_path):
 BASE = '''import torch
 
 
-class Module(torch.nn.Module):
+class Base(torch.nn.Module):
     pass
 '''
 
-KERNEL = '''from .module import Module
+KERNEL = '''from .module import Base
 
 
-class Kernel(Module):
+class Kernel(Base):
     def forward(self, x):
         return x
 '''
@@ -514,7 +512,8 @@ def test_star_import_binds_the_module_aliases_of_a_project_file(tmp_path, marker
     (models / "net.py").write_text(NET.replace("class Net", "F = None\n\n\nclass Net"))
     assert _check(tmp_path, "TRN704") == []  # the file binds `F` itself: not the star import's
     (models / "net.py").write_text(NET)
-    (models / "utils.py").write_text(UTILS.replace("import torch.nn.functional as F\n", "") + "\n__all__ = ['conv_bn']\n")
+    no_f = UTILS.replace("import torch.nn.functional as F\n", "")
+    (models / "utils.py").write_text(no_f + "\n__all__ = ['conv_bn']\n")
     assert _check(tmp_path, "TRN704") == []  # nothing binds `F` as torch's
 
 

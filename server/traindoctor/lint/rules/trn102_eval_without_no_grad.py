@@ -20,13 +20,14 @@ from dataclasses import replace
 import libcst as cst
 
 from ..analysis.autograd_off import frozen_before, runs_without_grad
-from ..analysis.events import Event, _disables_grad
+from ..analysis.events import Event, disables_grad
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
 from ..analysis.summary import ClassSummary
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
+from ..walk import child_nodes
 from .trn7xx_training_base import RoutineRule
 
 
@@ -96,11 +97,11 @@ class EvalWithoutNoGrad(RoutineRule):
     def _trained_elsewhere(self, routine: Routine, loop) -> tuple[list[str], str]:
         """An evaluation that no mode switch marks: a loop here runs a model (a module-level
         object, or an attribute of this class) that another function of the file trains (calls it
-        and backpropagates, and an optimizer of the file is built over its parameters), while nothing here, or in the helpers called here, calls backward or
-        steps. Not when the function's results can carry the graph elsewhere: it yields, the loop
-        stores into a container of the object or of a parameter (`self.log_probs.append(...)`), or
-        it returns a tensor with history that a caller backpropagates (or that no in-file caller
-        receives)."""
+        and backpropagates, and an optimizer of the file is built over its parameters), while
+        nothing here, or in the helpers called here, calls backward or steps. Not when the
+        function's results can carry the graph elsewhere: it yields, the loop stores into a
+        container of the object or of a parameter (`self.log_probs.append(...)`), or it returns a
+        tensor with history that a caller backpropagates (or that no in-file caller receives)."""
         function = routine.node
         if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in _nodes(function)):
             return [], ""
@@ -230,7 +231,7 @@ class EvalWithoutNoGrad(RoutineRule):
             kind = type(node)
             if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 continue
-            if kind is cst.With and any(_disables_grad(self.names, item.item) for item in node.items):
+            if kind is cst.With and any(disables_grad(self.names, item.item) for item in node.items):
                 return []
             if kind is cst.Expr:
                 dropped.add(id(node.value))
@@ -389,7 +390,7 @@ def _runs(function: cst.CSTNode, model: str, names=None) -> bool:
     while todo:
         node = todo.pop()
         if names is not None and type(node) is cst.With and \
-                any(_disables_grad(names, item.item) for item in node.items):
+                any(disables_grad(names, item.item) for item in node.items):
             continue
         todo.extend(child_nodes(node))
         if type(node) is not cst.Call:
@@ -405,7 +406,7 @@ def _runs(function: cst.CSTNode, model: str, names=None) -> bool:
 
 def _decorated_no_grad(names, function: cst.FunctionDef) -> bool:
     """`@torch.no_grad()` / `@torch.inference_mode()` on a function."""
-    return any(_disables_grad(names, d.decorator) for d in function.decorators)
+    return any(disables_grad(names, d.decorator) for d in function.decorators)
 
 
 def _under_no_grad(names, root: cst.CSTNode, target: cst.CSTNode | None) -> bool:
@@ -415,7 +416,7 @@ def _under_no_grad(names, root: cst.CSTNode, target: cst.CSTNode | None) -> bool
         node, off = todo.pop()
         if node is target:
             return off
-        if type(node) is cst.With and any(_disables_grad(names, item.item) for item in node.items):
+        if type(node) is cst.With and any(disables_grad(names, item.item) for item in node.items):
             off = True
         todo.extend((child, off) for child in child_nodes(node))
     return False
@@ -433,8 +434,3 @@ def _nodes(root):
 
     return iter_nodes(root)
 
-
-def child_nodes(node):
-    from ..walk import child_nodes as children
-
-    return children(node)

@@ -34,7 +34,8 @@ class AnomalyDetectionLeftOn(Rule):
             if info is None or not (info.trains or function.name.value == "main"):
                 return
         if in_model:
-            message = (f"`set_detect_anomaly(True)` in `{klass.name.value}.{function.name.value}`, a method of a "  # type: ignore[union-attr]
+            where = f"{klass.name.value}.{function.name.value}"  # type: ignore[union-attr]
+            message = (f"`set_detect_anomaly(True)` in `{where}`, a method of a "
                        f"model: anomaly mode is on every time the model runs it, recording a traceback for every "
                        f"autograd node (and checking every gradient for NaN while it is on), which slows training "
                        f"several-fold; a debugging leftover: enable it only behind a flag")

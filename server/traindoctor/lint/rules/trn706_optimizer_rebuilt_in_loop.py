@@ -5,7 +5,8 @@ state (momentum, Adam moments, the schedule's position) starts over each time.
 Quiet on conditional rebuilds (switching optimizer at a phase), on loops that also
 build a new model (hyperparameter searches, folds, meta-learning tasks), on loops
 around the stepping loop that build it from what they change (a learning rate or the
-parameters of a phase: `for lr in lrs`), and on schedulers given `last_epoch`. No fix: hoisting it changes which parameters it holds."""
+parameters of a phase: `for lr in lrs`), and on schedulers given `last_epoch`. No fix: hoisting
+it changes which parameters it holds."""
 
 from __future__ import annotations
 
