@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -31,9 +32,18 @@ class LintResult:
     fatal: bool = False
 
 
-def _might_have_findings(source: str) -> bool:
-    """Every rule is about PyTorch training code: no torch, nothing to do."""
-    return "torch" in source
+_DERIVED_CLASS = re.compile(r"^class \w+\(\w", re.MULTILINE)
+
+
+def _might_have_findings(source: str, project=None) -> bool:
+    """Every rule is about PyTorch training code: no torch, nothing to do. With the project's
+    facts, a file that star-imports a project module may get torch from it (`from utils import *`
+    binding `torch`, `nn`, `F`), and a class deriving from a class of a sibling module may be a
+    model (`from .kernel import Kernel`, a project nn.Module)."""
+    if "torch" in source:
+        return True
+    return project is not None and ("import *" in source or (
+        "from ." in source and _DERIVED_CLASS.search(source) is not None))
 
 
 def lint_source(
@@ -50,7 +60,7 @@ def lint_source(
         return LintResult(path, error="binary content (NUL bytes), not Python source")
     if len(source) > MAX_BYTES:
         return LintResult(path, error=f"too large to lint ({len(source) / 1e6:.1f} MB > {MAX_BYTES / 1e6:.0f} MB)")
-    if not _might_have_findings(source) or ignores_file(source):
+    if not _might_have_findings(source, project) or ignores_file(source):
         return LintResult(path)
     try:
         with collector_paused():

@@ -468,7 +468,15 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache, projec
     analyses = [p.analysis(names) for p in parsed]
     imported = EMPTY_IMPORTS
     if project is not None:
-        imported = project.imported_for(path, imports_of(top.node for a in analyses for top in a.facts.layout))
+        imports = imports_of(top.node for a in analyses for top in a.facts.layout)
+        imported = project.imported_for(path, imports)
+        if any(fact.name == "*" for fact in imports):  # `from utils import *` binding `F`, `nn`...
+            own = {local.lstrip("=") for local, _ in names.aliases} | \
+                {name for a in analyses for top in a.facts.layout for name in top.names}
+            star = tuple((local, full) for local, full in imported.star_aliases() if local not in own)
+            if star:
+                names = Names(names.aliases + star)
+                analyses = [p.analysis(names) for p in parsed]
     model = FileModel(names, analyses, cache.model, path, imported)
     cache.model = model
     owners: dict[int, int] = {}

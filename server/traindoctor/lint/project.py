@@ -20,7 +20,8 @@ from .analysis.model import FileModel
 from .analysis.names import Names
 from .analysis.project import ProjectIndex
 from .analysis.summarize import summarize_model
-from .analysis.summary import EMPTY_IMPORTS, EMPTY_SUMMARY, AskedFacts, FileSummary, ImportedFacts, ImportFact
+from .analysis.summary import (EMPTY_IMPORTS, EMPTY_SUMMARY, AskedFacts, ClassSummary, FileSummary, ImportedFacts,
+                               ImportFact)
 from .api import MAX_BYTES, read_source
 from .engine import LintCache, LintError, collector_paused
 
@@ -71,19 +72,28 @@ def _plain_summary(text: str) -> FileSummary:
     imports: list[ImportFact] = []
     defined: set[str] = set()
     exports = None
+    aliases: dict[str, str] = {}  # as names.py qualifies: absolute imports only
+    classes: list[ClassSummary] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 imports.append(ImportFact(alias.asname or alias.name, alias.name, ""))
                 defined.add((alias.asname or alias.name).split(".")[0])
+                aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else \
+                    alias.name.split(".")[0]
         elif isinstance(stmt, ast.ImportFrom):
             for alias in stmt.names:
                 if alias.name == "*":
                     imports.append(ImportFact("*", stmt.module or "", "*", stmt.level))
                 else:
                     imports.append(ImportFact(alias.asname or alias.name, stmt.module or "", alias.name, stmt.level))
+                    if not stmt.level and stmt.module:
+                        aliases[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defined.add(stmt.name)
+            if isinstance(stmt, ast.ClassDef):  # its bases: a chain of model classes may pass through it
+                bases = tuple(_qualified_base(b, aliases) for b in stmt.bases)
+                classes.append(ClassSummary(stmt.name, tuple(b for b in bases if b)))
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
@@ -91,7 +101,20 @@ def _plain_summary(text: str) -> FileSummary:
                     if target.id == "__all__" and isinstance(stmt.value, (ast.List, ast.Tuple)):
                         exports = tuple(e.value for e in stmt.value.elts
                                         if isinstance(e, ast.Constant) and isinstance(e.value, str))
-    return FileSummary(imports=tuple(imports), exports=exports, defined=tuple(sorted(defined)))
+    return FileSummary(classes=tuple(classes), imports=tuple(imports), exports=exports,
+                       defined=tuple(sorted(defined)))
+
+
+def _qualified_base(node: ast.expr, aliases: dict[str, str]) -> str:
+    """`nn.Module` -> `torch.nn.Module` through the file's absolute imports (names.py's rule)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    head = aliases.get(node.id, node.id)
+    return ".".join([head, *reversed(parts)])
 
 
 class _Index(ProjectIndex):

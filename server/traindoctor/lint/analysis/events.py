@@ -172,7 +172,7 @@ class _Collector:
                     self._body(orelse.body.body, loops, True, no_grad, qualname, klass)
             return no_grad
         if isinstance(stmt, cst.With):
-            inner = no_grad or any(_disables_grad(self.names, item.item) for item in stmt.items)
+            inner = no_grad or any(disables_grad(self.names, item.item) for item in stmt.items)
             for item in stmt.items:
                 self._expr(item.item, stmt, loops, cond, no_grad)
             self._body(stmt.body.body, loops, cond, inner, qualname, klass)
@@ -194,7 +194,7 @@ class _Collector:
         params = node.params
         names = tuple(p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
         qualname = f"{klass}.{node.name.value}" if klass else node.name.value
-        no_grad = any(_disables_grad(self.names, d.decorator) for d in node.decorators)
+        no_grad = any(disables_grad(self.names, d.decorator) for d in node.decorators)
         self.routine(node.body.body if isinstance(node.body, cst.IndentedBlock) else [], qualname, klass, names,
                      no_grad, node)
 
@@ -348,7 +348,9 @@ def _bound_name(root, call: cst.Call) -> str:
     return ""
 
 
-def _disables_grad(names: Names, expr: cst.BaseExpression) -> bool:
+def disables_grad(names: Names, expr: cst.BaseExpression) -> bool:
+    """`expr` (a `with` item or a decorator) turns autograd off: no_grad, inference_mode,
+    set_grad_enabled(False)."""
     if isinstance(expr, cst.Call):
         target = names.qualify(expr.func) or ""
         if target == "torch.set_grad_enabled":

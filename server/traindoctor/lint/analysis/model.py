@@ -95,13 +95,21 @@ class FileModel:
     def model_classes(self) -> frozenset[str]:
         """The one definition of a model class: subclasses of nn.Module,
         LightningModule or PreTrainedModel, directly or through classes in the file."""
-        return self._subclasses(vocab().model_bases)
+        return self._subclasses(vocab().model_bases, self._project_module)
+
+    def _project_module(self, base: str) -> bool:
+        """`base` is a class of another project file that is an nn.Module (directly or through
+        its own project bases: the project index says so)."""
+        if not self.imported:
+            return False
+        found = self.imported.klass(_qualify_dotted(base, self.names.imports))
+        return found is not None and found.module
 
     @functools.cached_property
     def dataset_classes(self) -> frozenset[str]:
         return self._subclasses(vocab().dataset_bases)
 
-    def _subclasses(self, roots: frozenset[str]) -> frozenset[str]:
+    def _subclasses(self, roots: frozenset[str], project=None) -> frozenset[str]:
         found: set[str] = set()
         changed = True
         while changed:
@@ -110,7 +118,8 @@ class FileModel:
                 if info.name in found:
                     continue
                 if any(b in roots or b.rsplit(".", 1)[-1] in found or
-                       (b in ("Module", "LightningModule") and any(r.endswith(b) for r in roots))
+                       (b in ("Module", "LightningModule") and any(r.endswith(b) for r in roots)) or
+                       (project is not None and b.rsplit(".", 1)[-1] not in self.classes and project(b))
                        for b in info.bases):
                     found.add(info.name)
                     changed = True
@@ -185,6 +194,19 @@ class FileModel:
         when unknown."""
         return self.imported.fact(_qualify_dotted(name, self.names.imports), fact) if self.imported and name \
             else None
+
+    def project_seed_calls(self) -> list[tuple[cst.CSTNode, str]]:
+        """(call, RNG) for each call here of a function of another project file that seeds a
+        global RNG (its summary's `seeds`, through what it calls: `opt = parse_options()` that calls
+        `set_random_seed`), the first call of each function."""
+        if not self.imported:
+            return []
+        found = []
+        for callee, sites in self.calls.items():
+            seeds = self.project_fact(callee, "seeds") if sites else None
+            for rng in seeds or ():
+                found.append((sites[0].node, rng))
+        return found
 
     def object_kind(self, name: str, klass: str = "") -> str | None:
         obj = self.object(name, klass)

@@ -43,7 +43,9 @@ def project_root(path: str) -> str:
 
 def module_candidates(importer: str, module: str, level: int, root: str | None = None) -> list[str]:
     """The files an import may name, most likely first: relative to the importer's package
-    for `from .x import`, else its own folder, the project root and `root/src`."""
+    for `from .x import`, else its own folder, the project root, `root/src`, and the folder
+    holding the importer's own top-level package when the import names it (a repository without
+    a project marker, run from its root)."""
     importer = os.path.abspath(importer)
     parts = [p for p in module.split(".") if p]
     if level:
@@ -54,6 +56,13 @@ def module_candidates(importer: str, module: str, level: int, root: str | None =
     else:
         root = root or project_root(importer)
         bases = list(dict.fromkeys((os.path.dirname(importer), root, os.path.join(root, "src"))))
+        if parts:  # `import pkg.models.utils` from a file inside `pkg/`: the folder that holds `pkg`
+            folder = os.path.dirname(importer)
+            while os.path.dirname(folder) != folder:
+                if os.path.basename(folder) == parts[0] and os.path.dirname(folder) not in bases:
+                    bases.append(os.path.dirname(folder))
+                    break
+                folder = os.path.dirname(folder)
     found = []
     for base in bases:
         target = os.path.join(base, *parts)
@@ -71,6 +80,7 @@ class ProjectIndex:
         self._lock = threading.RLock()
         self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None
         self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
+        self._bases_known: dict[tuple[str, str], bool] = {}  # (file, "class:" name) -> a model class by its bases
 
     # -- contents ------------------------------------------------------------------
 
@@ -100,12 +110,14 @@ class ProjectIndex:
             self._summaries[path] = summary
             self._saves = None  # what a save writes may depend on any file it imports
             self._expansions.clear()
+            self._bases_known.clear()
             return True
 
     def remove(self, path: str) -> bool:
         with self._lock:
             self._saves = None
             self._expansions.clear()
+            self._bases_known.clear()
             return self._summaries.pop(os.path.abspath(path), None) is not None
 
     def root_of(self, path: str) -> str:
@@ -170,7 +182,9 @@ class ProjectIndex:
         sampler does). Memoized until the index changes."""
         if isinstance(symbol, ClassSummary):
             methods = tuple(self._expanded(path, m, depth) for m in symbol.methods)
-            return replace(symbol, methods=methods) if methods != symbol.methods else symbol
+            module = symbol.module or self._module_base(path, symbol, depth)
+            return replace(symbol, methods=methods, module=module) \
+                if methods != symbol.methods or module != symbol.module else symbol
         if not isinstance(symbol, FunctionSummary) or not symbol.calls or depth > 3:
             return symbol
         key = (path, symbol.qualname)
@@ -194,6 +208,35 @@ class ProjectIndex:
         result = replace(symbol, seeds=tuple(sorted(seeds)), draws=tuple(sorted(draws)))
         self._expansions[key] = result = result if result != symbol else symbol
         return result
+
+    def _module_base(self, path: str, klass: ClassSummary, depth: int) -> bool:
+        """A base of the class, in its own file or in another project file (as that file imports
+        it), is an nn.Module: a subclass of a project model class is a model class too."""
+        key = (path, "class:" + klass.name)
+        if key in self._bases_known:
+            return self._bases_known[key]
+        if depth > 4 or not klass.bases or key in self._expansions:
+            return bool(self._bases_known.get(key))
+        self._expansions[key] = klass  # type: ignore[assignment]  # recursion guard
+        summary = self._summaries.get(path)
+        found = False
+        try:
+            known: dict[str, Symbol] | None = None
+            for base in klass.bases if summary is not None else ():
+                target = summary.symbol(base) if "." not in base else None  # type: ignore[union-attr]
+                where = path
+                if not isinstance(target, ClassSummary):
+                    known = known if known is not None else self._symbols_for(path, summary.imports)  # type: ignore
+                    target, where = known.get(base), ""
+                if isinstance(target, ClassSummary) and target is not klass and \
+                        (target.module or (where and self._module_base(where, target, depth + 1))):
+                    found = True
+                    break
+        finally:
+            del self._expansions[key]
+        if depth == 0:
+            self._bases_known[key] = found  # memoized until the index changes
+        return found
 
     def _exported(self, path: str, depth: int = 0) -> dict[str, Symbol]:
         """What `from module import *` binds: `__all__`, else every public name."""
@@ -238,12 +281,19 @@ class ProjectIndex:
             if not self._summaries:
                 return EMPTY_IMPORTS
             spelled: dict[str, str] = {}
+            imports = tuple(imports)
             symbols = self._symbols_for(path, imports, spelled)
             saves = tuple(s for s in self._project_saves(self.root_of(path)) if s[2] != path)
+            aliases: dict[str, str] = {}
+            for fact in imports:
+                target = self.resolve(path, fact.module, fact.level) if fact.name == "*" else None
+                for local, full in self._exported_aliases(target).items() if target else ():
+                    aliases.setdefault(local, full)
         if text is not None:
             symbols = {key: symbol for key, symbol in symbols.items() if _used(text, spelled[key], symbol)}
             saves = saves if "load(" in text else ()
-        return self._facts(symbols, saves)
+            aliases = {local: full for local, full in aliases.items() if re.search(rf"(?<![\w.]){local}\.", text)}
+        return self._facts(symbols, saves, tuple(sorted(aliases.items())))
 
     def _symbols_for(self, path: str, imports: Iterable[ImportFact],
                      spelled: dict[str, str] | None = None) -> dict[str, Symbol]:
@@ -283,11 +333,26 @@ class ProjectIndex:
         return symbols
 
     @staticmethod
-    def _facts(symbols: dict[str, Symbol], saves=()) -> ImportedFacts:
+    def _facts(symbols: dict[str, Symbol], saves=(), aliases=()) -> ImportedFacts:
         symbols = {key: symbol for key, symbol in symbols.items() if informative(symbol)}
-        if not symbols and not saves:
+        if not symbols and not saves and not aliases:
             return EMPTY_IMPORTS
-        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves)
+        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases)
+
+    def _exported_aliases(self, path: str, depth: int = 0) -> dict[str, str]:
+        """The module aliases `from module import *` binds (`F` -> `torch.nn.functional`), through
+        the module's own star imports; `__all__` limits them as it limits symbols."""
+        summary = self._summaries.get(path)
+        if summary is None or depth > _DEPTH:
+            return {}
+        found = {local: full for local, full in summary.aliases if not local.startswith("_")}
+        for fact in summary.imports:
+            target = self.resolve(path, fact.module, fact.level) if fact.name == "*" else None
+            for local, full in self._exported_aliases(target, depth + 1).items() if target else ():
+                found.setdefault(local, full)
+        if summary.exports is not None:
+            found = {local: full for local, full in found.items() if local in summary.exports}
+        return found
 
     def _project_saves(self, root: str) -> tuple[tuple[str, str, str, str], ...]:
         if self._saves is None:

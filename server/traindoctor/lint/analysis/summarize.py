@@ -21,6 +21,9 @@ from .vocab import vocab
 # Object kinds worth telling another file about (model.py's kind_of_callee).
 _BINDING_KINDS = ("model", "scaler", "loss", "optimizer", "scheduler", "dataloader", "dataset", "sequential")
 
+# Libraries whose module aliases a star import passes on (`F`, `nn`, `np`): the ones rules qualify names of.
+_ALIAS_ROOTS = frozenset(("torch", "numpy", "math", "random", "torchvision", "torchaudio"))
+
 
 def summarize_model(model: FileModel) -> FileSummary:
     """Call before `model.lint_done()` or after: it uses its own per-lint memo either way."""
@@ -59,8 +62,11 @@ def summarize_model(model: FileModel) -> FileSummary:
                 saves.append((literal, kind, fact.obj))
     statements = [top.node for top in model.facts["layout"] if top.node is not None]
     defined = sorted({name for top in model.facts["layout"] for name in top.names})
+    aliases = tuple(sorted({(local, full) for local, full in model.names.aliases
+                            if not local.startswith(("=", "_")) and full.split(".")[0] in _ALIAS_ROOTS}))
     return FileSummary(tuple(functions), tuple(classes), tuple(sorted(bindings, key=lambda b: b.name)),
-                       tuple(sorted(set(saves))), imports_of(statements), _exports(statements), tuple(defined))
+                       tuple(sorted(set(saves))), imports_of(statements), _exports(statements), tuple(defined),
+                       aliases)
 
 
 def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]) -> FunctionSummary:

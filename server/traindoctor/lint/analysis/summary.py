@@ -82,6 +82,9 @@ class FileSummary:
     imports: tuple[ImportFact, ...] = ()
     exports: tuple[str, ...] | None = None  # `__all__`, when the file lists it literally
     defined: tuple[str, ...] = ()  # every module-level name it binds (defs, classes, assignments)
+    # Its module-level import aliases (`F` -> `torch.nn.functional`): what `from it import *` binds
+    # besides its symbols, so that a star-importing file qualifies `F.dropout` as torch's.
+    aliases: tuple[tuple[str, str], ...] = ()
 
     def symbol(self, name: str) -> "Symbol | None":
         return self._symbols.get(name)
@@ -126,6 +129,7 @@ class ImportedFacts:
 
     symbols: tuple[tuple[str, Symbol], ...] = ()
     saves: tuple[tuple[str, str, str, str], ...] = ()  # (literal path, kind, saving file, object saved)
+    aliases: tuple[tuple[str, str], ...] = ()  # import aliases its star imports bind (FileSummary.aliases)
 
     @functools.cached_property
     def _by_key(self) -> dict[str, Symbol]:
@@ -137,7 +141,11 @@ class ImportedFacts:
         return state
 
     def __bool__(self) -> bool:
-        return bool(self.symbols or self.saves)
+        return bool(self.symbols or self.saves or self.aliases)
+
+    def star_aliases(self) -> tuple[tuple[str, str], ...]:
+        """The module aliases the file's star imports of project modules bind (`F`, `nn`)."""
+        return self.aliases
 
     def get(self, qualified: str | None) -> Symbol | None:
         if not qualified or not self.symbols:
@@ -208,7 +216,8 @@ class ImportedFacts:
 
 EMPTY_IMPORTS = ImportedFacts()
 # What rules and values ask of the imported facts (AskedFacts notes each).
-QUERIES = ("get", "function", "klass", "object_kind", "binding", "randomness", "returns", "fact", "has_kind", "saved")
+QUERIES = ("get", "function", "klass", "object_kind", "binding", "randomness", "returns", "fact", "has_kind", "saved",
+           "star_aliases")
 
 
 class AskedFacts(ImportedFacts):

@@ -10,7 +10,9 @@
   `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
 - `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask | selected: a ReLU's
   output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
-  not inf | diff: `a - b`, 0 where the two are equal | tested: the function itself compares it with 0
+  not inf | underflow: a softplus output, exactly 0 in float32 where its input is below about -104
+  (exp underflows; log there is -inf, and the gradient of log or sqrt NaN) | diff: `a - b`, 0 where
+  the two are equal | tested: the function itself compares it with 0
   or clamps it to at least 1 elsewhere, see zero_evidence.py), or "safe" (kept away from 0 by
   construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal), or "one"
   (`n + 1` of an `n` that can be 0: exactly 1 there, so its log is 0).
@@ -62,9 +64,13 @@ class LossCall:
 
 # Reasons a sum or mean of the value keeps (a sum of ReLU outputs is 0 where each is, and its
 # backward still reaches them only through ReLU's).
-_ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected")
+_ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected", "underflow")
 # Reasons a value can be exactly 0; "safe" and "one" are kept away from it.
-ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested"))
+ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested",
+                           "underflow"))
+# Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
+# is read; a difference or a caller's own test of it says nothing inside the callee.
+_PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow"))
 _NONZERO = ("safe", "one")
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
 _ONLY_DIRECT = ("diff", "tested", "one")
@@ -366,7 +372,7 @@ class Values:
             if kind is not None:
                 return Value("object", obj=kind, origin=self.model.object(name).node)
             passed = self._passed_in(name, function, klass, depth)
-            return passed if passed.prob else self._by_name(name)
+            return passed if passed.prob or passed.zero else self._by_name(name)
         if isinstance(expr, cst.Attribute):
             inner = self.of(expr.value, at, function, klass, depth - 1)
             attr = expr.attr.value
@@ -386,7 +392,9 @@ class Values:
 
     def _passed_in(self, param: str, function, klass: str, depth: int) -> Value:
         """A parameter's probability fact when every in-file call of its function passes one
-        (`self.discriminator_loss(*self.discriminate(z))` of a method returning two sigmoids)."""
+        (`self.discriminator_loss(*self.discriminate(z))` of a method returning two sigmoids),
+        and its zero fact when every one passes a value that can be exactly 0 for a reason that
+        holds wherever it is read (`kl(mu, softplus(h))`, `helper(relu(x))`, `norm(counts)`)."""
         if function is None or depth <= 2:
             return UNKNOWN
         qualname = f"{klass}.{function.name.value}" if klass else function.name.value
@@ -402,6 +410,7 @@ class Values:
         position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
         callee = f"self.{info.name}" if klass else info.name
         found: Value | None = None
+        zeros: set[str] = set()
         for site in self.model.calls.get(callee, ()):
             caller = self._caller_of(site.node)
             if caller is None or (klass and caller.klass != klass and not self._inherits_unchanged(caller.klass, klass,
@@ -410,9 +419,15 @@ class Values:
                 break
             value = self._argument(site.node, param, position, caller, klass, depth)
             found = value if found is None else join(found, value)
-            if not found.prob:
+            zeros.add(value.zero if value.zero in _PASSED_ZERO else "")
+            if not found.prob and "" in zeros:
                 break
-        result = found if found is not None and found.prob in ("softmax", "sigmoid") else UNKNOWN
+        if found is not None and found.prob in ("softmax", "sigmoid"):
+            result = found
+        elif found is not None and zeros and "" not in zeros:
+            result = Value("tensor", zero=zeros.pop() if len(zeros) == 1 else "zero")
+        else:
+            result = UNKNOWN
         summaries[key] = result
         return result
 
@@ -601,6 +616,8 @@ class Values:
                 return Value(kind, inner.grad, zero="safe")
             if qualified in v.selecting_zero:
                 return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="selected")
+            if qualified in v.underflowing:
+                return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="underflow")
             if qualified in v.zero_at_zero:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero=_squared(inner) if qualified in ("torch.abs", "torch.square")
@@ -740,6 +757,9 @@ class Values:
                 qualified = self.model.names.qualify(ctor.func) or ""
                 if qualified in self.v.linear_layers:
                     return Value("tensor", "known", "output", "logits", origin=call)
+                zero = self._activation_zero(qualified)
+                if zero:  # nn.ReLU()(x), self.act(x) of `self.act = nn.Softplus()`
+                    return Value("tensor", "known", "output", zero=zero, origin=call)
                 klass = qualified.rsplit(".", 1)[-1]
                 info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
                 imported = self.model.imported.returns(f"{qualified}.forward") if info is None else ()
@@ -768,8 +788,17 @@ class Values:
                     return Value("tensor", "known", "output", "logits", origin=call)
                 if qualified in self.v.log_softmax_modules:
                     return Value("tensor", "known", "output", "logprob", origin=last[0])
+                zero = self._activation_zero(qualified)
+                if zero:  # nn.Sequential(nn.Linear(h, d), nn.Softplus()): a std head
+                    return Value("tensor", "known", "output", zero=zero, origin=call)
             return Value("tensor", "known", "output", origin=call)
         return UNKNOWN
+
+    def _activation_zero(self, qualified: str) -> str:
+        """The zero fact of an activation module's output: ReLU's ("selected"), Softplus' ("underflow")."""
+        if qualified in self.v.selecting_zero_modules:
+            return "selected"
+        return "underflow" if qualified in self.v.underflowing_modules else ""
 
     def _binary(self, expr: cst.BinaryOperation, sub) -> Value:
         value = self._binary_value(expr, sub)

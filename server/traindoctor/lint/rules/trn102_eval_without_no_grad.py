@@ -20,12 +20,14 @@ from dataclasses import replace
 import libcst as cst
 
 from ..analysis.autograd_off import frozen_before, runs_without_grad
-from ..analysis.events import Event
+from ..analysis.events import Event, disables_grad
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
+from ..analysis.summary import ClassSummary
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
+from ..walk import child_nodes
 from .trn7xx_training_base import RoutineRule
 
 
@@ -47,12 +49,14 @@ class EvalWithoutNoGrad(RoutineRule):
         events = routine.events
         for loop in routine.loops:
             inside = routine.events_in(loop.index)
-            if not inside or loop.parent != -1:
+            if loop.parent != -1:
                 continue
-            start = events.index(inside[0])
-            if any(self._turns_grad_off(e, routine) for e in events[:start]):
+            # the events before the loop (Event.after: the loops begun before an event)
+            before = events[:events.index(inside[0])] if inside else \
+                [e for e in events if e.after <= loop.index and loop.index not in e.loops]
+            if any(self._turns_grad_off(e, routine) for e in before):
                 return
-            modes = [m for m in (self._mode(e) for e in events[:start]) if m is not None]
+            modes = [m for m in (self._mode(e, routine) for e in before) if m is not None]
             if routine.node is None:  # module-level code: the mode switches of earlier blocks count too
                 earlier = training.routines("")
                 modes = [e for r in earlier[:earlier.index(routine)] for e in r.events
@@ -60,25 +64,199 @@ class EvalWithoutNoGrad(RoutineRule):
             models = [e.receiver for e in modes if e.kind == "eval" and
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             by_callers = not modes
+            trainer = ""
             if by_callers:  # no mode switch here: the callers' (every one evaluates the model it passes)
                 models = self._evaluated_by_callers(routine)
+                if not models:  # or a model that another function of the file trains
+                    models, trainer = self._trained_elsewhere(routine, loop)
             if not models:
                 continue
             root = routine.node if routine.node is not None else self._file_statements()
             models = [m for m in models if not frozen_before(root, m, loop.node, _one_object)]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
-            if not calls:
+            nodes = [e.node for e in calls] or \
+                ([] if _under_no_grad(self.names, root, loop.node) else self._method_runs(loop.node, models)) or \
+                self._helper_runs(routine, inside, models)
+            if not nodes:
                 continue
             if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
                 return
-            model = calls[0].receiver.removesuffix(".forward")
-            when = "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
+            first = nodes[0]
+            model = calls[0].receiver.removesuffix(".forward") if calls else \
+                code(first.func.value) if type(first) is cst.Call and type(first.func) is cst.Attribute else \
+                models[0]  # run through an in-file helper
+            when = f"it is trained in `{trainer}()`, not here" if trainer else \
+                "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
             message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
                        f"`torch.inference_mode()`: every forward pass records an autograd graph and keeps its "
                        f"activations, for nothing (more memory, slower, OOM on large batches).")
-            self.report(calls[0].node, message, fix=self._fix(routine))
+            self.report(nodes[0], message, fix=self._fix(routine))
             return
+
+    def _trained_elsewhere(self, routine: Routine, loop) -> tuple[list[str], str]:
+        """An evaluation that no mode switch marks: a loop here runs a model (a module-level
+        object, or an attribute of this class) that another function of the file trains (calls it
+        and backpropagates, and an optimizer of the file is built over its parameters), while
+        nothing here, or in the helpers called here, calls backward or steps. Not when the
+        function's results can carry the graph elsewhere: it yields, the loop stores into a
+        container of the object or of a parameter (`self.log_probs.append(...)`), or it returns a
+        tensor with history that a caller backpropagates (or that no in-file caller receives)."""
+        function = routine.node
+        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in _nodes(function)):
+            return [], ""
+        training = self.training
+        candidates = []
+        for event in routine.events_in(loop.index):
+            model = event.receiver.removesuffix(".forward")
+            if event.kind == "call" and not event.no_grad and training.callee(event, routine) is None and \
+                    model not in candidates and self._shared_object(model, routine):
+                candidates.append(model)
+        if not candidates or self._stores_outside(loop.node, routine) or not self._results_stay(routine):
+            return [], ""
+        trainers = training.training_functions
+        for model in [m for m in candidates if self._optimized(m, routine)]:
+            for other in training.all:
+                if other is routine or other.qualname not in trainers or other.node is None or \
+                        (model.startswith("self.") and other.klass != routine.klass) or \
+                        not self._shared_object(model, other):
+                    continue
+                if _runs(other.node, model, self.names):
+                    return [model], other.qualname.rsplit(".", 1)[-1]
+        return [], ""
+
+    def _optimized(self, model: str, routine: Routine) -> bool:
+        """An optimizer of the file is built over `model`'s parameters (in this class, for `self.` ones)."""
+        for other in self.training.all:
+            if model.startswith("self.") and other.klass != routine.klass:
+                continue
+            for event in other.events:
+                if event.kind != "build_optimizer" or type(event.node) is not cst.Call:
+                    continue
+                params = event.node.args[0].value if event.node.args else None
+                if params is not None and any(dotted_name(n) == model for n in _nodes(params)):
+                    return True
+        return False
+
+    def _shared_object(self, name: str, routine: Routine) -> bool:
+        """`name` is the same object in every function of the file: an attribute of this class's
+        instance (`self.model`), or a module-level name that `routine` does not bind; and as far as
+        the file says, a module (not a loss function, an optimizer...)."""
+        if self.model.object_kind(name, routine.klass) not in (None, "model", "sequential"):
+            return False
+        if name.startswith("self.") and name.count(".") == 1:
+            return bool(routine.klass)
+        if "." in name or name in routine.params or name not in self.model.global_defs:
+            return False
+        home = self.model.function_home.get(routine.qualname)
+        return home is not None and name not in home[1].scope_of(routine.node).defs
+
+    def _stores_outside(self, loop, routine: Routine) -> bool:
+        """The loop puts values into a container it does not own: one of the object's
+        attributes or of a parameter (`self.saved.append(x)`, `buffer[i] = x`)."""
+        outside = set(routine.params) | {"self"}
+        for node in _nodes(loop):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    node.func.attr.value in ("append", "extend", "insert", "add", "update", "put", "push"):
+                target = node.func.value
+            elif type(node) in (cst.Assign, cst.AugAssign):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+                target = next((t for t in targets if type(t) is cst.Subscript), None)
+                target = target.value if target is not None else None
+            else:
+                continue
+            head = (dotted_name(target) or "").split(".")[0] if target is not None else ""
+            if head in outside:
+                return True
+        return False
+
+    def _results_stay(self, routine: Routine) -> bool:
+        """What the function returns carries no graph, or no in-file caller backpropagates it
+        (and there is one)."""
+        info = self.model.function(routine.qualname)
+        if info is None:
+            return False
+        if not info.returns or not self.values.summary(info).tensor_with_history:
+            return True
+        sites = [(caller, e) for caller in self.training.all for e in caller.events
+                 if e.kind == "call" and self.training.callee(e, caller) is routine]
+        for caller, event in sites:
+            home = self.model.function_home.get(caller.qualname)
+            if home is None or caller.node is None:
+                return False
+            bound = _assigned_names(event.stmt, event.node)
+            if not bound or bound & home[1].scope_of(caller.node).feeds_backward():
+                return False
+        return bool(sites)
+
+    def _helper_runs(self, routine: Routine, inside: list[Event], models: list[str]) -> list[cst.CSTNode]:
+        """Calls in the loop, outside no_grad, of an in-file helper that gets an evaluated model as
+        an argument and runs it (`result = run_model(model, batch)` whose body calls
+        `model.decode(...)`); the helper neither trains (the routine's expanded events say so) nor
+        runs under no_grad."""
+        found = []
+        for event in inside:
+            if event.kind != "call" or event.no_grad:
+                continue
+            helper = self.model.function(event.receiver, routine.klass)  # a FuncInfo: it may hold no event
+            if helper is None or helper.node is None or helper.node is routine.node or helper.trains or \
+                    helper.no_grad or \
+                    runs_without_grad(self.model, helper.node):  # type: ignore[arg-type]
+                continue
+            params = [p for p in helper.params if p not in ("self", "cls")]
+            passed = dict(zip(params, event.args))
+            passed.update((k, a) for k, a in event.keywords if k in params)
+            if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names)
+                   for param, argument in passed.items() if argument):
+                found.append(event.node)
+        return found
+
+    def _method_runs(self, loop: cst.CSTNode | None, models: list[str]) -> list[cst.Call]:
+        """Calls in `loop`, outside no_grad, of a method of an evaluated model that runs its
+        computation on an input (`model.decode(**batch)`, `self.model.predict(x)`, a submodule
+        `self.decoder(h)`): a module's method other than its state and bookkeeping API
+        (`module_state_methods`), given an argument, whose result is used (a call whose result is
+        dropped changes state: `model.set_cache(n)`), and neither a library method that turns
+        autograd off itself (`self_no_grad_methods`, e.g. Hugging Face `generate`) nor one that a
+        class of this file or of the project defines under no_grad. None when the loop turns
+        autograd off for part of its body: the author chose what runs without it there."""
+        if loop is None:
+            return []
+        v = vocab()
+        found: list[cst.Call] = []
+        dropped: set[int] = set()  # calls that are whole expression statements
+        todo = [loop.body] if isinstance(loop, (cst.For, cst.While)) else []
+        while todo:
+            node = todo.pop()
+            kind = type(node)
+            if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                continue
+            if kind is cst.With and any(disables_grad(self.names, item.item) for item in node.items):
+                return []
+            if kind is cst.Expr:
+                dropped.add(id(node.value))
+            if kind is cst.Call and type(node.func) is cst.Attribute and node.args and id(node) not in dropped:
+                method = node.func.attr.value
+                head = dotted_name(node.func.value)
+                if head is not None and method not in v.module_state_methods and \
+                        method not in v.self_no_grad_methods and method not in ("forward", "__call__") and \
+                        any(same_object(head, m) for m in models) and not self._no_grad_method(method):
+                    found.append(node)
+            todo.extend(reversed(list(child_nodes(node))))
+        return found
+
+    def _no_grad_method(self, method: str) -> bool:
+        """A class of this file, or an imported project class, defines `method` under no_grad."""
+        for qualname, (info, _) in self.model.function_home.items():
+            if qualname.rsplit(".", 1)[-1] == method and "." in qualname and \
+                    (self.model.only_called_without_grad(info) or _decorated_no_grad(self.names, info.node) or
+                     runs_without_grad(self.model, info.node)):
+                return True
+        for _, symbol in self.model.imported.symbols:
+            found = symbol.method(method) if isinstance(symbol, ClassSummary) else None
+            if found is not None and found.no_grad:
+                return True
+        return False
 
     def _evaluated_by_callers(self, routine: Routine) -> list[str]:
         """Parameters that every in-file caller fills with a model it has put in eval mode (no
@@ -104,15 +282,23 @@ class EvalWithoutNoGrad(RoutineRule):
                         bool(switches) and switches[-1].kind == "eval"
         return [p for p, ok in evaluated.items() if ok]
 
-    def _mode(self, event: Event) -> Event | None:
-        """A train/eval switch; `model = load()` where the helper (in another project file)
-        returns a model it put in eval mode counts as `model.eval()`."""
+    def _mode(self, event: Event, routine: Routine | None = None) -> Event | None:
+        """A train/eval switch; `model = load()` where the helper (in another project file, or in
+        this one: also `model, vocab = load()` of `return model, vocab`) returns a model it put in
+        eval mode counts as `model.eval()`."""
         if event.no_grad:
             return None
         if event.kind in ("eval", "train"):
             return event
         if event.kind == "call" and event.bound and self.model.project_fact(event.receiver, "returns_eval"):
             return replace(event, kind="eval", receiver=event.bound)
+        if event.kind == "call" and routine is not None:
+            helper = self.training.callee(event, routine)
+            position = _returns_evaluated(helper) if helper is not None else None
+            if position is not None:
+                bound = _bound_at(event.stmt, event.node, position)
+                if bound:
+                    return replace(event, kind="eval", receiver=bound)
         return None
 
     def _turns_grad_off(self, event: Event, routine: Routine) -> bool:
@@ -154,6 +340,88 @@ class EvalWithoutNoGrad(RoutineRule):
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
 
 
+def _returns_evaluated(routine: Routine) -> int | None:
+    """Where a function returns a module it put in eval mode: -1 for the whole value (`return
+    model`), i for the i-th element of a returned tuple (`return model, vocab`), else None."""
+    function = routine.node
+    if not isinstance(function, cst.FunctionDef):
+        return None
+    evaluated = {e.receiver for e in routine.events if e.kind == "eval" and not e.loops}
+    if not evaluated:
+        return None
+    for node in _nodes(function.body):
+        if type(node) is not cst.Return or node.value is None:
+            continue
+        if dotted_name(node.value) in evaluated:
+            return -1
+        if type(node.value) is cst.Tuple:
+            for index, element in enumerate(node.value.elements):
+                if dotted_name(element.value) in evaluated:
+                    return index
+    return None
+
+
+def _bound_at(stmt, call, position: int) -> str:
+    """The name `stmt` binds to the call's result (-1) or to element `position` of it."""
+    small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
+    if type(small) is not cst.Assign or small.value is not call or len(small.targets) != 1:
+        return ""
+    target = small.targets[0].target
+    if position == -1:
+        return dotted_name(target) or ""
+    if type(target) in (cst.Tuple, cst.List) and position < len(target.elements):
+        element = target.elements[position]
+        return "" if type(element) is cst.StarredElement else dotted_name(element.value) or ""
+    return ""
+
+
+def _assigned_names(stmt, call) -> set[str]:
+    """The names a statement `x, y = call(...)` binds to the call's result (empty otherwise)."""
+    small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
+    if type(small) is not cst.Assign or small.value is not call:
+        return set()
+    return {n.value for t in small.targets for n in _nodes(t.target) if type(n) is cst.Name}
+
+
+def _runs(function: cst.CSTNode, model: str, names=None) -> bool:
+    """`function` calls `model` (or its forward) or one of its methods on an input, outside a
+    no_grad/inference_mode block (with `names`, the file's, to tell them)."""
+    todo = list(child_nodes(function))
+    while todo:
+        node = todo.pop()
+        if names is not None and type(node) is cst.With and \
+                any(disables_grad(names, item.item) for item in node.items):
+            continue
+        todo.extend(child_nodes(node))
+        if type(node) is not cst.Call:
+            continue
+        name = dotted_name(node.func) or ""
+        if name in (model, f"{model}.forward"):
+            return True
+        if type(node.func) is cst.Attribute and node.args and dotted_name(node.func.value) == model and \
+                node.func.attr.value not in vocab().module_state_methods:
+            return True
+    return False
+
+
+def _decorated_no_grad(names, function: cst.FunctionDef) -> bool:
+    """`@torch.no_grad()` / `@torch.inference_mode()` on a function."""
+    return any(disables_grad(names, d.decorator) for d in function.decorators)
+
+
+def _under_no_grad(names, root: cst.CSTNode, target: cst.CSTNode | None) -> bool:
+    """`target` lies inside a `with torch.no_grad():` (or inference_mode) block of `root`."""
+    todo: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    while todo:
+        node, off = todo.pop()
+        if node is target:
+            return off
+        if type(node) is cst.With and any(disables_grad(names, item.item) for item in node.items):
+            off = True
+        todo.extend((child, off) for child in child_nodes(node))
+    return False
+
+
 def _one_object(a: str, b: str) -> bool:
     """Two receivers in one function name one module: `self.net` and `net.module` are `net`."""
     def norm(text: str) -> str:
@@ -165,3 +433,4 @@ def _nodes(root):
     from ..walk import iter_nodes
 
     return iter_nodes(root)
+

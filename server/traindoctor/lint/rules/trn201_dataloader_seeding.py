@@ -6,7 +6,9 @@ program's workers are reproducible. What still breaks (any version):
 - an RNG object the dataset creates in `__init__` (`default_rng()`, `RandomState`,
   `random.Random`, `torch.Generator`): copied into every worker in the same state,
   so all workers draw identical streams;
-- a `worker_init_fn` that reseeds every worker with one constant.
+- a `worker_init_fn` that reseeds every worker with one constant (reported at that seed,
+  once, with the loaders as related locations; the function may reach the loader through a
+  local name bound to it on some path).
 Before 1.9, also a dataset drawing from NumPy's global RNG (not reseeded per worker).
 """
 
@@ -86,19 +88,50 @@ class UnseededDataLoaderWorkers(Rule):
     def _check_constant_reseed(self, node: cst.Call, init_fn: cst.BaseExpression, version) -> None:
         if not isinstance(init_fn, cst.Name):
             return
-        info = self.model.function(init_fn.value)
+        names = [init_fn.value] if self.model.function(init_fn.value) is not None else \
+            self._functions_bound_to(init_fn.value)
+        for name in names:
+            if self._constant_reseed(node, name, version, init_fn.value):
+                return
+
+    def _functions_bound_to(self, name: str) -> list[str]:
+        """The in-file functions a local name may hold where the loader is built: the bindings
+        `name = function` that reach it on some path (`worker_init_fn = debugging_worker_init_fn`
+        under an `if`, the parameter's value otherwise)."""
+        function = self.walk.function
+        if function is None:
+            return []
+        flow = self.scope().flow(function)
+        statement = next((n for n in reversed(self.walk.stack) if flow.node_of(n) is not None), None)
+        if statement is None:
+            return []
+        found = []
+        for binding in flow.reaching(statement, name):
+            value = binding.value if type(binding) is cst.Assign else None
+            if isinstance(value, cst.Name) and self.model.function(value.value) is not None:
+                found.append(value.value)
+        return found
+
+    def _constant_reseed(self, node: cst.Call, function: str, version, passed: str) -> bool:
+        info = self.model.function(function)
         if info is None:
-            return
+            return False
         for seed in self.model.seeds:
             if seed.function != info.qualname or seed.kind not in ("numpy", "random", "torch"):
                 continue
             if not self._constant(seed.seed, info.params):
                 continue
-            message = (f"`worker_init_fn={init_fn.value}` reseeds every worker with the same constant "
+            held = f"`worker_init_fn={passed}`" if passed == function else \
+                f"`worker_init_fn={passed}` (`{function}` where that binding reaches it)"
+            message = (f"{held} reseeds every worker with the same constant "
                        f"(`{seed.name}({seed.seed})`): all workers draw identical random streams "
                        f"(on {describe(version)}); derive the seed from `torch.initial_seed()` or the worker id")
-            self.report(node, message, related=[Related(seed.node, "the same seed in every worker")])
-            return
+            reported = self.__dict__.setdefault("_reseeds", set())
+            if id(seed.node) not in reported:  # one finding per worker_init_fn, where the fix goes
+                reported.add(id(seed.node))
+                self.report(seed.node, message, related=[Related(node, "the workers of this loader run it")])
+            return True
+        return False
 
     def _constant(self, text: str, params: tuple[str, ...]) -> bool:
         if not text:

@@ -8,7 +8,9 @@ shows that runs must repeat: it asks for deterministic kernels
 autotuning undoes, or it turns autotuning on inside its own seeding routine (a
 function that does nothing but seed). A program that only seeds and turns
 autotuning on elsewhere chose the speed: many seed only for a "roughly similar"
-run. The fix sets it to False (unsafe: slower convolutions)."""
+run. The seeding may be in a function of another project file called here (its
+summary says it seeds torch). The fix sets it to False (unsafe: slower
+convolutions)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,10 @@ class NondeterministicCudnn(Rule):
         if target is None or any(isinstance(n, (cst.If, cst.IfExp)) for n in self.walk.stack):
             return  # chosen per run (`if not args.deterministic:`)
         seeds = [s for s in self.model.seeds if s.kind in _SEEDING and not self.model.in_worker(s)]
-        if not seeds:
+        seed = seeds[0].node if seeds else None
+        if seed is None:  # a function of another project file, called here, that seeds torch
+            seed = next((call for call, rng in self.model.project_seed_calls() if rng in _SEEDING), None)
+        if seed is None:
             return
         requests = self.model.determinism_requests
         function = self.walk.function
@@ -44,7 +49,7 @@ class NondeterministicCudnn(Rule):
         elif function is not None and is_seeding_routine(
                 function, [s for s in self.model.seeds if s.function == self.walk.qualname()], self.names.qualify):
             why = "turns it on in its own seeding routine"
-            related = [Related(seeds[0].node, "the program seeds here")]
+            related = [Related(seed, "the program seeds here")]
         else:
             return  # seeds only, autotuning chosen elsewhere for speed: not a contradiction the code shows
         message = (f"`cudnn.benchmark = True` in a seeded program that {why}: cuDNN times candidate convolution "

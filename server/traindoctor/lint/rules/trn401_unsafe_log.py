@@ -3,7 +3,7 @@ where a gradient flows (its gradient at 0 is inf), without a guard.
 
 Only torch logs count: a math/NumPy log of 0 is -inf in a number no gradient
 flows through. The model's `zero` fact says why a value can be 0 (a probability product,
-`1 - p`, a ReLU, a count, a sum of squares of something that can be 0, a spread, or the
+`1 - p`, a ReLU, a softplus (0 in float32 below about -104), a count, a sum of squares of something that can be 0, a spread, or the
 function's own test of it against 0 or clamp to at least 1) and which guards rule it
 out (clamp, where, + eps, max(x, eps), exp, an `if`/assert on it). A value only printed or
 logged carries no gradient and is not reported. softmax and
@@ -24,7 +24,8 @@ from ..rule import FixSpec, Replace, Rule
 
 _WHAT = {"prob": "a probability", "zero": "a value that can be exactly 0", "count": "a count",
          "spread": "a spread (std/var) that can be 0", "squares": "a square",
-         "tested": "a value this function itself compares with 0 or clamps to at least 1 elsewhere"}
+         "tested": "a value this function itself compares with 0 or clamps to at least 1 elsewhere",
+         "underflow": "a softplus output, exactly 0 in float32 where its input is below about -104"}
 # Calls whose arguments are only shown: no gradient flows out of a printed or logged value.
 _SHOWN = ("print", "logging.info", "logging.debug", "logging.warning")
 _SHOWN_METHODS = ("info", "debug", "warning", "warn", "write", "format", "add_scalar", "set_postfix")
@@ -65,7 +66,7 @@ class UnsafeLog(Rule):
         value = self.values(target)
         kind = value.zero or ("prob" if value.prob == "prob" else "")
         kind = "zero" if kind == "selected" else kind  # log(relu(z)) is -inf forward
-        if kind not in ("prob", "zero", "count", "tested"):
+        if kind not in ("prob", "zero", "count", "tested", "underflow"):
             return  # masks are logged on purpose (-inf biases); squares are usually of a positive value
         message = (f"`log({_short(target)})`: {_WHAT[kind]}; at 0 the log is -inf and its gradient inf, "
                    f"turning the loss NaN")
@@ -78,7 +79,7 @@ class UnsafeLog(Rule):
         rsqrt = isinstance(node.func, cst.Attribute) and node.func.attr.value == "rsqrt"  # inf forward at 0
         if value.zero == "selected" and not rsqrt:
             return  # sqrt(relu(z)): ReLU's backward passes 0 where it is 0, so the gradient is 0, not inf
-        if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested") or \
+        if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested", "underflow") or \
                 not self._has_gradient(value) or not reaches_gradient(self.walk.stack, self.names.qualify):
             return  # every use of the root drops the gradient (a mask, a logged metric): nothing inf flows back
         message = (f"`sqrt({_short(target)})` of a value that can be exactly 0: the gradient of sqrt at 0 is "

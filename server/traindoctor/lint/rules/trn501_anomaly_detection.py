@@ -1,5 +1,6 @@
 """TRN501 anomaly-detection-left-on: `torch.autograd.set_detect_anomaly(True)`
-for a whole run (at module level or in a training function, not behind an `if`),
+for a whole run (at module level or in a training function, not behind an `if`), or in
+a method of a model class (also one whose base is a model class of another project file),
 or `with detect_anomaly():` around a training loop. Anomaly mode records a stack
 trace for every autograd node and checks every backward output for NaN, which
 slows training several-fold. The fix puts it behind an environment flag
@@ -26,13 +27,22 @@ class AnomalyDetectionLeftOn(Rule):
         if not (isinstance(flag, cst.Name) and flag.value == "True") or not self._whole_run():
             return
         function = self.walk.function
-        if function is not None:
+        klass = self.walk.klass
+        in_model = function is not None and klass is not None and klass.name.value in self.model.model_classes
+        if function is not None and not in_model:
             info = self.model.function(self.walk.qualname())
             if info is None or not (info.trains or function.name.value == "main"):
                 return
-        message = ("`set_detect_anomaly(True)` for the whole run: anomaly mode records a traceback for every autograd "
-                   "node and checks every gradient for NaN, slowing training several-fold; enable it only while "
-                   "debugging (behind a flag)")
+        if in_model:
+            where = f"{klass.name.value}.{function.name.value}"  # type: ignore[union-attr]
+            message = (f"`set_detect_anomaly(True)` in `{where}`, a method of a "
+                       f"model: anomaly mode is on every time the model runs it, recording a traceback for every "
+                       f"autograd node (and checking every gradient for NaN while it is on), which slows training "
+                       f"several-fold; a debugging leftover: enable it only behind a flag")
+        else:
+            message = ("`set_detect_anomaly(True)` for the whole run: anomaly mode records a traceback for every "
+                       "autograd node and checks every gradient for NaN, slowing training several-fold; enable it "
+                       "only while debugging (behind a flag)")
         self.report(node, message, fix=self._fix(flag))
 
     def visit_With(self, node: cst.With) -> None:

@@ -4,14 +4,20 @@ state (momentum, Adam moments, the schedule's position) starts over each time.
 
 Quiet on conditional rebuilds (switching optimizer at a phase), on loops that also
 build a new model (hyperparameter searches, folds, meta-learning tasks), on loops
-that are not epoch loops around the stepping loop, and on schedulers given
-`last_epoch`. No fix: hoisting it changes which parameters it holds."""
+around the stepping loop that build it from what they change (a learning rate or the
+parameters of a phase: `for lr in lrs`), and on schedulers given `last_epoch`. No fix: hoisting
+it changes which parameters it holds."""
 
 from __future__ import annotations
 
 import re
 
+import libcst as cst
+
+from ..analysis.names import dotted_name
+from ..analysis.scopes import names_in
 from ..analysis.training import Routine
+from ..walk import iter_nodes
 from ..rule import Related
 from .trn7xx_training_base import RoutineRule
 
@@ -41,14 +47,51 @@ class OptimizerRebuiltInLoop(RoutineRule):
                 continue
             loop = routine.loops[index]
             same = [s for s in steps if routine.innermost(s) == index]
-            if not same and not (_EPOCH.search(loop.target) or _EPOCH.search(loop.iter)):
+            if not same and not (_EPOCH.search(loop.target) or _EPOCH.search(loop.iter) or
+                                 _same_every_time(build.node, loop.node, routine, index)):
                 continue
             what = "scheduler" if build.kind == "build_scheduler" else "optimizer"
             state = "its position in the schedule" if what == "scheduler" else "its state (momentum, Adam moments)"
-            how = "every step" if same else "every epoch"
+            how = "every step" if same else "every epoch" if _EPOCH.search(loop.target + loop.iter) else \
+                "every pass of the loop around the one that steps it"
             message = (f"the {what} `{name}` is built inside the loop, so {state} starts over {how}: "
                        f"build it once before the loop.")
             self.report(build.node, message, related=[Related(steps[0].node, f"the {what} steps here")])
+
+
+def _same_every_time(build, loop, routine: Routine, index: int) -> bool:
+    """The loop around the stepping loop builds the same thing each time: nothing the
+    constructor reads is bound in the loop (its target, an assignment), other than an optimizer
+    rebuilt there the same way (a scheduler's). An optimizer rebuilt per phase or per learning rate reads
+    what the loop changes."""
+    if not isinstance(build, cst.Call) or not isinstance(loop, (cst.For, cst.While)):
+        return False
+    rebuilt = {e.receiver for e in routine.events_in(index) if e.kind == "build_optimizer" and e.node is not build
+               and _same_every_time(e.node, loop, routine, index)}
+    bound: set[str] = set()
+    for node in iter_nodes(loop):
+        if type(node) is cst.For:
+            bound |= _target_names(node.target)
+        elif type(node) in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
+            bound |= _target_names(node.target)
+        elif type(node) is cst.AsName:
+            bound |= _target_names(node.name)
+        elif type(node) is cst.NamedExpr:
+            bound |= _target_names(node.target)
+    bound -= rebuilt
+    read = set()
+    for a in build.args:
+        read |= names_in(a.value)
+    return not any(name == b or name.startswith(b + ".") for name in read for b in bound)
+
+
+def _target_names(target) -> set[str]:
+    found = set()
+    for node in iter_nodes(target):
+        name = dotted_name(node) if type(node) in (cst.Name, cst.Attribute) else None
+        if name is not None:
+            found.add(name)
+    return found
 
 
 def _text(node) -> str:
