@@ -621,3 +621,25 @@ def test_a_torch_free_file_deriving_from_a_project_model_is_linted(tmp_path):
     (package / "index_kernel.py").write_text(INDEX_KERNEL)
     (package / "lcm_kernel.py").write_text(LCM)
     assert ("TRN705", "lcm_kernel.py", 8) in _check(tmp_path, "TRN705")
+
+
+def test_two_optimizers_built_in_one_outer_loop_are_linted(tmp_path):
+    # Each build asked whether the other was rebuilt the same way, which asked back: a
+    # RecursionError, reported as "cannot lint" (TRN000) on a real repository.
+    source = '''import torch
+
+def fit(model, head, loader, stages):
+    for stage in range(stages):
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        head_optimizer = torch.optim.SGD(head.parameters(), lr=1e-2)
+        for x, y in loader:
+            optimizer.zero_grad()
+            head_optimizer.zero_grad()
+            torch.nn.functional.mse_loss(head(model(x)), y).backward()
+            optimizer.step()
+            head_optimizer.step()
+'''
+    (tmp_path / "fit.py").write_text(source)
+    found = _check(tmp_path, "TRN000,TRN706")
+    assert "TRN000" not in [code for code, _, _ in found], found
+    assert sorted(line for code, _, line in found if code == "TRN706") == [5, 6]

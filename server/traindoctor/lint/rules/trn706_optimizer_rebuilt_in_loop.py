@@ -59,15 +59,17 @@ class OptimizerRebuiltInLoop(RoutineRule):
             self.report(build.node, message, related=[Related(steps[0].node, f"the {what} steps here")])
 
 
-def _same_every_time(build, loop, routine: Routine, index: int) -> bool:
+def _same_every_time(build, loop, routine: Routine, index: int, asked: frozenset = frozenset()) -> bool:
     """The loop around the stepping loop builds the same thing each time: nothing the
     constructor reads is bound in the loop (its target, an assignment), other than an optimizer
     rebuilt there the same way (a scheduler's). An optimizer rebuilt per phase or per learning rate reads
-    what the loop changes."""
+    what the loop changes. `asked`: the builds whose answer is being worked out (two optimizers built
+    in one loop ask about each other; one that is asked again counts as not the same)."""
     if not isinstance(build, cst.Call) or not isinstance(loop, (cst.For, cst.While)):
         return False
+    asked = asked | {id(build)}
     rebuilt = {e.receiver for e in routine.events_in(index) if e.kind == "build_optimizer" and e.node is not build
-               and _same_every_time(e.node, loop, routine, index)}
+               and id(e.node) not in asked and _same_every_time(e.node, loop, routine, index, asked)}
     bound: set[str] = set()
     for node in iter_nodes(loop):
         if type(node) is cst.For:
