@@ -70,6 +70,27 @@ def test_torchrun_rank_failure(tmp_path: Path) -> None:
     assert any("@record" in f.detail or "record" in f.detail for f in diagnosis.fixes)
 
 
+def _root_cause_names_the_other_rank(log: str) -> str:
+    """The same torchrun log with its two failure blocks swapped: "Root Cause (first observed failure)"
+    names the rank that only lost its peer. torchrun orders failures by their error files' time in whole
+    seconds, so a failing rank that takes the other down within the same second ties, and it then names
+    the lower rank (seen once under CI load)."""
+    root_marker = "-" * 60 + "\nRoot Cause (first observed failure):\n"
+    head, rest = log.split("Failures:\n", 1)
+    failures, root = rest.split(root_marker, 1)
+    root, tail = root.split("=" * 60, 1)
+    first_block, root_block = failures.split("\n", 1)[1], root.split("\n", 1)[1]
+    return (f"{head}Failures:\n[1]:\n{root_block}{root_marker}[0]:\n{first_block}" + "=" * 60 + tail)
+
+
+def test_a_tie_in_torchruns_root_cause_does_not_blame_the_rank_that_lost_its_peer(tmp_path: Path) -> None:
+    log = _root_cause_names_the_other_rank(_torchrun(tmp_path))
+    assert "rank      : 0 (local_rank: 0)" in log.split("Root Cause (first observed failure)")[1]  # the control
+    diagnosis = diagnose_text(log, base_dir=tmp_path)
+    assert diagnosis.rank == 1 and diagnosis.details["root_cause_rank"] == 1
+    assert "corrupt header" in diagnosis.exception.message
+
+
 def test_torchrun_rank_with_specific_error(tmp_path: Path) -> None:
     diagnosis = diagnose_text(_torchrun(tmp_path, "shape"), base_dir=tmp_path)
     script = SCRIPTS / "torchrun_rank_failure.py"

@@ -238,11 +238,18 @@ def select(lines: list[Line], chains: list[Chain]) -> Selection:
 
     ranks = {c.rank for c in candidates if c.rank is not None}
     root_rank: int | None = None
+    primaries = [c for c in chain_candidates if c.rank is not None and not c.signature.symptom
+                 and c.block is not None and c.block.exception is not None]
     if elastic and elastic.root and elastic.root.rank is not None:
         root_rank = elastic.root.rank
+        # torchrun's "first observed failure" is the earliest error-file time, in whole seconds: when the
+        # failing rank takes the others down within the same second, a tie can name a rank whose only error
+        # is the consequence (a peer closed the connection). A rank with an error of its own comes first.
+        consequence_only = any(c.rank == root_rank for c in chain_candidates) and \
+            all(c.signature.symptom for c in chain_candidates if c.rank == root_rank)
+        if consequence_only and primaries:
+            root_rank = max(primaries, key=lambda c: c.key).rank
     elif len(ranks) > 1 or (ranks and (winner.signature.symptom or winner.signature.kind == "other")):
-        primaries = [c for c in chain_candidates if c.rank is not None and not c.signature.symptom
-                     and c.block is not None and c.block.exception is not None]
         if primaries:
             root_rank = max(primaries, key=lambda c: c.key).rank
         elif winner.rank is not None:
