@@ -68,13 +68,13 @@ class WorkspaceIndex:
         done = 0
         try:
             for start in range(0, len(files), CHUNK):
-                open_paths = {os.path.abspath(d.path) for d in ls.documents.values() if d.path}
-                chunk = [p for p in files[start:start + CHUNK] if os.path.abspath(p) not in open_paths]
+                open_now = _open_paths(ls)
+                chunk = [p for p in files[start:start + CHUNK] if os.path.abspath(p) not in open_now]
                 results = await loop.run_in_executor(self._pool, _summaries, chunk)
                 changed = False
+                open_now = _open_paths(ls)  # documents opened while the chunk was summarized keep their buffer's
                 for path, summary in results:
-                    if os.path.abspath(path) not in {os.path.abspath(d.path) for d in ls.documents.values()
-                                                     if d.path}:
+                    if os.path.abspath(path) not in open_now:
                         changed |= self.index.set_summary(path, summary)
                 done = min(start + CHUNK, len(files))
                 if token is not None:
@@ -125,7 +125,7 @@ class WorkspaceIndex:
             results = await loop.run_in_executor(self._pool, _disk_summaries, paths)
         except RuntimeError:  # the pool is gone: shutting down
             return
-        open_paths = {os.path.abspath(d.path) for d in ls.documents.values() if d.path}
+        open_paths = _open_paths(ls)
         changed = False
         for path, summary in results:
             if os.path.abspath(path) in open_paths:
@@ -162,6 +162,11 @@ class WorkspaceIndex:
                 other.bump()
                 other.refresh_on_finish = True  # a pull client did not edit: it is told to pull
                 ls.schedule_lint(other, 0)
+
+
+def _open_paths(ls: "TrainDoctorServer") -> set[str]:
+    """The open documents' files: the index holds their buffers' summaries, not the disk's."""
+    return {os.path.abspath(d.path) for d in ls.documents.values() if d.path}
 
 
 def _summaries(paths: list[str]) -> list:
