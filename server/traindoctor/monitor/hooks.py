@@ -309,11 +309,13 @@ class Monitor:
         # the scale): no step hook fires, so a run whose every step is skipped would show nothing.
         original_scaler_step = scaler_type.step
 
+        skipped_step = self._guarded(self._skipped_step)
+
         def scaler_step(scaler: Any, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
             before = monitor.step_calls
             result = original_scaler_step(scaler, optimizer, *args, **kwargs)
             if monitor.step_calls == before and not monitor.closed:
-                monitor._guarded(monitor._skipped_step)(scaler)
+                skipped_step(scaler)
             return result
 
         self._patch(scaler_type, "step", scaler_step)
@@ -323,9 +325,11 @@ class Monitor:
         # targets' device, read once at the end.
         original_cross_entropy = torch.nn.functional.cross_entropy
 
+        count_labels = self._guarded(self._count_labels)
+
         def cross_entropy(input: Any, target: Any, *args: Any, **kwargs: Any) -> Any:
             if monitor.label_calls < _LABEL_CALLS:
-                monitor._guarded(monitor._count_labels)(input, target, kwargs.get("ignore_index", -100))
+                count_labels(input, target, kwargs.get("ignore_index", -100))
             return original_cross_entropy(input, target, *args, **kwargs)
 
         self._patch(torch.nn.functional, "cross_entropy", cross_entropy)
