@@ -76,6 +76,8 @@ def _root_cause_names_the_other_rank(log: str) -> str:
     seconds, so a failing rank that takes the other down within the same second ties, and it then names
     the lower rank (seen once under CI load)."""
     root_marker = "-" * 60 + "\nRoot Cause (first observed failure):\n"
+    if "rank      : 0 (local_rank: 0)" in log.split(root_marker)[1]:
+        return log  # this run's tie already named rank 0
     head, rest = log.split("Failures:\n", 1)
     failures, root = rest.split(root_marker, 1)
     root, tail = root.split("=" * 60, 1)
