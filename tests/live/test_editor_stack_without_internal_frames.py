@@ -10,15 +10,13 @@ A real debugpy runs a real torch script that really fails, under the monitor's b
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from editor_dap import debugpy_session, stop_at_uncaught_exception
 from traindoctor.internal_frames import debugger_rules
 from traindoctor.live.dap import DapConnection
 from traindoctor.monitor.runner import BOOTSTRAP
@@ -55,41 +53,13 @@ def _stop_under_bootstrap(script: Path, attach: dict, read=None) -> tuple[dict, 
 
 
 def _stop(script: Path, target: list[str], attach: dict, read=None, env: dict | None = None) -> tuple[dict, dict]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1", OMP_NUM_THREADS="1", **(env or {}))
-    debuggee = subprocess.Popen(
-        [sys.executable, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client", *target],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=script.parent,
-    )
-    try:
-        connection = DapConnection.connect("127.0.0.1", port, timeout=30, retry_while=lambda: debuggee.poll() is None)
-        connection.request("initialize", {"adapterID": "debugpy", "linesStartAt1": True, "columnsStartAt1": True,
-                                          "pathFormat": "path"})
-        answer = connection.send_request("attach", attach)
-        while (event := connection.next_event(30)) and event.get("event") != "initialized":
-            pass
-        connection.request("setExceptionBreakpoints", {"filters": ["uncaught"]})
-        connection.request("configurationDone")
-        connection.wait_response(answer, "attach", 30)
-        while True:
-            event = connection.next_event(120)
-            assert event is not None, "the debuggee never stopped"
-            if event.get("event") == "stopped" and event["body"].get("reason") == "exception":
-                break
-        thread = event["body"]["threadId"]
+    with debugpy_session(target, script.parent, dict(OMP_NUM_THREADS="1", **(env or {}))) as (connection, _):
+        thread = stop_at_uncaught_exception(connection, attach)
         stack = connection.request("stackTrace", {"threadId": thread})
         info = connection.request("exceptionInfo", {"threadId": thread})
         if read is not None:
             read(connection, stack)
-        connection.request("disconnect", {"terminateDebuggee": True})
-        connection.close()
         return stack, info
-    finally:
-        if debuggee.poll() is None:
-            debuggee.kill()
-        debuggee.wait()
 
 
 def _frames(stack: dict, info: dict) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
