@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { mkdirSync } from 'fs';
 import { join } from 'path';
-import { Editor, ROOT, Workbench } from './harness.mjs';
+import { Editor, ROOT, Workbench, quietSettings } from './harness.mjs';
 
 const FIXTURES = join(ROOT, 'extension', 'test', 'fixtures', 'budget-workspace');
 const ARTIFACTS = join(ROOT, '.e2e', 'artifacts');
@@ -13,18 +13,7 @@ const VSIX = process.env.E2E_VSIX;
 const PYTHON = process.env.E2E_PYTHON ?? join(ROOT, '.venv', 'bin', 'python');
 
 const editor = new Editor(join(ROOT, '.e2e', 'run-budget'));
-const SETTINGS = {
-  'traindoctor.interpreter': PYTHON,
-  'files.hotExit': 'off',
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.secondarySideBar.defaultVisibility': 'hidden',
-  'chat.disableAIFeatures': true,
-  'telemetry.telemetryLevel': 'off',
-  'security.workspace.trust.enabled': false,
-  'git.enabled': false,
-  'editor.minimap.enabled': false,
-};
+const SETTINGS = quietSettings(PYTHON);
 let wb;
 
 before(async () => {

@@ -2,11 +2,11 @@
 // the TRN101 quick fix, "Diagnose this traceback" and live diagnosis under debugpy.
 // Run through scripts/e2e.sh (npm run test:e2e), which installs the tools and builds the .vsix.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, before } from 'node:test';
 import { execFileSync } from 'child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'fs';
 import { join } from 'path';
-import { Editor, ROOT, Workbench } from './harness.mjs';
+import { Editor, ROOT, Workbench, quietSettings, scenarios } from './harness.mjs';
 
 const FIXTURES = join(ROOT, 'extension', 'test', 'fixtures');
 const ARTIFACTS = join(ROOT, '.e2e', 'artifacts');
@@ -19,21 +19,10 @@ const VSIX = process.env.E2E_VSIX;
 const PYTHON = process.env.E2E_PYTHON ?? join(ROOT, '.venv', 'bin', 'python');
 
 const editor = new Editor(join(ROOT, '.e2e', 'run'));
-// User settings of the scratch editor: the repository's Python for the server, and a quiet workbench.
-const SETTINGS = {
-  'traindoctor.interpreter': PYTHON,
-  'files.hotExit': 'off',
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.secondarySideBar.defaultVisibility': 'hidden',
-  'chat.disableAIFeatures': true,
-  'telemetry.telemetryLevel': 'off',
-  'security.workspace.trust.enabled': false,
-  'git.enabled': false,
+const SETTINGS = quietSettings(PYTHON, {
   'git.openRepositoryInParentFolders': 'never',
-  'editor.minimap.enabled': false,
   'terminal.integrated.gpuAcceleration': 'off', // the DOM renderer, so that tests can read the terminal
-};
+});
 let wb;
 
 /** 1-based line of the first line of `file` (in the workspace) that contains `text`. */
@@ -44,20 +33,8 @@ function lineOf(file, text) {
   return index + 1;
 }
 
-/** Runs a test body; on failure keeps a screenshot and the logs' location for the CI artifacts. */
-function scenario(name, body, timeout = 120_000) {
-  test(name, { timeout }, async () => {
-    try {
-      await body();
-    } catch (error) {
-      mkdirSync(ARTIFACTS, { recursive: true });
-      const shot = join(ARTIFACTS, `failed-${name.replace(/\W+/g, '-').slice(0, 60)}.png`);
-      await wb?.screenshot(shot).catch(() => undefined);
-      console.error(`screenshot: ${shot}\nlogs: ${editor.logs} and ${editor.userData}/logs`);
-      throw error;
-    }
-  });
-}
+/** A test that keeps a screenshot and the logs' location when it fails. */
+const scenario = scenarios(editor, () => wb, ARTIFACTS, 120_000);
 
 /** The status bar item shows a check or a warning count once the server runs. */
 function serverRunning(timeout = 60_000) {

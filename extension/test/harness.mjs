@@ -5,6 +5,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'os';
 import { createServer } from 'net';
 import { join } from 'path';
+import { test } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const ROOT = new URL('../..', import.meta.url).pathname.replace(/\/$/, '');
@@ -46,6 +47,40 @@ async function waitForHealth(url, child, timeoutMs) {
  * A scratch VS Code: HOME, XDG dirs, user data and extensions all under `dir`, so nothing leaks
  * between runs or into the machine's home.
  */
+/** User settings of a scratch editor: `python` for the server, a quiet workbench, and `extra`. */
+export function quietSettings(python, extra = {}) {
+  return {
+    'traindoctor.interpreter': python,
+    'files.hotExit': 'off',
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'chat.disableAIFeatures': true,
+    'telemetry.telemetryLevel': 'off',
+    'security.workspace.trust.enabled': false,
+    'git.enabled': false,
+    'editor.minimap.enabled': false,
+    ...extra,
+  };
+}
+
+/** A `scenario(name, body, timeout)` that runs a test body and, on failure, keeps a screenshot of
+ * `workbench()` under `artifacts` and prints where `editor`'s logs are (the CI artifacts). */
+export function scenarios(editor, workbench, artifacts, defaultTimeout) {
+  return (name, body, timeout = defaultTimeout) =>
+    test(name, { timeout }, async () => {
+      try {
+        await body();
+      } catch (error) {
+        mkdirSync(artifacts, { recursive: true });
+        const shot = join(artifacts, `failed-${name.replace(/\W+/g, '-').slice(0, 60)}.png`);
+        await workbench()?.screenshot(shot).catch(() => undefined);
+        console.error(`screenshot: ${shot}\nlogs: ${editor.logs} and ${editor.userData}/logs`);
+        throw error;
+      }
+    });
+}
+
 export class Editor {
   constructor(dir) {
     this.dir = dir;

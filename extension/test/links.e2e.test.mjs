@@ -3,10 +3,10 @@
 // (the accumulating `running += loss` of a CUDA OOM raised elsewhere), which opens the file there.
 // Run through scripts/e2e.sh, which builds the .vsix.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, before } from 'node:test';
 import { mkdirSync, readFileSync, writeFileSync } from 'fs';
 import { basename, join } from 'path';
-import { Editor, ROOT, Workbench } from './harness.mjs';
+import { Editor, ROOT, Workbench, quietSettings, scenarios } from './harness.mjs';
 
 const FIXTURES = join(ROOT, 'extension', 'test', 'fixtures');
 const ARTIFACTS = join(ROOT, '.e2e', 'artifacts');
@@ -15,33 +15,11 @@ const VSIX = process.env.E2E_VSIX;
 const PYTHON = process.env.E2E_PYTHON ?? join(ROOT, '.venv', 'bin', 'python');
 
 const editor = new Editor(join(ROOT, '.e2e', 'run-links'));
-const SETTINGS = {
-  'traindoctor.interpreter': PYTHON,
-  'files.hotExit': 'off',
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.secondarySideBar.defaultVisibility': 'hidden',
-  'chat.disableAIFeatures': true,
-  'telemetry.telemetryLevel': 'off',
-  'security.workspace.trust.enabled': false,
-  'git.enabled': false,
-  'editor.minimap.enabled': false,
-};
+const SETTINGS = quietSettings(PYTHON);
 let wb;
 
-function scenario(name, body, timeout = 180_000) {
-  test(name, { timeout }, async () => {
-    try {
-      await body();
-    } catch (error) {
-      mkdirSync(ARTIFACTS, { recursive: true });
-      const shot = join(ARTIFACTS, `failed-${name.replace(/\W+/g, '-').slice(0, 60)}.png`);
-      await wb?.screenshot(shot).catch(() => undefined);
-      console.error(`screenshot: ${shot}\nlogs: ${editor.logs} and ${editor.userData}/logs`);
-      throw error;
-    }
-  });
-}
+/** A test that keeps a screenshot and the logs' location when it fails. */
+const scenario = scenarios(editor, () => wb, ARTIFACTS, 180_000);
 
 before(async () => {
   assert.ok(VSIX, 'E2E_VSIX names the packaged extension (scripts/e2e.sh sets it)');

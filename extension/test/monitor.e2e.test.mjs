@@ -1,10 +1,10 @@
 // "Watch this run" and "Overfit one batch" in a real VS Code (code-server) with the real Python
 // server and real torch scripts. Run through scripts/e2e.sh, which builds the .vsix.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { after, before } from 'node:test';
 import { mkdirSync } from 'fs';
 import { join } from 'path';
-import { Editor, ROOT, Workbench } from './harness.mjs';
+import { Editor, ROOT, Workbench, quietSettings, scenarios } from './harness.mjs';
 
 const FIXTURES = join(ROOT, 'extension', 'test', 'fixtures', 'monitor-workspace');
 const ARTIFACTS = join(ROOT, '.e2e', 'artifacts');
@@ -13,36 +13,15 @@ const VSIX = process.env.E2E_VSIX;
 const PYTHON = process.env.E2E_PYTHON ?? join(ROOT, '.venv', 'bin', 'python');
 
 const editor = new Editor(join(ROOT, '.e2e', 'run-monitor'));
-const SETTINGS = {
-  'traindoctor.interpreter': PYTHON,
-  'files.hotExit': 'off',
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.secondarySideBar.defaultVisibility': 'hidden',
-  'chat.disableAIFeatures': true,
-  'telemetry.telemetryLevel': 'off',
-  'security.workspace.trust.enabled': false,
-  'git.enabled': false,
-  'editor.minimap.enabled': false,
+const SETTINGS = quietSettings(PYTHON, {
   'terminal.integrated.gpuAcceleration': 'off',
   // One torch thread per process: the machines running these tests have few cores.
   'terminal.integrated.env.linux': { OMP_NUM_THREADS: '1' },
-};
+});
 let wb;
 
-function scenario(name, body, timeout = 240_000) {
-  test(name, { timeout }, async () => {
-    try {
-      await body();
-    } catch (error) {
-      mkdirSync(ARTIFACTS, { recursive: true });
-      const shot = join(ARTIFACTS, `failed-${name.replace(/\W+/g, '-').slice(0, 60)}.png`);
-      await wb?.screenshot(shot).catch(() => undefined);
-      console.error(`screenshot: ${shot}\nlogs: ${editor.logs} and ${editor.userData}/logs`);
-      throw error;
-    }
-  });
-}
+/** A test that keeps a screenshot and the logs' location when it fails. */
+const scenario = scenarios(editor, () => wb, ARTIFACTS, 240_000);
 
 before(async () => {
   assert.ok(VSIX, 'E2E_VSIX names the packaged extension (scripts/e2e.sh sets it)');
