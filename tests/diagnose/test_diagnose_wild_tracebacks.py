@@ -1,4 +1,4 @@
-"""The wild corpus (data/wild, issue 28): 453 real pastes from public issue threads, labelled
+"""The wild corpus (data/wild, issue 28): 582 real pastes from public issue threads, labelled
 before the tool ran on them and split dev/test by a hash of the URL. Only the dev half is
 tuned on; the test half is scored once per finished change and reported beside it.
 
