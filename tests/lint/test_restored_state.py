@@ -214,3 +214,31 @@ def test_trn706_still_fires_when_every_pass_builds_the_same_schedule():
 def test_trn706_still_fires_on_an_epoch_loop_that_rebuilds_both():
     source = SCHEDULE_DEMO.format(target="epoch", iterable="range(10)", schedule="512, 1, epoch + 1")
     assert 16 in _hits(source, "TRN706")
+
+
+def test_trn703_names_the_enclosing_loop_where_the_parent_trains_only_there():
+    source = """
+import torch
+import torch.nn as nn
+
+
+class Runner(nn.Module):
+    def __init__(self, encoder, loader):
+        super().__init__()
+        self.model = encoder
+        self.loader = loader
+        self.optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self.train()
+            for step, (x, y) in enumerate(self.loader):
+                nn.functional.cross_entropy(self.model(x), y).backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+                if step % 100 == 0:
+                    self.model.eval()
+"""
+    result = lint_source(textwrap.dedent(source), "example.py", Config(select=("TRN703",)))
+    [found] = [f for f in result.findings if f.code == "TRN703"]
+    assert found.range.start.line + 1 == 21 and "`self.train()` only in an enclosing loop" in found.message

@@ -54,8 +54,9 @@ class EvalModeLeak(RoutineRule):
                         training.unresolved_calls_with(routine, loop.index, model):
                     continue
                 reported.add(model)
-                if self._trained_in_an_outer_loop(routine, loop.index, model):
-                    message = (f"`{model}.eval()` runs inside the training loop, and `{model}.train()` only in an "
+                restorer = self._trained_in_an_outer_loop(routine, loop.index, model)
+                if restorer:
+                    message = (f"`{model}.eval()` runs inside the training loop, and `{restorer}.train()` only in an "
                                f"enclosing loop: the training steps after it in this loop, up to the next pass of "
                                f"the enclosing loop, run with dropout off and BatchNorm frozen to its running "
                                f"statistics.")
@@ -86,15 +87,16 @@ class EvalModeLeak(RoutineRule):
         # A class of the file (or an in-file base) that defines its own train() may do anything there.
         return not any(self.model.function(f"{name}.train") is not None for name in lineage_of(self.model, klass))
 
-    def _trained_in_an_outer_loop(self, routine: Routine, index: int, model: str) -> bool:
-        """`model.train()` in a loop around this one (at the start of each epoch, say)."""
+    def _trained_in_an_outer_loop(self, routine: Routine, index: int, model: str) -> str:
+        """The receiver of a `train()` that restores `model` in a loop around this one (at the start
+        of each epoch, say): the model itself or a module holding it; "" when none does."""
         parent = routine.loops[index].parent
         while parent >= 0:
-            if any(e.kind == "train" and same_object(e.receiver, model)
-                   for _, e in self.training.expanded(routine, parent)):
-                return True
+            for _, e in self.training.expanded(routine, parent):
+                if e.kind == "train" and (same_object(e.receiver, model) or self._parent_of(e.receiver, model, routine)):
+                    return e.receiver
             parent = routine.loops[parent].parent
-        return False
+        return ""
 
     def _trained(self, routine: Routine, index: int, model: str, pairs) -> bool:
         inside = set(id(e) for e in routine.events_in(index))
