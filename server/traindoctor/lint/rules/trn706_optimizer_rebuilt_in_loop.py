@@ -96,15 +96,24 @@ def _reads_any(read: set[str], bound: set[str]) -> bool:
 
 
 def _reads(call) -> set[str]:
-    """The names a constructor's arguments read, without the parameters of a lambda in them
-    (`lambda step: rate(step, ...)` reads no `step` of the loop)."""
+    """The names a constructor's arguments read; a lambda reads what its body reads besides its own
+    parameters (`lambda step: rate(step, ...)` reads no `step` of the loop)."""
     read: set[str] = set()
     for a in call.args:
-        read |= names_in(a.value)
-        for node in iter_nodes(a.value):
-            if type(node) is cst.Lambda:
-                read -= {p.name.value for p in node.params.params}
+        read |= _free_names(a.value)
     return read
+
+
+def _free_names(expr) -> set[str]:
+    if type(expr) is cst.Lambda:
+        own = {p.name.value for p in expr.params.params}
+        return {n for n in _free_names(expr.body) if n.split(".")[0] not in own}
+    if not any(type(node) is cst.Lambda for node in iter_nodes(expr)):
+        return names_in(expr)
+    found: set[str] = set()
+    for child in expr.children:
+        found |= _free_names(child)
+    return found
 
 
 def _target_names(target) -> set[str]:
