@@ -86,3 +86,23 @@ def test_trn202_still_fires_when_a_test_asserts_on_drawn_values(name):
 def test_trn202_still_fires_on_a_draw_outside_tests():
     training = UNIT_TESTS.format(extra="\nnoise = np.random.randn(8)\n")
     assert len(_trn202(training)) == 1
+
+
+def test_trn202_still_fires_in_a_script_evaluation_named_test():
+    script = """
+import numpy as np
+import torch
+
+torch.manual_seed(0)
+
+
+def test(model, loader):
+    correct = 0
+    for x, y in loader:
+        x = x + torch.from_numpy(np.random.normal(0, 0.1, x.shape).astype("float32"))
+        out = model(x)
+        assert out.shape[0] == y.shape[0]
+        correct += (out.argmax(1) == y).sum().item()
+    return correct
+"""
+    assert len(_trn202(script, "main.py")) == 1

@@ -180,13 +180,20 @@ class IncompleteSeeding(Rule):
         only such tests call: the tests pass for any draw, so seeding it changes nothing they check."""
         if not draw.function:
             return False
-        if self.model.is_unit_test(draw.function):
+        if self._collected_test(draw.function):
             return self._asserts_only_shapes(draw.function)
         sites = self.model.calls.get(draw.function, ()) if "." not in draw.function else ()
         if not sites:
             return False
         callers = [self._caller_of(site.node) for site in sites]
-        return all(c and self.model.is_unit_test(c) and self._asserts_only_shapes(c) for c in callers)
+        return all(c and self._collected_test(c) and self._asserts_only_shapes(c) for c in callers)
+
+    def _collected_test(self, qualname: str) -> bool:
+        """A unit test a runner collects (`test_*`, a method of a `Test*` class) that asserts; a script's
+        `test()` is its evaluation, whose numbers a draw does change."""
+        info = self.model.function_home[qualname][0] if qualname in self.model.function_home else None
+        return info is not None and (info.name.startswith("test_") or info.klass.startswith("Test")) and \
+            self.model.is_unit_test(qualname)
 
     def _asserts_only_shapes(self, qualname: str) -> bool:
         node = self.model.function_home[qualname][0].node
