@@ -2,7 +2,8 @@
 numpy, random) but draws in the main process from one it never seeds.
 
 Programs that never seed are not flagged (varied randomness is then intended),
-nor draws that run before every seed call (a warm-up before the seeded part),
+nor draws that run before every seed call (a warm-up before the seeded part), nor
+draws in a unit test whose assertions read only shapes (they hold for any draw),
 and neither are library helpers that seed everything. The fix seeds the missing
 RNGs with the seed the program already uses, next to its own seed call."""
 
@@ -13,8 +14,10 @@ from dataclasses import replace
 import libcst as cst
 
 from ..analysis.facts import Draw, Seed
+from ..analysis.names import dotted_name
 from ..fixes import insert_after_imports, module_reference
 from ..rule import FixSpec, InsertAfter, Related, Rule
+from ..walk import iter_nodes
 
 _ORDER = ("torch", "cuda", "cuda_all", "numpy", "random")
 _SEED_FUNCTION = {"torch": "torch.manual_seed", "numpy": "np.random.seed", "random": "random.seed"}
@@ -29,6 +32,30 @@ def _qualified(model, name: str) -> str:
 
 def _short(qualified: str) -> str:
     return qualified.replace("numpy.", "np.", 1) if qualified.startswith("numpy.") else qualified
+
+
+_SHAPE_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
+_SHAPE_CALLS = frozenset({"size", "dim", "numel", "len", "isinstance", "type"})
+
+
+def _shape_only(expr: cst.CSTNode, modules: frozenset[str]) -> bool:
+    """Every name the expression reads is read through a shape-like attribute or call, or is a
+    constant of an imported module (`torch.float32`)."""
+    if type(expr) is cst.Attribute and expr.attr.value in _SHAPE_ATTRIBUTES:
+        return True
+    if type(expr) is cst.Attribute and (dotted_name(expr) or ".").split(".")[0] in modules:
+        return True
+    if type(expr) is cst.Call and (dotted_name(expr.func) or "").rsplit(".", 1)[-1] in _SHAPE_CALLS:
+        return True
+    if type(expr) is cst.Name:
+        return expr.value in ("True", "False", "None")
+    if type(expr) is cst.Attribute:
+        return False  # `out.data`, `model.weight`: a value
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value in ("tuple", "list", "int"):
+        return all(_shape_only(a.value, modules) for a in expr.args)  # `tuple(out.shape[1:])`
+    if type(expr) is cst.Call:
+        return False  # an unknown call of a value (`out.sum()`, `f(x)`)
+    return all(_shape_only(child, modules) for child in expr.children)
 
 
 def _runs_before(draw: Draw, seed: Seed, order: dict[int, int]) -> bool:
@@ -91,7 +118,7 @@ class IncompleteSeeding(Rule):
         facts = model.facts["seeding"]
         order = {id(fact): position for position, fact in enumerate(facts)}  # source order across the file
         for draw in facts:
-            if isinstance(draw, Draw) and not self._in_worker_fn(draw) and \
+            if isinstance(draw, Draw) and not self._in_worker_fn(draw) and not self._shape_only_test(draw) and \
                     not all(_runs_before(draw, seed, order) for seed in seeds):
                 first_draw.setdefault(draw.library, draw)
         project_seeds, project_draws = self._project_randomness()
@@ -146,6 +173,51 @@ class IncompleteSeeding(Rule):
             else:
                 found.append(seed)
         return found
+
+    def _shape_only_test(self, draw: Draw) -> bool:
+        """The draw is in a unit test whose every assertion reads values only through their shape
+        (`out.shape == (4, 3)`, `x.size(0)`, `len(x)`, `x.dtype`, `isinstance`), or in a helper that
+        only such tests call: the tests pass for any draw, so seeding it changes nothing they check."""
+        if not draw.function:
+            return False
+        if self._collected_test(draw.function):
+            return self._asserts_only_shapes(draw.function)
+        sites = self.model.calls.get(draw.function, ()) if "." not in draw.function else ()
+        if not sites:
+            return False
+        callers = [self._caller_of(site.node) for site in sites]
+        return all(c and self._collected_test(c) and self._asserts_only_shapes(c) for c in callers)
+
+    def _collected_test(self, qualname: str) -> bool:
+        """A unit test a runner collects (`test_*`, a method of a `Test*` class) that asserts; a script's
+        `test()` is its evaluation, whose numbers a draw does change."""
+        info = self.model.function_home[qualname][0] if qualname in self.model.function_home else None
+        return info is not None and (info.name.startswith("test_") or info.klass.startswith("Test")) and \
+            self.model.is_unit_test(qualname)
+
+    def _asserts_only_shapes(self, qualname: str) -> bool:
+        node = self.model.function_home[qualname][0].node
+        checks = [n.test for n in iter_nodes(node) if type(n) is cst.Assert]
+        for call in iter_nodes(node):
+            if type(call) is not cst.Call:
+                continue
+            if (dotted_name(call.func) or "").rsplit(".", 1)[-1].startswith("assert"):
+                checks.extend(a.value for a in call.args)
+            elif (self.model.names.qualify(call.func) or "").startswith(("pytest.", "numpy.testing.", "torch.testing.")):
+                return False  # pytest.approx, assert_allclose: comparisons of values
+        modules = frozenset(self.model.names.imports)
+        return bool(checks) and all(_shape_only(check, modules) for check in checks)
+
+    def _caller_of(self, call: cst.CSTNode) -> str:
+        """The in-file function whose body holds the call ("" at module level)."""
+        def build() -> dict[int, str]:
+            found: dict[int, str] = {}
+            for qualname, (info, _) in self.model.function_home.items():
+                for node in iter_nodes(info.node):
+                    if type(node) is cst.Call:
+                        found[id(node)] = qualname  # nested functions come later and win
+            return found
+        return self.model.remembered("TRN202.callers", build).get(id(call), "")
 
     def _in_worker_fn(self, draw: Draw) -> bool:
         function = draw.function.rsplit(".", 1)[-1]

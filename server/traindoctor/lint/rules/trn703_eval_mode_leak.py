@@ -8,12 +8,14 @@ Only for the model that is trained: it is put in train mode before the loop, or 
 is called in the loop outside no_grad. Quiet on frozen copies (teacher, EMA, target
 networks), where the function says the eval mode is meant (a linear probe, a frozen
 backbone: a comment or docstring, in the function with the loop or in the helper that
-calls `.eval()`), and when the model is handed to a function outside the file."""
+calls `.eval()`), when the model is handed to a function outside the file, and when the loop
+calls `train()` on a module that holds it (a parent `nn.Module` whose `train()` is nn.Module's)."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.model import lineage_of
 from ..analysis.scopes import code
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
@@ -45,14 +47,16 @@ class EvalModeLeak(RoutineRule):
                     continue
                 if any(same_object(model, meant) for meant in intended):
                     continue  # a helper here keeps it in eval mode on purpose (a linear probe's train())
-                if any(e.kind == "train" and same_object(e.receiver, model) for _, e in pairs):
+                if any(e.kind == "train" and (same_object(e.receiver, model) or self._parent_of(e.receiver, model, routine))
+                       for _, e in pairs):
                     continue
                 if not self._trained(routine, loop.index, model, pairs) or \
                         training.unresolved_calls_with(routine, loop.index, model):
                     continue
                 reported.add(model)
-                if self._trained_in_an_outer_loop(routine, loop.index, model):
-                    message = (f"`{model}.eval()` runs inside the training loop, and `{model}.train()` only in an "
+                restorer = self._trained_in_an_outer_loop(routine, loop.index, model)
+                if restorer:
+                    message = (f"`{model}.eval()` runs inside the training loop, and `{restorer}.train()` only in an "
                                f"enclosing loop: the training steps after it in this loop, up to the next pass of "
                                f"the enclosing loop, run with dropout off and BatchNorm frozen to its running "
                                f"statistics.")
@@ -67,15 +71,32 @@ class EvalModeLeak(RoutineRule):
         return any(r.node is not None and any(e.node is event.node for e in r.events) and _documents_intent(r)
                    for r in self.training.all)
 
-    def _trained_in_an_outer_loop(self, routine: Routine, index: int, model: str) -> bool:
-        """`model.train()` in a loop around this one (at the start of each epoch, say)."""
+    def _parent_of(self, parent: str, child: str, routine: Routine) -> bool:
+        """`parent.train()` puts `child` back in train mode: `child` is an attribute path below
+        `parent` (it holds a module, `.eval()` is called on it), and `parent` is an nn.Module whose
+        `train()` is nn.Module's, which sets the mode of every registered submodule. Known for `self`
+        in a method of an in-file model class, and for a name bound to an instance of one."""
+        if not child.startswith(parent + "."):
+            return False
+        klass = routine.klass if parent == "self" else ""
+        if parent != "self":
+            obj = self.model.object(parent, routine.klass)
+            klass = obj.callee.rsplit(".", 1)[-1] if obj is not None else ""
+        if klass not in self.model.model_classes:
+            return False
+        # A class of the file (or an in-file base) that defines its own train() may do anything there.
+        return not any(self.model.function(f"{name}.train") is not None for name in lineage_of(self.model, klass))
+
+    def _trained_in_an_outer_loop(self, routine: Routine, index: int, model: str) -> str:
+        """The receiver of a `train()` that restores `model` in a loop around this one (at the start
+        of each epoch, say): the model itself or a module holding it; "" when none does."""
         parent = routine.loops[index].parent
         while parent >= 0:
-            if any(e.kind == "train" and same_object(e.receiver, model)
-                   for _, e in self.training.expanded(routine, parent)):
-                return True
+            for _, e in self.training.expanded(routine, parent):
+                if e.kind == "train" and (same_object(e.receiver, model) or self._parent_of(e.receiver, model, routine)):
+                    return e.receiver
             parent = routine.loops[parent].parent
-        return False
+        return ""
 
     def _trained(self, routine: Routine, index: int, model: str, pairs) -> bool:
         inside = set(id(e) for e in routine.events_in(index))

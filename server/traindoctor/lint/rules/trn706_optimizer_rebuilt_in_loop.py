@@ -5,7 +5,8 @@ state (momentum, Adam moments, the schedule's position) starts over each time.
 Quiet on conditional rebuilds (switching optimizer at a phase), on loops that also
 build a new model (hyperparameter searches, folds, meta-learning tasks), on loops
 around the stepping loop that build it from what they change (a learning rate or the
-parameters of a phase: `for lr in lrs`), and on schedulers given `last_epoch`. No fix: hoisting
+parameters of a phase: `for lr in lrs`) or with a scheduler whose schedule they change (each
+pass a run of its own), and on schedulers given `last_epoch`. No fix: hoisting
 it changes which parameters it holds."""
 
 from __future__ import annotations
@@ -81,10 +82,38 @@ def _same_every_time(build, loop, routine: Routine, index: int, asked: frozenset
         elif type(node) is cst.NamedExpr:
             bound |= _target_names(node.target)
     bound -= rebuilt
-    read = set()
-    for a in build.args:
-        read |= names_in(a.value)
-    return not any(name == b or name.startswith(b + ".") for name in read for b in bound)
+    if _reads_any(_reads(build), bound):
+        return False
+    # An optimizer rebuilt with a scheduler whose schedule the loop changes (`LambdaLR(opt, lambda s:
+    # rate(s, *config))` for each config): each pass is a run of its own, and a run starts from fresh state.
+    built = next((e.receiver for e in routine.events_in(index) if e.node is build and e.kind == "build_optimizer"), "")
+    return not built or not any(e.kind == "build_scheduler" and built in _reads(e.node) and
+                                _reads_any(_reads(e.node) - {built}, bound) for e in routine.events_in(index))
+
+
+def _reads_any(read: set[str], bound: set[str]) -> bool:
+    return any(name == b or name.startswith(b + ".") for name in read for b in bound)
+
+
+def _reads(call) -> set[str]:
+    """The names a constructor's arguments read; a lambda reads what its body reads besides its own
+    parameters (`lambda step: rate(step, ...)` reads no `step` of the loop)."""
+    read: set[str] = set()
+    for a in call.args:
+        read |= _free_names(a.value)
+    return read
+
+
+def _free_names(expr) -> set[str]:
+    if type(expr) is cst.Lambda:
+        own = {p.name.value for p in expr.params.params}
+        return {n for n in _free_names(expr.body) if n.split(".")[0] not in own}
+    if not any(type(node) is cst.Lambda for node in iter_nodes(expr)):
+        return names_in(expr)
+    found: set[str] = set()
+    for child in expr.children:
+        found |= _free_names(child)
+    return found
 
 
 def _target_names(target) -> set[str]:
