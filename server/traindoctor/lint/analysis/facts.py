@@ -128,7 +128,9 @@ class Pad:
 @dataclass(frozen=True)
 class Marker:
     """A fact with no payload beyond its kind: "ignore-mapped" (padding mapped to
-    -100), "weight-zero", "pad-string", "workers-seeded", "star-dataloader"."""
+    -100), "ignore-selective" (-100 written at positions chosen by a value, not a block),
+    "ignore-index-arg" (a loss given `ignore_index=`), "weight-zero", "pad-string",
+    "workers-seeded", "star-dataloader"."""
 
     kind: str
     text: str = ""

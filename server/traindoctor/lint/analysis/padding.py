@@ -98,9 +98,14 @@ class PaddingFacts:
             a = kwarg(node, "label_pad_token_id")
             if a is None or literal(a.value) == IGNORE:
                 self._mark("ignore-mapped", node)
+                self._mark("ignore-selective", node)
         if last in ("masked_fill", "masked_fill_", "fill_", "where", "full", "full_like", "new_full"):
             if any(literal(a.value) == IGNORE or is_ignore_name(a.value) for a in node.args):
                 self._mark("ignore-mapped", node)
+                if last != "full":
+                    self._mark("ignore-selective", node)
+        if last in ("masked_fill", "masked_fill_") and len(node.args) >= 2 and literal(node.args[-1].value) is None:
+            self._mark("ignore-selective", node)  # a fill value this file cannot read may be -100
         for a in node.args:
             if a.keyword is None:
                 continue
@@ -109,6 +114,8 @@ class PaddingFacts:
                 self._pad(_EMPTY.code_for_node(a.value), node, False)
             elif key == "padding_value":
                 self._pad(_EMPTY.code_for_node(a.value), node, mentions_target(self._assign_target(), node))
+            elif key == "ignore_index":
+                self._mark("ignore-index-arg", node)  # the file's own loss decides what it skips
             elif key == "label_pad_token_id" and literal(a.value) == IGNORE:
                 self._mark("ignore-mapped", node)
             elif key == "padding" and (
@@ -150,17 +157,45 @@ class PaddingFacts:
         if isinstance(parent, cst.Arg) and parent.keyword is not None and parent.keyword.value == "ignore_index":
             return
         self._mark("ignore-mapped", node)  # IGNORE_INDEX = -100, labels[...] = -100, padding_value=-100
+        if self._selects_positions():
+            self._mark("ignore-selective", node)
+
+    def _selects_positions(self) -> bool:
+        """Is the -100 being visited written at chosen positions (`labels[labels == pad] = -100`,
+        `-100 if t == pad else t`, `torch.where(mask, labels, -100)`), not as a block (a prompt's
+        `[-100] * n`, `labels[:n] = -100`)? Looked for up to the enclosing statement."""
+        for node in reversed(self.walk.stack[:-1]):  # type: ignore[attr-defined]
+            if isinstance(node, cst.IfExp) and isinstance(node.test, (cst.Comparison, cst.Name, cst.Attribute)):
+                return True
+            if isinstance(node, cst.Call) and isinstance(node.func, (cst.Attribute, cst.Name)) and \
+                    (dotted_name(node.func) or "").rsplit(".", 1)[-1] in ("where", "masked_fill", "masked_fill_"):
+                return True
+            if isinstance(node, cst.Assign):
+                return any(isinstance(t.target, cst.Subscript) and _chosen_positions(t.target) for t in node.targets)
+            if isinstance(node, (cst.SimpleStatementLine, cst.FunctionDef)):
+                return False
+        return False
 
     def _padding_subscript(self, target: cst.Subscript, value: cst.BaseExpression, stmt: cst.CSTNode) -> None:
         base = dotted_name(target.value) or ""
         if is_ignore_name(value):
             self._mark("ignore-mapped", stmt)
+        if _chosen_positions(target) and literal(value) is None and not isinstance(value, (cst.List, cst.Tuple)):
+            # `labels[labels == pad] = IGNORE` / `= cfg.LABEL_PAD`: a value this file cannot read
+            # (another module's constant) may well be -100, so the padding counts as handled.
+            self._mark("ignore-selective", stmt)
         elif literal(value) == "0" and "weight" in base.lower():
             self._mark("weight-zero", stmt)
 
     def _padding_name(self, name: str, value: cst.BaseExpression) -> None:
         if vocab().pattern("pad_name_pattern").match(name.rsplit(".", 1)[-1]):
             self._mark("pad-def", value, f"{name}={_EMPTY.code_for_node(value)}")
+
+
+def _chosen_positions(target: cst.Subscript) -> bool:
+    """`x[mask] = ...` / `x[x == pad] = ...`: positions chosen by a value, not a slice or a constant."""
+    return any(isinstance(e.slice, cst.Index) and literal(e.slice.value) is None and not isinstance(
+        e.slice.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) for e in target.slice)
 
 
 def padded_targets(model) -> tuple[str, ...]:
@@ -190,11 +225,15 @@ def expansions(model, scope, expr: cst.BaseExpression, at: int, depth: int = 3):
                     stack.extend((r.value, left - 1) for r in returns(info.node) if r.value is not None)
 
 
-def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth: int = 6) -> bool:
+def derived_from_padding(model, scope, expr: cst.BaseExpression, at: int, depth: int = 6,
+                         with_token_ids: bool = False) -> bool:
     """`expr` is computed (through this scope's definitions, and what an in-file collate function
-    returns) from a padding call: `tokenizer(..., padding=True)`, `pad_sequence(...)`."""
-    pad_calls = model.remembered("padding.calls", lambda: frozenset(
-        id(p.node) for p in model.facts["padding"] if isinstance(p, Pad) and isinstance(p.node, cst.Call)))
+    returns) from a padding call: `tokenizer(..., padding=True)`, `pad_sequence(...)`; with
+    `with_token_ids`, only from one that pads with something other than -100."""
+    key = "padding.token-id-calls" if with_token_ids else "padding.calls"
+    pad_calls = model.remembered(key, lambda: frozenset(
+        id(p.node) for p in model.facts["padding"] if isinstance(p, Pad) and isinstance(p.node, cst.Call)
+        and not (with_token_ids and literal(parse_expression(p.value)) == IGNORE)))
     return bool(pad_calls) and any(id(node) in pad_calls for node in expansions(model, scope, expr, at, depth))
 
 

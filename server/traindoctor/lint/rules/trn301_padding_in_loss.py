@@ -65,6 +65,36 @@ class PaddingInLoss(Rule):
                                                                         self._masky(node.right)):
             self._masked[-1] = True
 
+    # -- labels handed to a Hugging Face model, whose loss ignores only -100 ------------------
+
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        if self._padded and _string(node.key) in vocab().model_label_keys:
+            self._model_labels(node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._padded and any(isinstance(t.target, cst.Subscript) and len(t.target.slice) == 1 and
+                                isinstance(t.target.slice[0].slice, cst.Index) and
+                                _string(t.target.slice[0].slice.value) in vocab().model_label_keys
+                                for t in node.targets):
+            self._model_labels(node.value)
+
+    def _model_labels(self, value: cst.BaseExpression) -> None:
+        """`value` becomes a transformers model's `labels`: its loss skips only -100, so token ids
+        padded by the tokenizer (or pad_sequence) count as targets unless the file maps the padded
+        positions to -100 (or a collator that rewrites labels does)."""
+        if not self.model.remembered(f"{self.CODE}.hf", self._feeds_transformers) or \
+                self.model.has_marker("padding", "ignore-selective") or \
+                self.model.has_marker("padding", "ignore-index-arg"):
+            return
+        if derived_from_padding(self.model, self.scope(), value, self.walk.order, with_token_ids=True):
+            self.report(value, "`labels` built from padded token ids: a transformers model's loss skips only "
+                               "-100, so the padding positions are scored as real tokens; set them to -100 "
+                               "(`labels[attention_mask == 0] = -100`)")
+
+    def _feeds_transformers(self) -> bool:
+        roots = vocab().label_convention_libraries
+        return any(full.split(".")[0] in roots for local, full in self.names.aliases if not local.startswith("="))
+
     def visit_Call(self, node: cst.Call) -> None:
         if not self._padded:
             return
@@ -204,3 +234,8 @@ class PaddingInLoss(Rule):
         if ctor is None:
             return self.scope().lookup(root, self.walk.order) is not None or root in self.model.module_names
         return root in self.model.module_names and self.model.bound_before(root, ctor)
+
+
+def _string(node: cst.BaseExpression) -> str | None:
+    return node.evaluated_value if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str) \
+        else None
