@@ -45,6 +45,15 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
     ("ERROR: Unexpected segmentation fault encountered in worker.", "dataloader-worker"),
     ("RuntimeError: received 0 items of ancdata", "dataloader-worker"),
     ("torch.multiprocessing.spawn.ProcessExitedException: process 0 terminated with signal SIGKILL", "host-oom"),
+    # torch <= 1.5's wording without the argument's number: half precision meets float32
+    ("RuntimeError: Expected object of scalar type c10::Half but got scalar type float for argument 'other'", "amp"),
+    ("RuntimeError: Expected object of scalar type Long but got scalar type Float for argument 'target'",
+     "dtype-mismatch"),
+    ("RuntimeError: Expected object of device type cuda but got device type cpu for argument 'other' in call to "
+     "_th_mm", "device-mismatch"),
+    # transformers' TrainingArguments: the Trainer needs a newer accelerate
+    ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run "
+     "`pip install transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "hf-setup"),
 ])
 def test_wording(message: str, kind: str) -> None:
     diagnosis = diagnose_text(_TAIL + message + "\n", correlate=False)

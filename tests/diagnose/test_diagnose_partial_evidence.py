@@ -382,3 +382,17 @@ def test_a_paste_that_lost_its_indentation_and_ends_on_a_source_line() -> None:
     diagnosis = _diagnose(text)
     assert diagnosis.location.code == "loss.backward()"
     assert diagnosis.kind in BACKWARD_KINDS
+
+
+def test_a_stack_cut_on_the_librarys_raise_line_reads_its_type() -> None:
+    from traindoctor.diagnose.evidence_model import observe
+    from traindoctor.diagnose.normalize import normalize
+    from traindoctor.diagnose.parse import parse_chains
+
+    text = _stack(("/content/notebook.py", 4, "<module>", 'args = TrainingArguments(output_dir="out")'),
+                  ("/usr/local/lib/python3.10/dist-packages/transformers/training_args.py", 1900, "_setup_devices",
+                   "raise ImportError("))
+    lines = normalize(text)
+    observed = observe(lines, parse_chains(lines))
+    assert observed.get("type-import") == "ImportError" and "shape-cut" in observed  # a type, still no message
+    assert _diagnose(text).kind == "hf-setup"
