@@ -264,8 +264,11 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
         raws = [min(h.score, _PARTIAL_CEILING) for h in clue_kept]
         clue_shares = coherent([h.kind for h in clue_kept], [calibrated(r, "partial") for r in raws])
         # the clues and the model both read the frames; the more confident one answers (a message
-        # in the torch vocabulary that no signature knows outweighs a generic innermost frame)
-        if not kept or kept[0].kind == FALLBACK or clue_shares[0] >= shares[0]:
+        # in the torch vocabulary that no signature knows outweighs a generic innermost frame); when
+        # both name the same kind, the clue's account does, since it names the evidence itself
+        if not kept or kept[0].kind in (FALLBACK, clue_kept[0].kind) or clue_shares[0] >= shares[0]:
+            if kept and kept[0].kind == clue_kept[0].kind and shares[0] > clue_shares[0]:
+                clue_shares = _with_top(clue_shares, shares[0])  # two readings agree: the surer one's confidence
             kept, shares = clue_kept, clue_shares
             source = {"signature": f"partial:{clue_kept[0].clues[0]}",
                       "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues}
@@ -275,6 +278,13 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
         return None  # the unrecognised failure as it is; _alternatives lists what it may be
     return _inferred(kept, shares, source, lines, fallback_signature, evidence, location, rank, frames, exception,
                      details, log_text)
+
+
+def _with_top(shares: list[float], top: float) -> list[float]:
+    """`shares` with the first raised to `top`, the others scaled so that they sum to at most 1."""
+    rest = sum(shares[1:])
+    scale = min(1.0, (1 - top) / rest) if rest > 0 else 1.0
+    return [top, *(share * scale for share in shares[1:])]
 
 
 def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) -> tuple[list, list[float], dict]:

@@ -91,10 +91,12 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
     types: list[str] = []
     messages: list[str] = []
     frames: list[str] = []
+    stack: list[str] = []  # every frame of every traceback: which libraries the failure ran through
     inside: set[int] = set()
     shown_types = 0  # exception lines the paste prints (a type read from a `raise` line is not one)
     for chain in chains:
         frames.extend(f"{f.path} {f.function} {f.code or ''}" for f in chain.frames[-innermost:])
+        stack.extend(f"{f.path} {f.function}" for f in chain.frames)
         for block in chain.blocks:
             inside.update(range(block.start, block.end))
             if block.exception is not None:
@@ -112,7 +114,8 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
     error_line = re.compile(settings.get("error_line", r"(?!)"))
     warning_line = re.compile(settings.get("warning_line", r"(?!)"))
     errors = [text for text in outside if error_line.search(text) and not warning_line.search(text)]
-    texts = {"type": types, "message": messages + errors, "frame": list(reversed(frames)), "line": outside}
+    texts = {"type": types, "message": messages + errors, "frame": list(reversed(frames)), "line": outside,
+             "stack": stack}
     found: dict[str, str] = {}
     for feature in features:
         for text in texts.get(feature.where, ()):
