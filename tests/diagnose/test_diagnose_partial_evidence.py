@@ -396,3 +396,47 @@ def test_a_stack_cut_on_the_librarys_raise_line_reads_its_type() -> None:
     observed = observe(lines, parse_chains(lines))
     assert observed.get("type-import") == "ImportError" and "shape-cut" in observed  # a type, still no message
     assert _diagnose(text).kind == "hf-setup"
+
+
+# The innermost library function or the user's last call, with no message (rules/evidence/clues.yaml).
+LAST_CALLS = {
+    "embedding": (_stack(("model.py", 31, "forward", "h = self.tok(ids)"),
+                         (f"{TORCH}/nn/modules/sparse.py", 162, "forward", "return F.embedding("),
+                         (f"{TORCH}/nn/functional.py", 2233, "embedding",
+                          "return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)")),
+                  "device-side-assert", {"device-mismatch"}),
+    "cat": (_stack(("train.py", 88, "step", "feats = torch.cat([a, b], dim=1)")), "shape-mismatch", set()),
+    "view": (_stack(("model.py", 54, "forward", "x = x.view(batch, heads, seq, dim)")), "shape-mismatch", set()),
+    "rnn": (_stack(("model.py", 20, "forward", "out, h = self.lstm(x, h)"),
+                   (f"{TORCH}/nn/modules/rnn.py", 810, "forward", "self.check_forward_args(input, hx, batch_sizes)")),
+            "shape-mismatch", set()),
+    "batchnorm-of-one": (_stack(("train.py", 61, "train", "out = model(x)"),
+                                (f"{TORCH}/nn/functional.py", 2478, "batch_norm", "_verify_batch_size(input.size())"),
+                                (f"{TORCH}/nn/functional.py", 2446, "_verify_batch_size",
+                                 "raise ValueError(\"Expected more than 1 value per channel when training, got input size {}\".format(size))")),
+                         "shape-mismatch", set()),
+    "load_state_dict": (_stack(("eval.py", 12, "<module>", "model.load_state_dict(torch.load(args.ckpt))")),
+                        "checkpoint-mismatch", {"weights-only-load"}),
+    "bitsandbytes": (_stack(("ft.py", 4, "<module>", "import bitsandbytes as bnb"),
+                            ("/venv/lib/python3.10/site-packages/bitsandbytes/__init__.py", 6, "<module>",
+                             "from . import cuda_setup, utils, research"),
+                            ("/venv/lib/python3.10/site-packages/bitsandbytes/cextension.py", 20, "<module>",
+                             "raise RuntimeError('''")),
+                     "cuda-env", set()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAST_CALLS))
+def test_the_last_call_of_a_cut_stack_names_its_likely_kinds(name: str) -> None:
+    text, kind, also = LAST_CALLS[name]
+    diagnosis = _diagnose(text)
+    assert diagnosis.kind == kind, [(h.kind, h.confidence) for h in diagnosis.hypotheses]
+    assert also <= set(_kinds(diagnosis))
+    assert diagnosis.hypotheses[0].check
+
+
+def test_a_batch_norm_given_one_value_per_channel_is_a_shape_error() -> None:
+    text = _stack(("train.py", 61, "train", "out = model(x)")) + (
+        "ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 512])\n")
+    diagnosis = _diagnose(text)
+    assert diagnosis.kind == "shape-mismatch" and "drop_last" in " ".join(f.detail for f in diagnosis.fixes)
