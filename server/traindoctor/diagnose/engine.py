@@ -274,10 +274,23 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
                       "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues}
                                            for h in clue_kept],
                       "raw_confidences": [round(r, 3) for r in raws]}
+        else:
+            kept = _with_clue_accounts(kept, clue_kept)
     if not kept or kept[0].kind == FALLBACK:
         return None  # the unrecognised failure as it is; _alternatives lists what it may be
     return _inferred(kept, shares, source, lines, fallback_signature, evidence, location, rank, frames, exception,
                      details, log_text)
+
+
+def _with_clue_accounts(model: list, clues: list) -> list:
+    """The model's hypotheses (it answers) with the clues' accounts below its first: a kind both
+    name keeps the model's rank and confidence but says which frame or line supports it and how to
+    decide; the clues' first kind, when the model does not list it, takes the model's last place."""
+    by_kind = {h.kind: h for h in clues}
+    out = [model[0]] + [by_kind.get(h.kind, h) for h in model[1:]]
+    if clues[0].kind not in {h.kind for h in out} and len(out) > 1:
+        out[-1] = clues[0]
+    return out
 
 
 def _with_top(shares: list[float], top: float) -> list[float]:
