@@ -51,6 +51,36 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
      "dtype-mismatch"),
     ("RuntimeError: Expected object of device type cuda but got device type cpu for argument 'other' in call to "
      "_th_mm", "device-mismatch"),
+    # well-known torch / CUDA / library wordings (from their sources), not from the corpus
+    ("RuntimeError: Error building extension 'fused_adam'", "cuda-env"),
+    ("RuntimeError: Ninja is required to load C++ extensions", "cuda-env"),
+    ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.", "cuda-env"),
+    ("ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0",
+     "cuda-env"),
+    ("RuntimeError: CUDA error: the launch timed out and was terminated", "cuda-env"),
+    ("AttributeError: 'NoneType' object has no attribute 'cadam32bit_grad_fp32'", "cuda-env"),
+    ("RuntimeError: CUDA error: an illegal instruction was encountered", "device-side-assert"),
+    ("ValueError: optimizer got an empty parameter list", "no-grad"),
+    ("OSError: [Errno 12] Cannot allocate memory", "host-oom"),
+    ("RuntimeError: Couldn't load custom C++ ops. This can happen if your PyTorch and torchvision versions are "
+     "incompatible, or if you had errors while compiling torchvision from source.", "version-skew"),
+    ("RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. "
+     "PyTorch has CUDA Version=11.8 and torchvision has CUDA Version=12.1.", "version-skew"),
+    ("RuntimeError: Placeholder storage has not been allocated on MPS device!", "device-mismatch"),
+    ("ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the "
+     "quantized model.", "cuda-oom"),
+    ("RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use "
+     "the 'spawn' start method", "multiprocessing-pickle"),
+    ("RuntimeError: Function MyOpBackward returned an invalid gradient at index 0 - got [8, 3] but expected shape "
+     "compatible with [8, 4]", "shape-mismatch"),
+    ("RuntimeError: grad can be implicitly created only for scalar outputs", "shape-mismatch"),
+    ("torch._C._LinAlgError: linalg.cholesky: The factorization could not be completed because the input is not "
+     "positive-definite (the leading minor of order 3 is not positive-definite).", "nan-inf"),
+    ("RuntimeError: svd_cuda: (Batch element 0): The algorithm failed to converge because the input matrix is "
+     "ill-conditioned or has too many repeated singular values (error code: 15).", "nan-inf"),
+    ("ValueError: Using a `device_map`, `tp_plan`, `torch.device` context manager or setting "
+     "`torch.set_default_device(device)` requires `accelerate`. You can install it with `pip install accelerate`",
+     "hf-setup"),
     # transformers' TrainingArguments: the Trainer needs a newer accelerate
     ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run "
      "`pip install transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "hf-setup"),
