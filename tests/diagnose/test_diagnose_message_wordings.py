@@ -81,6 +81,41 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
     ("ValueError: Using a `device_map`, `tp_plan`, `torch.device` context manager or setting "
      "`torch.set_default_device(device)` requires `accelerate`. You can install it with `pip install accelerate`",
      "hf-setup"),
+    # Lightning, transformers/PEFT, DeepSpeed/FSDP, vLLM and ultralytics wordings of known kinds
+    ("lightning_fabric.utilities.exceptions.MisconfigurationException: No supported gpu backend found!", "cuda-env"),
+    ("pytorch_lightning.utilities.exceptions.MisconfigurationException: You requested gpu: [0]\n"
+     " But your machine only has: []", "cuda-env"),
+    ("RuntimeError: CUDA error: unknown error", "cuda-env"),
+    ("RuntimeError: Lightning can't create new processes if CUDA is already initialized. Did you manually call "
+     "`torch.cuda.*` functions?", "multiprocessing-pickle"),
+    ("MisconfigurationException: `Trainer(strategy='ddp')` or `Trainer(accelerator='ddp')` is not compatible with "
+     "an interactive environment. Run your code as a script", "distributed"),
+    ("RuntimeError: It looks like your LightningModule has parameters that were not used in producing the loss "
+     "returned by training_step.", "distributed"),
+    ("RuntimeError: Expected to mark a variable ready only once. This error is caused by one of the following "
+     "reasons: 1) Use of a module parameter outside the `forward` function.", "distributed"),
+    ("AssertionError: DeepSpeed backend not set, please initialize it using init_process_group()", "distributed"),
+    ("ValueError: Cannot flatten integer dtype tensors", "sharded"),
+    ("deepspeed.runtime.zero.utils.ZeRORuntimeException: You are using ZeRO-Offload with a client provided "
+     "optimizer (<class 'torch.optim.adamw.AdamW'>)", "sharded"),
+    ("OSError: Unable to load weights from pytorch checkpoint file for 'bert-base' at 'pytorch_model.bin'.",
+     "checkpoint-mismatch"),
+    ("ValueError: The checkpoint you are trying to load has model type `qwen2` but Transformers does not "
+     "recognize this architecture.", "version-skew"),
+    ("ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.", "version-skew"),
+    ("ValueError: You cannot perform fine-tuning on purely quantized models. Please attach trainable adapters on "
+     "top of the quantized model to correctly perform fine-tuning.", "hf-setup"),
+    ("OSError: You are trying to access a gated repo.", "hf-setup"),
+    ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored "
+     "in KV cache (16400). Try increasing `gpu_memory_utilization`", "cuda-oom"),
+    ("AssertionError: Label class 5 exceeds nc=5 in data/coco.yaml. Possible class labels are 0-4",
+     "device-side-assert"),
+    ("RuntimeError: Expected query, key, and value to have the same dtype, but got query.dtype: float key.dtype: "
+     "c10::Half and value.dtype: c10::Half instead.", "amp"),
+    ("RuntimeError: FlashAttention only support fp16 and bf16 data type", "amp"),
+    ("RuntimeError: unable to mmap 1048576 bytes from file </torch_12_34>: Cannot allocate memory (12)",
+     "dataloader-worker"),
+    ("RuntimeError: non-empty 3D or 4D (batch mode) tensor expected for input", "shape-mismatch"),
     # transformers' TrainingArguments: the Trainer needs a newer accelerate
     ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run "
      "`pip install transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "hf-setup"),
