@@ -444,3 +444,27 @@ def test_a_batch_norm_given_one_value_per_channel_is_a_shape_error() -> None:
         "ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 512])\n")
     diagnosis = _diagnose(text)
     assert diagnosis.kind == "shape-mismatch" and "drop_last" in " ".join(f.detail for f in diagnosis.fixes)
+
+
+LOG_LINES = {
+    "nccl-warn": ("node1:123:456 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+                  "node1:123:456 [0] NCCL WARN Net : Connection closed by remote peer 10.0.0.2<51234>\n"
+                  "node1:123:456 [0] NCCL INFO transport/net_socket.cc:493 -> 6\n", "distributed"),
+    "torchrun-rank-failed": ("WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 1235 closing signal SIGTERM\n"
+                             "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+                             "(pid: 1234) of binary: /usr/bin/python\n", "distributed"),
+    "exit-137": ("Epoch 1:  50%|█████     | 50/100 [01:10<01:10]\n"
+                 "Process finished with exit code 137 (interrupted by signal 9: SIGKILL)\n", "host-oom"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOG_LINES))
+def test_log_lines_without_a_traceback_name_their_kind(name: str) -> None:
+    text, kind = LOG_LINES[name]
+    assert _diagnose(text).kind == kind
+
+
+def test_benign_nccl_warnings_and_a_clean_exit_stay_other() -> None:
+    assert _diagnose("node1:123:456 [0] NCCL WARN NET/IB : No device found.\n"
+                     "node1:123:456 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n").kind == "other"
+    assert _diagnose("Epoch 9: 100%|██████████| 100/100\nProcess finished with exit code 0\n").kind == "other"
