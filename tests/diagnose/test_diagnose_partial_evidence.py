@@ -487,3 +487,25 @@ def test_benign_nccl_warnings_and_a_clean_exit_stay_other() -> None:
     assert _diagnose("node1:123:456 [0] NCCL WARN NET/IB : No device found.\n"
                      "node1:123:456 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n").kind == "other"
     assert _diagnose("Epoch 9: 100%|██████████| 100/100\nProcess finished with exit code 0\n").kind == "other"
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    # the paste starts inside the frame line (its `File "` cut off), the message follows
+    ('utils/geometry.py", line 84, in build_adjacency.     A[i, j] = 1\n'
+     "RuntimeError: a view of a leaf Variable that requires grad is being used in an in-place operation.\n",
+     ("utils/geometry.py", 84)),
+    # the frame quoted in prose
+    ('I get "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 '
+     'and cpu!" and it happens in "..\\proj\\callbacks\\best.py", line 51, in on_validation_batch_end.\n',
+     ("..\\proj\\callbacks\\best.py", 51)),
+])
+def test_a_frame_named_in_a_fragment_is_the_location(text: str, where: tuple[str, int]) -> None:
+    diagnosis = _diagnose(text)
+    assert diagnosis.kind != "other"
+    assert (diagnosis.location.path, diagnosis.location.line) == where
+
+
+def test_a_library_frame_in_prose_is_not_the_users() -> None:
+    text = ('it fails in "/usr/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n'
+            "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    assert _diagnose(text).location is None

@@ -95,6 +95,10 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     exception = block.exception if block is not None else None
     frames = chain.frames if chain is not None else ()
     location = _location(chain, block)
+    if location is None and not any(c.frames for c in chains):
+        from .parse import frame_fragments
+
+        location = deepest_user_frame(frame_fragments(lines))  # a frame named in prose or cut at its start
     log_text = "\n".join(l.text for l in lines)
     exc_text = exception_text(block) if block is not None else (candidate.message or "\n".join(candidate.evidence))
 
