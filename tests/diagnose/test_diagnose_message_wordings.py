@@ -116,6 +116,12 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
     ("RuntimeError: unable to mmap 1048576 bytes from file </torch_12_34>: Cannot allocate memory (12)",
      "dataloader-worker"),
     ("RuntimeError: non-empty 3D or 4D (batch mode) tensor expected for input", "shape-mismatch"),
+    ("IndexError: index 5 is out of bounds for dimension 0 with size 5", "device-side-assert"),
+    ("RuntimeError: gather(): index 12 is out of bounds for dimension 1 with size 10", "device-side-assert"),
+    ("RuntimeError: Caught RuntimeError in pin memory thread for device 0.", "dataloader-worker"),
+    ("RuntimeError: DDP expects same model across all ranks, but Rank 0 has 214 params, while rank 1 has "
+     "inconsistent 215 params.", "distributed"),
+    ("RuntimeError: use_libuv was requested but PyTorch was build without libuv support", "distributed"),
     # transformers' TrainingArguments: the Trainer needs a newer accelerate
     ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run "
      "`pip install transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "hf-setup"),
