@@ -352,6 +352,10 @@ def test_a_message_cut_mid_line_inside_a_known_text(message: str, kind: str) -> 
 def test_a_complete_unknown_message_is_not_taken_for_a_cut_one() -> None:
     text = 'Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n    f()\nKeyError: \'learning_rate_warmup_steps_total\'\n'
     assert _diagnose(text).kind == "other"
+    # a complete message that ends in a common phrase a known message also continues from
+    text = ('Traceback (most recent call last):\n  File "app.py", line 3, in <module>\n    f()\n'
+            "RuntimeError: Dataset 'coco.yaml' error 'coco.yaml' does not exist\n")
+    assert _diagnose(text).kind == "other"
 
 
 def _deepspeed_overflows(scales: list[float]) -> str:
