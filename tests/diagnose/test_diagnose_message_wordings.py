@@ -122,6 +122,9 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
     ("RuntimeError: DDP expects same model across all ranks, but Rank 0 has 214 params, while rank 1 has "
      "inconsistent 215 params.", "distributed"),
     ("RuntimeError: use_libuv was requested but PyTorch was build without libuv support", "distributed"),
+    ("AssertionError: MMCV==1.2.4 is used but incompatible. Please install mmcv>=1.3.17, <=1.8.0.", "version-skew"),
+    ("ValueError: Invalid CUDA 'device=0' requested. Use 'device=cpu' or pass valid CUDA device(s) if available, "
+     "i.e. 'device=0' or 'device=0,1,2,3' for Multi-GPU.", "cuda-env"),
     # transformers' TrainingArguments: the Trainer needs a newer accelerate
     ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run "
      "`pip install transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "hf-setup"),
