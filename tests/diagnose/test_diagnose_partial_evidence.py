@@ -513,3 +513,19 @@ def test_a_library_frame_in_prose_is_not_the_users() -> None:
     text = ('it fails in "/usr/lib/python3.10/site-packages/torch/nn/modules/module.py", line 1501, in _call_impl\n'
             "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
     assert _diagnose(text).location is None
+
+
+@pytest.mark.parametrize("text", [
+    "Your session crashed after using all available RAM. If you are interested in access to high-RAM runtimes, "
+    "you may want to check out Colab Pro.\n",
+    "Your notebook tried to allocate more memory than is available. It has restarted.\n",
+    "zsh: killed     python train.py --bs 64\n",
+    "Killed: 9\n",
+    "Kernel Restarting\nThe kernel for train.ipynb appears to have died. It will restart automatically.\n",
+])
+def test_notebook_and_shell_kills_are_host_memory(text: str) -> None:
+    assert _diagnose(text).kind == "host-oom"
+
+
+def test_the_word_killed_in_prose_is_no_failure() -> None:
+    assert _diagnose("Epoch 1: step 10\nThe character was killed in the second act of the story\n").kind == "other"
