@@ -31,7 +31,6 @@ FRAME_ACCURACY = 0.96
 KNOWN_MISSES = {
     "f02": "frame: the OOM is logged by detectron2's loop, the user's re-raise traceback is cut mid-path",
     "f31": "frame: anomaly mode's forward trace lost its warning header, so it is not read as one",
-    "f50": "frame, code and exception flattened onto one quoted line ('module' object, Python 2 wording)",
     "g09": "the paste ends before the exception line: the message is only in the issue title",
 }
 

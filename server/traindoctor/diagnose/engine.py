@@ -95,6 +95,10 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     exception = block.exception if block is not None else None
     frames = chain.frames if chain is not None else ()
     location = _location(chain, block)
+    if location is None and not any(c.frames for c in chains):
+        from .parse import frame_fragments
+
+        location = deepest_user_frame(frame_fragments(lines))  # a frame named in prose or cut at its start
     log_text = "\n".join(l.text for l in lines)
     exc_text = exception_text(block) if block is not None else (candidate.message or "\n".join(candidate.evidence))
 
@@ -264,17 +268,40 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
         raws = [min(h.score, _PARTIAL_CEILING) for h in clue_kept]
         clue_shares = coherent([h.kind for h in clue_kept], [calibrated(r, "partial") for r in raws])
         # the clues and the model both read the frames; the more confident one answers (a message
-        # in the torch vocabulary that no signature knows outweighs a generic innermost frame)
-        if not kept or kept[0].kind == FALLBACK or clue_shares[0] >= shares[0]:
+        # in the torch vocabulary that no signature knows outweighs a generic innermost frame); when
+        # both name the same kind, the clue's account does, since it names the evidence itself
+        if not kept or kept[0].kind in (FALLBACK, clue_kept[0].kind) or clue_shares[0] >= shares[0]:
+            if kept and kept[0].kind == clue_kept[0].kind and shares[0] > clue_shares[0]:
+                clue_shares = _with_top(clue_shares, shares[0])  # two readings agree: the surer one's confidence
             kept, shares = clue_kept, clue_shares
             source = {"signature": f"partial:{clue_kept[0].clues[0]}",
                       "partial_evidence": [{"kind": h.kind, "score": round(h.score, 3), "clues": h.clues}
                                            for h in clue_kept],
                       "raw_confidences": [round(r, 3) for r in raws]}
+        else:
+            kept = _with_clue_accounts(kept, clue_kept)
     if not kept or kept[0].kind == FALLBACK:
         return None  # the unrecognised failure as it is; _alternatives lists what it may be
     return _inferred(kept, shares, source, lines, fallback_signature, evidence, location, rank, frames, exception,
                      details, log_text)
+
+
+def _with_clue_accounts(model: list, clues: list) -> list:
+    """The model's hypotheses (it answers) with the clues' accounts below its first: a kind both
+    name keeps the model's rank and confidence but says which frame or line supports it and how to
+    decide; the clues' first kind, when the model does not list it, takes the model's last place."""
+    by_kind = {h.kind: h for h in clues}
+    out = [model[0]] + [by_kind.get(h.kind, h) for h in model[1:]]
+    if clues[0].kind not in {h.kind for h in out} and len(out) > 1:
+        out[-1] = clues[0]
+    return out
+
+
+def _with_top(shares: list[float], top: float) -> list[float]:
+    """`shares` with the first raised to `top`, the others scaled so that they sum to at most 1."""
+    rest = sum(shares[1:])
+    scale = min(1.0, (1 - top) / rest) if rest > 0 else 1.0
+    return [top, *(share * scale for share in shares[1:])]
 
 
 def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) -> tuple[list, list[float], dict]:

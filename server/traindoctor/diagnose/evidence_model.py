@@ -91,20 +91,31 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
     types: list[str] = []
     messages: list[str] = []
     frames: list[str] = []
+    stack: list[str] = []  # every frame of every traceback: which libraries the failure ran through
     inside: set[int] = set()
+    shown_types = 0  # exception lines the paste prints (a type read from a `raise` line is not one)
     for chain in chains:
         frames.extend(f"{f.path} {f.function} {f.code or ''}" for f in chain.frames[-innermost:])
+        stack.extend(f"{f.path} {f.function}" for f in chain.frames)
         for block in chain.blocks:
             inside.update(range(block.start, block.end))
             if block.exception is not None:
                 types.append(block.exception.type)
                 messages.append(block.exception.message)
+                shown_types += 1
+        raised = _RAISE_LINE.match((chain.frames[-1].code or "").strip()) if chain.frames else None
+        if raised is not None and (chain.final is None or chain.final.exception is None):
+            # cut before its message, on the library's own `raise X(...)`: the type is that X
+            types.append(raised.group("type"))
+            if raised.group("text"):
+                messages.append(raised.group("text"))
     outside = [line.text for i, line in enumerate(lines) if i not in inside]
     settings = _catalog()[0]
     error_line = re.compile(settings.get("error_line", r"(?!)"))
     warning_line = re.compile(settings.get("warning_line", r"(?!)"))
     errors = [text for text in outside if error_line.search(text) and not warning_line.search(text)]
-    texts = {"type": types, "message": messages + errors, "frame": list(reversed(frames)), "line": outside}
+    texts = {"type": types, "message": messages + errors, "frame": list(reversed(frames)), "line": outside,
+             "stack": stack}
     found: dict[str, str] = {}
     for feature in features:
         for text in texts.get(feature.where, ()):
@@ -115,9 +126,9 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
     # the shape of the paste itself
     if any(chain.frames for chain in chains):
         found["shape-traceback"] = "a traceback"
-        if not types:
+        if not shown_types:
             found["shape-cut"] = "the traceback stops before its exception line"
-    elif types:
+    elif shown_types:
         found["shape-message-only"] = "an exception line without frames"
     else:
         found["shape-log-only"] = "a log with no traceback"
@@ -129,6 +140,8 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
     return found
 
 
+_RAISE_LINE = re.compile(r"raise (?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception|Failed|Exit|Unsupported))\b"
+                         r"(?:\(\s*[rfbu]?[\"'](?P<text>[^\"']*))?")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]{2,}")  # the words of a message, for the fitted word counts
 
 

@@ -106,6 +106,26 @@ def parse_tracebacks(text: str) -> list[Traceback]:
     return [chain.to_traceback(lines) for chain in parse_chains(lines)]
 
 
+# A frame line without its `File "` (a paste cut at the start of the line) or quoted in prose:
+# `deepglr.py", line 484, in supporting_matrix`, `... happen to "..\\utils\\cb.py", line 51, in on_end`.
+_FRAME_FRAGMENT = re.compile(r'(?:^|")(?P<path>[^"\n]*?[\w.\\/-]+\.pyw?)", line (?P<line>\d+), in (?P<func>[\w<>.]*\w>?)')
+
+
+def frame_fragments(lines: list[Line]) -> list[Frame]:
+    """Frames a paste names only in fragments (no `File "` at their start), for pastes whose
+    tracebacks parse to no frame at all; in the order printed."""
+    out = []
+    for line in lines:
+        for found in _FRAME_FRAGMENT.finditer(line.text):
+            path = found.group("path").strip()
+            if path.startswith("File "):
+                continue  # a whole frame line: the parser's own
+            if found.group(0)[0] != '"' and not re.search(r"[/\\]", path):
+                continue  # cut at the line's start to a bare file name: whose file it is was cut too
+            out.append(Frame(path, int(found.group("line")), found.group("func"), None, is_user_path(path)))
+    return out
+
+
 def parse_chains(lines: list[Line]) -> list[Chain]:
     streams: dict[int | None, list[int]] = {}
     for index, line in enumerate(lines):

@@ -182,7 +182,7 @@ def _cut_message(chains: list[Chain]) -> tuple[str, str, str] | None:
         for run, signature in _literal_runs():
             for at in starts:
                 tail = lowered[at:]
-                if len(tail) >= _CUT_MIN_TAIL and len(tail) < len(run) and run.startswith(tail):
+                if len(tail.strip()) >= _CUT_MIN_TAIL and len(tail) < len(run) and run.startswith(tail):
                     return signature.kind, signature.title_for({}), message
         return None
     return None

@@ -50,7 +50,7 @@ def derive(facts: dict[str, Any], text: str) -> dict[str, Any]:
         out["summary"] = ", ".join(parts)
     out["module_prefix"] = bool(unexpected) and all(k.startswith("module.") for k in unexpected)
     out["orig_mod_prefix"] = bool(unexpected) and all(k.startswith("_orig_mod.") for k in unexpected)
-    out["truncated"] = bool(re.search(r"PytorchStreamReader failed|central directory|invalid load key", text))
+    out["truncated"] = bool(re.search(r"PytorchStreamReader failed|central directory|invalid load key|Unable to load weights from pytorch checkpoint|unexpected pos", text))
     out["weights_only"] = "Weights only load failed" in text
     out["cuda_map"] = "deserialize object on" in text and "CUDA" in text
     out["details_keys"] = {"missing": missing, "unexpected": unexpected,
