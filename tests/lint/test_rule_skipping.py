@@ -54,4 +54,4 @@ def test_a_block_without_the_rules_node_types_is_not_visited(monkeypatch):
         monkeypatch.setattr(rule, "__init__", counting)
     lint_source("import torch\nx = 1\n", "example.py", CONFIG)
     # `x = 1` has an Assign: only the rules with an Assign (or a standalone Module) handler
-    assert set(made) == {"TRN101", "TRN205", "TRN705", "TRN707"}, made
+    assert set(made) == {"TRN101", "TRN205", "TRN301", "TRN705", "TRN707"}, made
