@@ -5,6 +5,7 @@ the claims are checked against torch."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import pickle
 import subprocess
@@ -210,3 +211,86 @@ def test_load_fix_runs_on_a_file_with_objects(tmp_path):
     namespace: dict = {}
     exec(compile(fixed, "t.py", "exec"), namespace)
     assert namespace["restore"](path)[1]["args"].lr == 0.1
+
+
+# -- TRN602: what the loaded file holds, read from the save of the same path
+
+SAVES = '''import argparse
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.1)
+args = parser.parse_args([])
+
+
+@dataclass
+class Stats:
+    best: float = 0.0
+
+
+def save(model, path):
+    state = {"model": model.state_dict(), "args": args, "epoch": 3}
+    torch.save(state, path)
+
+
+def resume(model, path):
+    checkpoint = torch.load(path)
+    model.load_state_dict(checkpoint["model"])
+    return checkpoint["epoch"]
+
+
+def save_stats(losses, out):
+    torch.save({"stats": Stats(best=1.0), "mean": np.mean(losses)}, out)
+
+
+def load_stats(out):
+    return torch.load(out)
+
+
+def save_mean(losses, where):
+    torch.save({"mean": np.mean(losses)}, where)
+
+
+def load_mean(where):
+    return torch.load(where)
+'''
+
+
+def test_load_of_a_file_saved_with_objects(tmp_path, monkeypatch):
+    assert _lines(SAVES, "TRN602") == [23, 33, 41]
+    fixed = fix_source(SAVES, "t.py", CONFIG, unsafe=True)[0]
+    assert _lines(fixed, "TRN602") == []
+    # the claims, on the installed torch: each load is refused; the fixed program loads them all
+    (tmp_path / "saves_before.py").write_text(SAVES)
+    (tmp_path / "saves_after.py").write_text(fixed)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before, after = importlib.import_module("saves_before"), importlib.import_module("saves_after")
+    model = torch.nn.Linear(2, 2)
+    for program in (before, after):
+        program.save(model, tmp_path / "a.pt")
+        program.save_stats([1.0, 2.0], tmp_path / "b.pt")
+        program.save_mean([1.0, 2.0], tmp_path / "c.pt")
+    for load in (lambda: before.resume(model, tmp_path / "a.pt"), lambda: before.load_stats(tmp_path / "b.pt"),
+                 lambda: before.load_mean(tmp_path / "c.pt")):
+        with pytest.raises(pickle.UnpicklingError):
+            load()
+    assert after.resume(model, tmp_path / "a.pt") == 3
+    assert after.load_stats(tmp_path / "b.pt")["stats"].best == 1.0
+    assert after.load_mean(tmp_path / "c.pt")["mean"] == 1.5
+
+
+@pytest.mark.parametrize("change", [
+    ('"args": args', '"args": vars(args)'),  # a dict of plain values
+    ('{"stats": Stats(best=1.0), "mean": np.mean(losses)}', '{"stats": 1.0, "mean": float(np.mean(losses))}'),
+    ('    torch.save({"mean": np.mean(losses)}, where)', '    torch.save({"mean": np.mean(losses)}, where + ".np")'),
+    ('    return torch.load(where)', '    return torch.load(where, weights_only=False)'),
+    ("args = parser.parse_args([])", "args = {'lr': 0.1}"),
+])
+def test_load_of_a_file_saved_with_objects_quiet(change):
+    old, new = change
+    assert old in SAVES
+    found = _lines(SAVES.replace(old, new), "TRN602")
+    assert len(found) == 2, found

@@ -97,7 +97,8 @@ class EvalWithoutNoGrad(RoutineRule):
         runs = self._discarded_runs(routine)
         if runs:
             call, model = runs[0]
-            message = (f"`{model}` runs outside `torch.no_grad()`/`torch.inference_mode()`, but its output is only "
+            model = "this module (`self`)" if model == "self" else f"`{model}`"
+            message = (f"{model} runs outside `torch.no_grad()`/`torch.inference_mode()`, but its output is only "
                        f"used detached (`.detach()`, `.data`, `.numpy()`, `.item()`, `.tolist()`) and nothing here "
                        f"backpropagates: the autograd graph it records, with its activations, is built for nothing "
                        f"(more memory, slower, OOM on large inputs).")

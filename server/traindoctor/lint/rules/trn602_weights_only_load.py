@@ -69,6 +69,15 @@ class WeightsOnlyLoad(Rule):
         held = self._what_the_load_holds(node)
         if held is None:
             unsafe = self._loaded_unsafely_elsewhere(node, path)
+            stored = self._objects_saved_to(path, loaded) if unsafe is None else None
+            if stored is not None:
+                what, value, saved = stored
+                message = (f"The file this loads is written by `{code(saved.func)}(...)` with {what} in it "
+                           f"(`{code(value)}`), and on {describe(version)} `torch.load` defaults to "
+                           f"weights_only=True, which refuses to unpickle it: this load raises UnpicklingError; "
+                           f"save plain values (`vars(args)`, `float(x)`, `.tolist()`), or pass weights_only=False "
+                           f"for this trusted file")
+                self.report(node, message, fix=fix, related=[Related(value, "this value is not weights-only")])
             if unsafe is not None:
                 message = (f"This function also loads this file with weights_only=False (`{code(unsafe)}`): the "
                            f"program expects it to hold objects that the weights-only unpickler refuses, and on {describe(version)} `torch.load` "
@@ -169,3 +178,75 @@ class WeightsOnlyLoad(Rule):
                    isinstance(a.value, cst.Name) and a.value.value == "False" for a in inner.args):
                 return inner
         return None
+
+    def _objects_saved_to(self, path: cst.BaseExpression, loaded: str | None
+                          ) -> tuple[str, cst.BaseExpression, cst.Call] | None:
+        """(what, value, save call) for a `torch.save` of this file (the same path text) whose saved
+        dict holds a value the weights-only unpickler refuses: an argparse Namespace, a NumPy value,
+        an object of a class of this file."""
+        for fact in self.model.facts["program"]:
+            if not (isinstance(fact, Checkpoint) and fact.kind == "save" and fact.path == code(path) and
+                    type(fact.node) is cst.Call and not (fact.file and loaded and fact.file != loaded)):
+                continue
+            home = self.model.function_home.get(fact.function)
+            scope = home[1].scope_of(home[0].node) if home is not None else None
+            saved = next((a.value for a in fact.node.args if a.keyword is None or a.keyword.value == "obj"), None)
+            for value in self._dict_values(saved, scope, 0) if saved is not None else ():
+                what = self._refused(value, scope, 0)
+                if what:
+                    return what, value, fact.node
+        return None
+
+    def _bound_value(self, name: str, scope) -> cst.BaseExpression | None:
+        """What a local name (one plain binding in `scope`), else a module-level name (one binding),
+        is bound to; None when it is a parameter, bound more than once, or unknown."""
+        defs = scope.defs.get(name) if scope is not None else None
+        if not defs:
+            homes = self.model.global_defs.get(name, [])
+            defs = [d for analysis in homes for d in analysis.module_scope.defs.get(name, ())]
+        if len(defs) != 1 or defs[0].how != "assign" or defs[0].index is not None:
+            return None
+        return defs[0].value
+
+    def _dict_values(self, expr: cst.BaseExpression, scope, depth: int) -> list[cst.BaseExpression]:
+        """The values of a saved dict: a dict literal (nested ones too), `dict(k=v)`, or a name bound
+        once to one of these."""
+        if depth > 3:
+            return []
+        if isinstance(expr, cst.Dict):
+            found: list[cst.BaseExpression] = []
+            for element in expr.elements:
+                if isinstance(element, cst.DictElement):
+                    found += self._dict_values(element.value, scope, depth + 1) if \
+                        isinstance(element.value, cst.Dict) else [element.value]
+            return found
+        if isinstance(expr, cst.Call) and dotted_name(expr.func) == "dict":
+            return [a.value for a in expr.args if a.keyword is not None]
+        if isinstance(expr, cst.Name):
+            value = self._bound_value(expr.value, scope)
+            return self._dict_values(value, scope, depth + 1) if value is not None else []
+        return []
+
+    def _refused(self, expr: cst.BaseExpression, scope, depth: int) -> str:
+        """What `expr` is, when the weights-only unpickler refuses it ("" when not known to be)."""
+        if depth > 3:
+            return ""
+        if isinstance(expr, cst.Name):
+            value = self._bound_value(expr.value, scope)
+            return self._refused(value, scope, depth + 1) if value is not None else ""
+        if not isinstance(expr, cst.Call):
+            return ""
+        v = vocab()
+        qualified = self.names.qualify(expr.func) or ""
+        if qualified in v.weights_only_refused_calls:
+            return f"a `{qualified}` value"
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in v.argument_parser_methods:
+            receiver = expr.func.value
+            built = self._bound_value(receiver.value, scope) if isinstance(receiver, cst.Name) else receiver
+            if isinstance(built, cst.Call) and (self.names.qualify(built.func) or "") in v.argument_parsers:
+                return "an argparse Namespace"
+        info = self.model.classes.get(qualified.rsplit(".", 1)[-1]) if qualified else None
+        if info is not None and dotted_name(expr.func) == info.name and \
+                not any(b.rsplit(".", 1)[-1] in v.plain_data_bases for b in info.bases):
+            return f"a `{info.name}` object (a class of this file)"
+        return ""
