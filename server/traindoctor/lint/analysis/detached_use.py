@@ -21,7 +21,8 @@ _CHAIN = (cst.Attribute, cst.Call, cst.Subscript)
 
 def only_detached(function: cst.FunctionDef, call: cst.Call, flow: FlowGraph,
                   opaque: frozenset[str] = frozenset()) -> bool:
-    """Every use of `call`'s result in `function` drops its autograd graph (see the module).
+    """Every use of `call`'s result in `function` drops its autograd graph (see the module), and
+    there is one.
     A value handed to a call of an `opaque` name (a callable parameter: it may backpropagate
     what it gets) is not followed."""
     parents = _parents(function)
@@ -38,6 +39,7 @@ def only_detached(function: cst.FunctionDef, call: cst.Call, flow: FlowGraph,
     enclosed = _read_in_closures(function)
     todo = [(stmt, name) for name in names]
     seen: set[tuple[int, str]] = set()
+    converted = False  # an output nothing reads says nothing: a forward run for its side effects
     while todo:
         definition, name = todo.pop()
         if (id(definition), name) in seen:
@@ -51,12 +53,13 @@ def only_detached(function: cst.FunctionDef, call: cst.Call, flow: FlowGraph,
             for use in found:
                 top, detached = _chain_top(use, parents)
                 if detached:
+                    converted = True
                     continue
                 derived = _bound_by(top, node, parents, opaque)
                 if derived is None:
                     return False
                 todo.extend((node, n) for n in derived)
-    return True
+    return converted
 
 
 def _chain_top(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> tuple[cst.CSTNode, bool]:

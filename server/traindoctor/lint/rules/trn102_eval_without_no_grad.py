@@ -118,7 +118,9 @@ class EvalWithoutNoGrad(RoutineRule):
             return []
         if any(word in code(function) for word in vocab().training_wants_grad_words):
             return []
-        evaluated = [e.receiver for e in routine.events if e.kind == "eval" and not e.no_grad]
+        switches = [e for e in routine.events if e.kind in ("eval", "train") and not e.no_grad]
+        evaluated = [e.receiver for at, e in enumerate(switches) if e.kind == "eval" and
+                     not any(t.kind == "train" and t.receiver == e.receiver for t in switches[at:])]
         opaque = frozenset(p for p in routine.params if p not in ("self", "cls")) - set(evaluated)
         flow = self.analysis.scope_of(function).flow(function)
         found = []
