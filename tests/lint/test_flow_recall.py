@@ -109,6 +109,8 @@ def test_module_output_used_only_detached_quiet_slide(change):
 @pytest.mark.parametrize("change", [
     ("    else:\n        y_hat = y_hat.view(-1).cpu().data.numpy()\n", ""),  # one path keeps the tensor
     ("    model.eval()\n", ""),  # a parameter nothing says is a module
+    ("    model.eval()\n", "    model.eval()\n    model.train()\n"),  # back in train mode
+    ("    y_hat = model(x)\n", "    y_hat = model(x)\n    y_hat = x\n"),  # the output is never read
     ("    y_hat = model(x)\n", "    y_hat = model(x)\n    target = model(x + 1)\n    loss = (target - x).sum()\n"
                                "    return loss\n"),  # another run's output keeps its graph: it may train
 ])
