@@ -296,3 +296,94 @@ def test_load_of_a_file_saved_with_objects_quiet(change):
     assert old in SAVES
     found = _lines(SAVES.replace(old, new), "TRN602")
     assert len(found) == 2, found
+
+
+# -- TRN101: a meter of another file that adds what it is given into its state, fed a helper's
+#    result computed from a model output
+
+METER = '''import torch
+
+
+class KeepAverage:
+    def __init__(self):
+        self.avg_values = {}
+        self.iters = {}
+
+    def add_value(self, name, init_val=0, init_iter=0):
+        self.avg_values[name] = init_val
+        self.iters[name] = init_iter
+
+    def update_value(self, name, value):
+        self.avg_values[name] = self.avg_values[name] * self.iters[name] + value
+        self.iters[name] += 1
+        self.avg_values[name] /= self.iters[name]
+'''
+
+MEASURES = '''import torch
+
+
+def alignment_score(alignments):
+    return alignments.max(dim=1)[0].mean(dim=1).mean(dim=0)
+'''
+
+TRAIN_METER = '''import torch
+from torch import nn
+
+from utils.generic import KeepAverage
+from utils.measures import alignment_score
+
+model = nn.Linear(4, 4)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train(loader):
+    keep_avg = KeepAverage()
+    keep_avg.add_value("score")
+    for x, y in loader:
+        optimizer.zero_grad()
+        out = model(x)
+        loss = ((out - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+        score = alignment_score(out.unsqueeze(0))
+        keep_avg.update_value("score", score)
+    return keep_avg
+'''
+
+
+def _meter_project(root, meter=METER, measures=MEASURES, train=TRAIN_METER):
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (root / "utils").mkdir(exist_ok=True)
+    (root / "utils" / "__init__.py").write_text("")
+    (root / "utils" / "generic.py").write_text(meter)
+    (root / "utils" / "measures.py").write_text(measures)
+    (root / "train.py").write_text(train)
+
+
+def test_meter_of_another_file_fed_a_helper_result_with_history(tmp_path, monkeypatch):
+    _meter_project(tmp_path)
+    assert _check(tmp_path, "TRN101") == [("TRN101", "train.py", 21)]
+    # the claim: the average keeps the graph of every step it was given
+    monkeypatch.syspath_prepend(str(tmp_path))
+    train = importlib.import_module("train")
+    kept = train.train([(torch.randn(2, 4), torch.randn(2, 4)) for _ in range(3)])
+    assert kept.avg_values["score"].grad_fn is not None
+
+
+@pytest.mark.parametrize("where, change", [
+    ("meter", ("self.iters[name] + value\n", "self.iters[name] + float(value)\n")),  # converted: a number
+    ("meter", ("self.avg_values[name] = self.avg_values[name] * self.iters[name] + value\n",
+               "self.last = value\n")),  # not accumulated: replaced every call
+    ("measures", ("return alignments.max(dim=1)[0].mean(dim=1).mean(dim=0)",
+                  "return alignments.max(dim=1)[0].mean(dim=1).mean(dim=0).item()")),
+    ("measures", ("return alignments.max(dim=1)[0].mean(dim=1).mean(dim=0)",
+                  "return alignments.argmax(dim=1)")),  # an index: no history
+    ("train", ("        score = alignment_score(out.unsqueeze(0))\n",
+               "        with torch.no_grad():\n            score = alignment_score(out.unsqueeze(0))\n")),
+])
+def test_meter_of_another_file_quiet(tmp_path, where, change):
+    texts = {"meter": METER, "measures": MEASURES, "train": TRAIN_METER}
+    assert change[0] in texts[where]
+    texts[where] = texts[where].replace(*change)
+    _meter_project(tmp_path, texts["meter"], texts["measures"], texts["train"])
+    assert _check(tmp_path, "TRN101") == []
