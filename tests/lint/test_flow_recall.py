@@ -360,11 +360,14 @@ def _meter_project(root, meter=METER, measures=MEASURES, train=TRAIN_METER):
     (root / "train.py").write_text(train)
 
 
-def test_meter_of_another_file_fed_a_helper_result_with_history(tmp_path, monkeypatch):
-    _meter_project(tmp_path)
+@pytest.mark.parametrize("measures", [MEASURES, MEASURES.replace("import torch\n\n\n", "")])  # a torch-free helper file
+def test_meter_of_another_file_fed_a_helper_result_with_history(tmp_path, monkeypatch, measures):
+    _meter_project(tmp_path, measures=measures)
     assert _check(tmp_path, "TRN101") == [("TRN101", "train.py", 21)]
     # the claim: the average keeps the graph of every step it was given
     monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("train", "utils", "utils.generic", "utils.measures"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
     train = importlib.import_module("train")
     kept = train.train([(torch.randn(2, 4), torch.randn(2, 4)) for _ in range(3)])
     assert kept.avg_values["score"].grad_fn is not None
