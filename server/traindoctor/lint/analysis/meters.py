@@ -32,6 +32,16 @@ def accumulated_params(function: cst.FunctionDef, params: tuple[str, ...]) -> tu
     return tuple(sorted(found))
 
 
+def self_updates(function: cst.FunctionDef) -> list[cst.CSTNode]:
+    """The method's assignments into its object's state (what `accumulated_params` reads)."""
+    found: list[cst.CSTNode] = []
+    for node in _body_nodes(function):
+        if (type(node) is cst.AugAssign and _of_self(node.target)) or \
+                (type(node) is cst.Assign and any(_of_self(t.target) for t in node.targets)):
+            found.append(node)
+    return found
+
+
 def returned_from_params(function: cst.FunctionDef, params: tuple[str, ...]) -> tuple[str, ...]:
     """Parameters every return value is computed from by tensor operations: a chain of tensor
     methods, indexing and arithmetic on a parameter (not a conversion, not a size or an index)."""

@@ -29,7 +29,7 @@ _NUMBER_FUNCTIONS = {"print", "float", "int", "round", "str", "format", "abs", "
 
 class LossAccumulationKeepsGraph(Rule):
     CODE = "TRN101"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program", "training")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program", "training", "meters", "project")
     MODULE_HOOK_JUDGES_VISITS = True  # leave_Module judges the sites the visits collected
 
     def __init__(self, *args) -> None:
