@@ -371,6 +371,15 @@ def test_meter_of_another_file_fed_a_helper_result_with_history(tmp_path, monkey
     train = importlib.import_module("train")
     kept = train.train([(torch.randn(2, 4), torch.randn(2, 4)) for _ in range(3)])
     assert kept.avg_values["score"].grad_fn is not None
+    # the fix hands the meter a detached tensor: the same numbers, no graph
+    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--fix", "--select", "TRN101", str(tmp_path)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    fixed = (tmp_path / "train.py").read_text()
+    assert 'keep_avg.update_value("score", score.detach())' in fixed, done.stdout + done.stderr
+    assert _check(tmp_path, "TRN101") == []
+    monkeypatch.delitem(sys.modules, "train")
+    kept = importlib.import_module("train").train([(torch.randn(2, 4), torch.randn(2, 4)) for _ in range(3)])
+    assert kept.avg_values["score"].grad_fn is None
 
 
 @pytest.mark.parametrize("where, change", [
