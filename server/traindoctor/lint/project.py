@@ -16,12 +16,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import libcst as cst
+
+from .analysis.meters import returned_from_params
 from .analysis.model import FileModel
 from .analysis.names import Names
 from .analysis.project import ProjectIndex
 from .analysis.summarize import summarize_model
-from .analysis.summary import (EMPTY_IMPORTS, EMPTY_SUMMARY, AskedFacts, ClassSummary, FileSummary, ImportedFacts,
-                               ImportFact)
+from .analysis.summary import (EMPTY_IMPORTS, EMPTY_SUMMARY, AskedFacts, ClassSummary, FileSummary, FunctionSummary,
+                               ImportedFacts, ImportFact)
 from .api import MAX_BYTES, read_source
 from .engine import LintCache, LintError, collector_paused
 
@@ -74,6 +77,7 @@ def _plain_summary(text: str) -> FileSummary:
     exports = None
     aliases: dict[str, str] = {}  # as names.py qualifies: absolute imports only
     classes: list[ClassSummary] = []
+    functions: list[FunctionSummary] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
@@ -91,6 +95,9 @@ def _plain_summary(text: str) -> FileSummary:
                         aliases[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defined.add(stmt.name)
+            told = _tensor_helper_summary(text, stmt) if isinstance(stmt, ast.FunctionDef) else None
+            if told is not None:
+                functions.append(told)
             if isinstance(stmt, ast.ClassDef):  # its bases: a chain of model classes may pass through it
                 bases = tuple(_qualified_base(b, aliases) for b in stmt.bases)
                 classes.append(ClassSummary(stmt.name, tuple(b for b in bases if b)))
@@ -101,8 +108,28 @@ def _plain_summary(text: str) -> FileSummary:
                     if target.id == "__all__" and isinstance(stmt.value, (ast.List, ast.Tuple)):
                         exports = tuple(e.value for e in stmt.value.elts
                                         if isinstance(e, ast.Constant) and isinstance(e.value, str))
-    return FileSummary(classes=tuple(classes), imports=tuple(imports), exports=exports,
+    return FileSummary(functions=tuple(functions), classes=tuple(classes), imports=tuple(imports), exports=exports,
                        defined=tuple(sorted(defined)))
+
+
+def _tensor_helper_summary(text: str, function: ast.FunctionDef) -> FunctionSummary | None:
+    """A torch-free file's function that returns a tensor computed from its parameters
+    (`return x.max(dim=1)[0].mean()`: tensors come in from its callers): the full analysis of that
+    one function (meters.py), for the few whose returns are computations."""
+    if not any(isinstance(n, ast.Return) and isinstance(n.value, (ast.Call, ast.Subscript, ast.BinOp))
+               for n in ast.walk(function)):
+        return None
+    segment = ast.get_source_segment(text, function)
+    try:
+        parsed = cst.parse_module(segment or "").body
+    except cst.ParserSyntaxError:
+        return None
+    node = parsed[0] if parsed and isinstance(parsed[0], cst.FunctionDef) else None
+    if node is None:
+        return None
+    params = tuple(p.name.value for p in node.params.params)
+    sources = returned_from_params(node, params)
+    return FunctionSummary(function.name, params, returns_from=sources) if sources else None
 
 
 def _qualified_base(node: ast.expr, aliases: dict[str, str]) -> str:

@@ -8,6 +8,7 @@ import libcst as cst
 from ..context import WalkState
 from ..walk import iter_nodes, walk
 from .facts import BlockFacts, CallSite, ClassInfo, Expressions, FuncInfo, Marker, Obj, TopLevel
+from .meters import self_updates
 from .names import Names, dotted_name
 from .padding import PaddingFacts
 from .program import ProgramFacts
@@ -308,6 +309,10 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             self.lists["functions"].append(FuncInfo(info["qualname"], node.name.value, info["klass"],
                                                     info["params"], returned, info["no_grad"] or
                                                     self.walk.disables_grad(node), scope.trains, node))
+            if info["klass"]:
+                updates = self_updates(node)
+                if updates:
+                    self.lists["meters"].append(Expressions(updates))
         for index, stmt in enumerate(module.body):
             lines = (list(module.header) if index == 0 else []) + list(stmt.leading_lines)
             blanks = 0

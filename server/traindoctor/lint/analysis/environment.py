@@ -84,3 +84,45 @@ def workers_reseed_numpy(version: tuple[int, int] | None) -> bool:
     """Since 1.9, DataLoader workers seed `random`, `torch` and NumPy's global RNG
     from a base seed drawn from the parent's torch RNG (or the loader's generator)."""
     return version is None or version >= (1, 9)
+
+
+def package_version(path: str | None, names: tuple[str, ...]) -> tuple[int, int] | None:
+    """The (major, minor) of another package the file's project runs with (one distribution
+    under several names: `lightning`, `pytorch-lightning`), read like the torch version: the
+    project's pin of it, a lower bound raised to the installed version when that satisfies it;
+    else the installed one; else None (unknown)."""
+    folder = _folder_of(path)
+    return _package_version_for(str(folder) if folder is not None else "", names)
+
+
+@functools.cache
+def _package_version_for(folder: str, names: tuple[str, ...]) -> tuple[int, int] | None:
+    installed = None
+    for name in names:
+        try:
+            parts = metadata.version(name).split(".")
+            installed = int(parts[0]), int(re.match(r"\d+", parts[1]).group())  # type: ignore[union-attr]
+            break
+        except (metadata.PackageNotFoundError, ValueError, IndexError, AttributeError):
+            continue
+    spelled = "|".join("[-_]".join(re.escape(part) for part in re.split("[-_]", n)) for n in names)
+    pin = re.compile(rf"""["']?(?<![\w-])(?:{spelled})\s*(==|>=|~=|===)\s*v?(\d+)\.(\d+)""")
+    for candidate in (Path(folder), *Path(folder).parents) if folder else ():
+        try:
+            files = sorted(p.name for p in candidate.glob("requirements*.txt")) + list(_PROJECT_FILES)
+        except OSError:
+            continue
+        for name in files:
+            project = candidate / name
+            if not project.is_file():
+                continue
+            try:
+                match = pin.search(project.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                continue
+            if match:
+                version = int(match.group(2)), int(match.group(3))
+                if match.group(1) == ">=" and installed is not None and installed >= version:
+                    return installed
+                return version
+    return installed

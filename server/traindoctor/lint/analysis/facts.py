@@ -177,6 +177,9 @@ class BlockFacts:
     program: tuple[object, ...] = ()  # Checkpoint | Marker("spawn-fn": the function mp.spawn starts)
     precision: tuple[Marker, ...] = ()  # "grad-scaler" (one is built), "module-backward" (TRN403)
     training: tuple[object, ...] = ()  # training.Routine: loops and ordered training events per function
+    # Per method, the statements that assign into `self` (meters.py reads what they keep): compared by
+    # their code, so that an edit of one re-runs what reads it and rebuilds the file's summary.
+    meters: tuple[Expressions, ...] = ()
 
 
 CATEGORIES = tuple(f for f in BlockFacts.__dataclass_fields__)

@@ -11,6 +11,7 @@ import libcst as cst
 
 from .autograd_off import wraps_without_grad
 from .facts import Checkpoint, Draw
+from .meters import accumulated_params, returned_from_params
 from .model import FileModel
 from .names import dotted_name
 from .summary import Binding, ClassSummary, FileSummary, FunctionSummary, imports_of, literal_path
@@ -99,6 +100,9 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         modes=modes,
         set_epoch=any(e.kind == "set_epoch" for e in events),
         no_grad_decorator=is_no_grad_decorator(model, info.node, info.params),
+        accumulates=accumulated_params(info.node, info.params) if info.klass and
+        isinstance(info.node, cst.FunctionDef) else (),
+        returns_from=returned_from_params(info.node, info.params) if isinstance(info.node, cst.FunctionDef) else (),
         calls=tuple(sorted({_qualified(model, e.receiver) for e in events
                             if e.kind == "call" and e.receiver.split(".")[0] in imported})))
 

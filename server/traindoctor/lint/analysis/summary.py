@@ -36,6 +36,8 @@ class FunctionSummary:
     modes: tuple[str, ...] = ()  # "eval" / "train" calls it makes, in order, deduplicated
     set_epoch: bool = False  # steps a sampler's epoch
     no_grad_decorator: bool = False  # a decorator that runs the function it wraps under no_grad
+    accumulates: tuple[str, ...] = ()  # parameters it adds into its object's state, kept across calls (meters.py)
+    returns_from: tuple[str, ...] = ()  # parameters its returned tensor is computed from by tensor operations
     # Functions and classes of other modules it calls, qualified as its file spells them: what
     # they seed and draw from is its own too (the project index adds it, project.py).
     calls: tuple[str, ...] = ()

@@ -9,10 +9,13 @@ sub-losses summed into the loss that is backpropagated in the same step.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from ..analysis.scopes import code
 from ..analysis.flow import accumulates
+from ..analysis.meters import accumulated_params, returned_from_params
 from ..analysis.names import dotted_name
 from ..analysis.vocab import vocab
 from ..fixes import with_method
@@ -26,7 +29,7 @@ _NUMBER_FUNCTIONS = {"print", "float", "int", "round", "str", "format", "abs", "
 
 class LossAccumulationKeepsGraph(Rule):
     CODE = "TRN101"
-    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program", "training")
+    READS = ("names", "objects", "classes", "functions", "calls", "globals", "program", "training", "meters", "project")
     MODULE_HOOK_JUDGES_VISITS = True  # leave_Module judges the sites the visits collected
 
     def __init__(self, *args) -> None:
@@ -66,6 +69,7 @@ class LossAccumulationKeepsGraph(Rule):
             return
         method = func.attr.value
         if method not in _LIST_METHODS and method not in _METER_METHODS:
+            self._project_meter(node, method)
             return
         receiver = func.value
         while isinstance(receiver, cst.Subscript):
@@ -91,10 +95,87 @@ class LossAccumulationKeepsGraph(Rule):
             return  # rebound on every path around the loop (or each optimizer step): does not outlive it
         found = self.values(value)
         if not found.tensor_with_history:
+            found = self._through_project_call(value) or found
+        if not found.tensor_with_history:
             return
         if how in _METER_METHODS and (found.role != "loss" or not self._meter_keeps_graph(stmt, how)):
             return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
         self._pending[-1].append((stmt, value, base, how, found, loop))
+
+    def _project_meter(self, call: cst.Call, method: str) -> None:
+        """`meter.update_value(name, value)` where the meter's class (of this file or of another
+        project file) adds that parameter into its own state (`self.avg[k] = self.avg[k] * n + v`,
+        analysis/meters.py): the meter keeps every tensor it is given."""
+        receiver = dotted_name(call.func.value)  # type: ignore[attr-defined]
+        if receiver is None:
+            return
+        accumulates, params = self._meter_method(receiver, method)
+        if not accumulates:
+            return
+        params = tuple(p for p in params if p not in ("self", "cls"))
+        passed = {p: a.value for p, a in zip(params, (a for a in call.args if a.keyword is None))}
+        passed.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
+        for param in accumulates:  # a key or a count is accumulated too: `_consider` keeps tensors only
+            if param in passed:
+                self._consider(call, passed[param], receiver, method)
+
+    def _meter_method(self, receiver: str, method: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the parameters a method of the receiver's class accumulates, its parameters)."""
+        built = self._built_by(receiver)
+        if not built:
+            return (), ()
+        klass = built.rsplit(".", 1)[-1]
+        if klass in self.model.classes:
+            info = self.model.function(f"{klass}.{method}")
+            if info is None or not isinstance(info.node, cst.FunctionDef):
+                return (), ()
+            return accumulated_params(info.node, info.params), info.params
+        summary = self.model.imported.klass(built)
+        found = summary.method(method) if summary is not None else None
+        return (found.accumulates, found.params) if found is not None else ((), ())
+
+    def _built_by(self, name: str) -> str:
+        """The callee (as this file qualifies it) that the object a name holds was built by."""
+        if "." not in name:
+            bound = self.scope().lookup(name, self.walk.order)
+            if bound is not None and bound.how == "assign" and bound.index is None and \
+                    isinstance(bound.value, cst.Call):
+                return self.names.qualify(bound.value.func) or ""
+            if bound is not None:
+                return ""
+        klass = self.walk.klass.name.value if self.walk.klass is not None else ""
+        obj = self.model.object(name, klass)
+        return obj.callee if obj is not None else ""
+
+    def _through_project_call(self, value: cst.BaseExpression):
+        """A value computed by a function of this file or of another project file whose returned
+        tensor is computed from a parameter by tensor operations (analysis/meters.py), called
+        with a tensor with history there: the argument's Value, with no role of its own."""
+        call = value
+        if isinstance(value, cst.Name):
+            bound = self.scope().lookup(value.value, self.walk.order)
+            call = bound.value if bound is not None and bound.how == "assign" and bound.index is None and \
+                not bound.grad_off else None
+        if not isinstance(call, cst.Call):
+            return None
+        name = dotted_name(call.func) or ""
+        info = self.model.function(name) if "." not in name else None
+        if info is not None and isinstance(info.node, cst.FunctionDef):
+            sources, params = returned_from_params(info.node, info.params), info.params
+        else:
+            summary = self.model.imported.function(self.names.qualify(call.func))
+            if summary is None:
+                return None
+            sources, params = summary.returns_from, summary.params
+        params = tuple(p for p in params if p not in ("self", "cls"))
+        passed = {p: a.value for p, a in zip(params, (a for a in call.args if a.keyword is None))}
+        passed.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
+        for param in sources:
+            if param in passed:
+                found = self.values(passed[param])
+                if found.tensor_with_history:
+                    return replace(found, role="", origin=call)
+        return None
 
     def _reset_with_each_step(self, name: str, loop: cst.CSTNode) -> bool:
         """Every reset of `name` in the loop sits under an `if` that also steps the optimizer:
@@ -160,7 +241,8 @@ class LossAccumulationKeepsGraph(Rule):
         text = code(value)
         method = "detach" if how not in ("+=", "=") or not self._number_only(accumulator, function) else "item"
         fixed = with_method(value, method)
-        what = "the model output" if found.role == "output" else "the loss"
+        what = "the model output" if found.role == "output" else "the loss" if found.role == "loss" else \
+            "a tensor computed from a tensor with history"
         if how in ("+=", "="):
             said = f"`{accumulator}` sums {what} `{text}` with its autograd graph"
         else:

@@ -20,6 +20,7 @@ from dataclasses import replace
 import libcst as cst
 
 from ..analysis.autograd_off import frozen_before, runs_without_grad
+from ..analysis.detached_use import only_detached
 from ..analysis.events import Event, disables_grad
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
@@ -93,6 +94,76 @@ class EvalWithoutNoGrad(RoutineRule):
                        f"activations, for nothing (more memory, slower, OOM on large batches).")
             self.report(nodes[0], message, fix=self._fix(routine))
             return
+        runs = self._discarded_runs(routine)
+        if runs:
+            call, model = runs[0]
+            model = "this module (`self`)" if model == "self" else f"`{model}`"
+            message = (f"{model} runs outside `torch.no_grad()`/`torch.inference_mode()`, but its output is only "
+                       f"used detached (`.detach()`, `.data`, `.numpy()`, `.item()`, `.tolist()`) and nothing here "
+                       f"backpropagates: the autograd graph it records, with its activations, is built for nothing "
+                       f"(more memory, slower, OOM on large inputs).")
+            self.report(call, message, fix=self._fix(routine))
+
+    def _discarded_runs(self, routine: Routine) -> list[tuple[cst.Call, str]]:
+        """Runs of a module in this function whose output, and every local value computed from it,
+        is used only through a conversion that drops the graph (analysis/detached_use.py): the
+        graph can reach no backward. The module is one this function puts in eval mode, one the
+        file knows as a model, or this module itself (`self(x)` in an nn.Module's method).
+        Quiet when another run of a module here keeps its output's graph (a target network
+        detached beside a trained one), when the output goes to a callable parameter (it may
+        backpropagate: a `loss_compute(out, y)` that calls backward), when the function yields,
+        or asks for gradients itself."""
+        function = routine.node
+        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in _nodes(function)):
+            return []
+        if any(word in code(function) for word in vocab().training_wants_grad_words):
+            return []
+        switches = [e for e in routine.events if e.kind in ("eval", "train") and not e.no_grad]
+        evaluated = [e.receiver for at, e in enumerate(switches) if e.kind == "eval" and
+                     not any(t.kind == "train" and t.receiver == e.receiver for t in switches[at:])]
+        opaque = frozenset(p for p in routine.params if p not in ("self", "cls")) - set(evaluated)
+        flow = self.analysis.scope_of(function).flow(function)
+        found = []
+        todo = list(reversed(list(child_nodes(function.body))))
+        while todo:
+            node = todo.pop()
+            kind = type(node)
+            if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                continue
+            if kind is cst.With and any(disables_grad(self.names, item.item) for item in node.items):
+                continue
+            todo.extend(reversed(list(child_nodes(node))))
+            if kind is not cst.Call:
+                continue
+            model = self._module_run(node, evaluated, routine.klass)  # type: ignore[arg-type]
+            if not model:
+                continue
+            if not only_detached(function, node, flow, opaque):  # type: ignore[arg-type]
+                return []  # this run's output may reach a backward (a caller's): the function may train
+            found.append((node, model))
+        return found
+
+    def _module_run(self, call: cst.Call, evaluated: list[str], klass: str) -> str:
+        """The module that `call` runs on an input (`model(x)`, `model.forward(x)`, a computing
+        method `model.decode(x)`, `self(x)` in a module's method), "" when it is not one."""
+        if not call.args:
+            return ""
+        def is_module(name: str) -> bool:
+            if name == "self":
+                return bool(klass) and klass in self.model.model_classes
+            return any(same_object(name, m) for m in evaluated) or self.model.object_kind(name, klass) == "model"
+        name = dotted_name(call.func)
+        if name is not None and is_module(name):
+            return name
+        if type(call.func) is not cst.Attribute:
+            return ""
+        head, method = dotted_name(call.func.value), call.func.attr.value
+        v = vocab()
+        if head is None or not is_module(head) or (head == "self" and method != "forward") or \
+                method in v.module_state_methods or method in v.self_no_grad_methods or \
+                (method != "forward" and self._no_grad_method(method)):
+            return ""
+        return head
 
     def _trained_elsewhere(self, routine: Routine, loop) -> tuple[list[str], str]:
         """An evaluation that no mode switch marks: a loop here runs a model (a module-level

@@ -19,7 +19,7 @@ from pathlib import Path
 import libcst as cst
 
 from ..analysis.scopes import code
-from ..analysis.environment import describe, torch_version
+from ..analysis.environment import describe, package_version, torch_version
 from ..analysis.facts import Checkpoint
 from ..analysis.names import dotted_name
 from ..analysis.program import file_named
@@ -36,6 +36,7 @@ class WeightsOnlyLoad(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         if (self.names.qualify(node.func) or "") not in vocab().checkpoint_loads:
+            self._library_load(node)
             return
         if any(a.star or (a.keyword is not None and a.keyword.value in ("weights_only", "pickle_module"))
                for a in node.args):
@@ -67,6 +68,22 @@ class WeightsOnlyLoad(Rule):
             return
         held = self._what_the_load_holds(node)
         if held is None:
+            unsafe = self._loaded_unsafely_elsewhere(node, path)
+            stored = self._objects_saved_to(path, loaded) if unsafe is None else None
+            if stored is not None:
+                what, value, saved = stored
+                message = (f"The file this loads is written by `{code(saved.func)}(...)` with {what} in it "
+                           f"(`{code(value)}`), and on {describe(version)} `torch.load` defaults to "
+                           f"weights_only=True, which refuses to unpickle it: this load raises UnpicklingError; "
+                           f"save plain values (`vars(args)`, `float(x)`, `.tolist()`), or pass weights_only=False "
+                           f"for this trusted file")
+                self.report(node, message, fix=fix, related=[Related(value, "this value is not weights-only")])
+            if unsafe is not None:
+                message = (f"This function also loads this file with weights_only=False (`{code(unsafe)}`): the "
+                           f"program expects it to hold objects that the weights-only unpickler refuses, and on {describe(version)} `torch.load` "
+                           f"defaults to weights_only=True: this load raises UnpicklingError; pass "
+                           f"weights_only=False here too for this trusted file")
+                self.report(node, message, fix=fix, related=[Related(unsafe, "the same file, loaded unsafely here")])
             return
         what, evidence = held
         message = (f"The loaded file holds {what}, and on {describe(version)} `torch.load` defaults to "
@@ -108,3 +125,128 @@ class WeightsOnlyLoad(Rule):
         if use is None:
             return None
         return f"a pickled module (`{code(use.func)}()` is called on what it returns)", use
+
+    def _library_load(self, node: cst.Call) -> None:
+        """A Lightning checkpoint load (`Module.load_from_checkpoint(p)`, fabric's `_load`): from
+        Lightning 2.6 it passes weights_only=None to `torch.load` (torch's default: True since 2.6;
+        2.5 passed False). Reported when the same file is loaded with weights_only=False elsewhere
+        in the function. Lightning's version is the project's pin (or the installed one)."""
+        v = vocab()
+        qualified = self.names.qualify(node.func) or ""
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
+        if qualified not in v.lightning_checkpoint_loads and not (
+                method in v.lightning_checkpoint_methods and method not in {q.rsplit(".", 1)[-1] for q in self.model.function_home}):
+            return
+        if any(a.star or (a.keyword is not None and a.keyword.value == "weights_only") for a in node.args):
+            return
+        lightning = package_version(self.model.path, tuple(v.lightning_packages))
+        since = tuple(int(p) for p in str(v.lightning_weights_only_since).split("."))
+        version = torch_version(self.model.path)
+        if lightning is None or lightning < since or version is None or version < (2, 6):
+            return
+        if any(isinstance(f, Checkpoint) and f.kind == "safe-globals" for f in self.model.facts["program"]):
+            return
+        path = next((a.value for a in node.args if a.keyword is None or
+                     a.keyword.value in ("checkpoint_path", "path_or_url")), None)
+        unsafe = self._loaded_unsafely_elsewhere(node, path) if path is not None else None
+        if unsafe is None:
+            return
+        name = code(node.func)
+        message = (f"This function also loads this file with weights_only=False (`{code(unsafe)}`): the program "
+                   f"expects it to hold objects that the weights-only unpickler refuses. From Lightning 2.6 (this project: Lightning "
+                   f"{lightning[0]}.{lightning[1]}) `{name}` leaves weights_only to `torch.load`, whose default on "
+                   f"{describe(version)} is True: this load raises UnpicklingError; pass weights_only=False for "
+                   f"this trusted file")
+        fix = FixSpec("Pass weights_only=False (the program's own file)",
+                      (append_kwargs(node, [("weights_only", "False")]),), safe=False)
+        self.report(node, message, fix=fix, related=[Related(unsafe, "the same file, loaded unsafely here")])
+
+    def _loaded_unsafely_elsewhere(self, node: cst.Call, path: cst.BaseExpression) -> cst.Call | None:
+        """Another `torch.load` of the same path text in this function (or module-level code)
+        that passes weights_only=False: the program knows that file needs full unpickling."""
+        v = vocab()
+        text = code(path)
+        root = self.walk.function if self.walk.function is not None else self.walk.stack[0]
+        for inner in iter_nodes(root):
+            if type(inner) is not cst.Call or inner is node or \
+                    (self.names.qualify(inner.func) or "") not in v.checkpoint_loads:
+                continue
+            first = next((a.value for a in inner.args if a.keyword is None or a.keyword.value == "f"), None)
+            if first is None or code(first) != text:
+                continue
+            if any(a.keyword is not None and a.keyword.value == "weights_only" and
+                   isinstance(a.value, cst.Name) and a.value.value == "False" for a in inner.args):
+                return inner
+        return None
+
+    def _objects_saved_to(self, path: cst.BaseExpression, loaded: str | None
+                          ) -> tuple[str, cst.BaseExpression, cst.Call] | None:
+        """(what, value, save call) for a `torch.save` of this file (the same path text) whose saved
+        dict holds a value the weights-only unpickler refuses: an argparse Namespace, a NumPy value,
+        an object of a class of this file."""
+        for fact in self.model.facts["program"]:
+            if not (isinstance(fact, Checkpoint) and fact.kind == "save" and fact.path == code(path) and
+                    type(fact.node) is cst.Call and not (fact.file and loaded and fact.file != loaded)):
+                continue
+            home = self.model.function_home.get(fact.function)
+            scope = home[1].scope_of(home[0].node) if home is not None else None
+            saved = next((a.value for a in fact.node.args if a.keyword is None or a.keyword.value == "obj"), None)
+            for value in self._dict_values(saved, scope, 0) if saved is not None else ():
+                what = self._refused(value, scope, 0)
+                if what:
+                    return what, value, fact.node
+        return None
+
+    def _bound_value(self, name: str, scope) -> cst.BaseExpression | None:
+        """What a local name (one plain binding in `scope`), else a module-level name (one binding),
+        is bound to; None when it is a parameter, bound more than once, or unknown."""
+        defs = scope.defs.get(name) if scope is not None else None
+        if not defs:
+            homes = self.model.global_defs.get(name, [])
+            defs = [d for analysis in homes for d in analysis.module_scope.defs.get(name, ())]
+        if len(defs) != 1 or defs[0].how != "assign" or defs[0].index is not None:
+            return None
+        return defs[0].value
+
+    def _dict_values(self, expr: cst.BaseExpression, scope, depth: int) -> list[cst.BaseExpression]:
+        """The values of a saved dict: a dict literal (nested ones too), `dict(k=v)`, or a name bound
+        once to one of these."""
+        if depth > 3:
+            return []
+        if isinstance(expr, cst.Dict):
+            found: list[cst.BaseExpression] = []
+            for element in expr.elements:
+                if isinstance(element, cst.DictElement):
+                    found += self._dict_values(element.value, scope, depth + 1) if \
+                        isinstance(element.value, cst.Dict) else [element.value]
+            return found
+        if isinstance(expr, cst.Call) and dotted_name(expr.func) == "dict":
+            return [a.value for a in expr.args if a.keyword is not None]
+        if isinstance(expr, cst.Name):
+            value = self._bound_value(expr.value, scope)
+            return self._dict_values(value, scope, depth + 1) if value is not None else []
+        return []
+
+    def _refused(self, expr: cst.BaseExpression, scope, depth: int) -> str:
+        """What `expr` is, when the weights-only unpickler refuses it ("" when not known to be)."""
+        if depth > 3:
+            return ""
+        if isinstance(expr, cst.Name):
+            value = self._bound_value(expr.value, scope)
+            return self._refused(value, scope, depth + 1) if value is not None else ""
+        if not isinstance(expr, cst.Call):
+            return ""
+        v = vocab()
+        qualified = self.names.qualify(expr.func) or ""
+        if qualified in v.weights_only_refused_calls:
+            return f"a `{qualified}` value"
+        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in v.argument_parser_methods:
+            receiver = expr.func.value
+            built = self._bound_value(receiver.value, scope) if isinstance(receiver, cst.Name) else receiver
+            if isinstance(built, cst.Call) and (self.names.qualify(built.func) or "") in v.argument_parsers:
+                return "an argparse Namespace"
+        info = self.model.classes.get(qualified.rsplit(".", 1)[-1]) if qualified else None
+        if info is not None and dotted_name(expr.func) == info.name and \
+                not any(b.rsplit(".", 1)[-1] in v.plain_data_bases for b in info.bases):
+            return f"a `{info.name}` object (a class of this file)"
+        return ""

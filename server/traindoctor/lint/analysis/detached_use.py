@@ -1,0 +1,211 @@
+"""Does a call's result only ever leave the autograd graph? Followed through one function's
+def-use chains (flow.py's reaching definitions): the result, and every local name computed from
+it, is used only through a conversion that drops the graph (`.detach()`, `.data`, `.numpy()`,
+`.item()`, `.tolist()`: vocab `detaching_conversions`). Then nothing can backpropagate through it,
+and the graph recorded while computing it was built for nothing.
+
+Unknown stays unknown: a use that is anything else (returned, yielded, stored in an attribute or
+a container, passed to a call whose result is not bound to a local name, an augmented assignment,
+a name read before the flow graph knows it) answers False."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..walk import child_nodes
+from .flow import FlowGraph
+from .vocab import vocab
+
+_CHAIN = (cst.Attribute, cst.Call, cst.Subscript)
+
+
+def only_detached(function: cst.FunctionDef, call: cst.Call, flow: FlowGraph,
+                  opaque: frozenset[str] = frozenset()) -> bool:
+    """Every use of `call`'s result in `function` drops its autograd graph (see the module), and
+    there is one.
+    A value handed to a call of an `opaque` name (a callable parameter: it may backpropagate
+    what it gets) is not followed."""
+    parents = _parents(function)
+    top, detached = _chain_top(call, parents)
+    if detached:
+        return True
+    stmt = parents.get(id(top))
+    if type(stmt) is not cst.Assign or stmt.value is not top:
+        return False
+    names = _target_names(stmt)
+    if names is None:
+        return False
+    uses = _uses_by_node(flow)
+    enclosed = _read_in_closures(function)
+    todo = [(stmt, name) for name in names]
+    seen: set[tuple[int, str]] = set()
+    converted = False  # an output nothing reads says nothing: a forward run for its side effects
+    while todo:
+        definition, name = todo.pop()
+        if (id(definition), name) in seen:
+            continue
+        seen.add((id(definition), name))
+        if name in enclosed or len(seen) > 64:  # a closure may read it anywhere; a long chain: not followed
+            return False  # a long chain of derived names: not followed
+        for node, found in uses.get(name, ()):
+            if definition not in flow.reaching(node, name, through_accumulation=False):
+                continue
+            for use in found:
+                top, detached = _chain_top(use, parents)
+                if detached:
+                    converted = True
+                    continue
+                derived = _bound_by(top, node, parents, opaque)
+                if derived is None:
+                    return False
+                todo.extend((node, n) for n in derived)
+    return converted
+
+
+def _chain_top(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> tuple[cst.CSTNode, bool]:
+    """The outermost expression of the attribute/call/subscript chain that `node` heads
+    (`x.max(1)[1].cpu()` for `x`), and whether the chain drops the graph on the way."""
+    conversions = vocab().detaching_conversions
+    while True:
+        parent = parents.get(id(node))
+        kind = type(parent)
+        if kind is cst.Attribute and parent.value is node:  # type: ignore[union-attr]
+            if parent.attr.value in conversions:  # type: ignore[union-attr]
+                return parent, True
+        elif not ((kind is cst.Call and parent.func is node) or  # type: ignore[union-attr]
+                  (kind is cst.Subscript and parent.value is node)):  # type: ignore[union-attr]
+            return node, False
+        node = parent  # type: ignore[assignment]
+
+
+def _bound_by(expr: cst.CSTNode, stmt: cst.CSTNode, parents: dict[int, cst.CSTNode],
+              opaque: frozenset[str]) -> set[str] | None:
+    """The local names `stmt` (an assignment) binds to a value computed from `expr`: `expr` lies in
+    its value, inside nothing but arithmetic, calls (as an argument) and containers. None when the
+    value may go anywhere else."""
+    if type(stmt) is not cst.Assign:
+        return None
+    node = expr
+    while node is not stmt.value:
+        parent = parents.get(id(node))
+        if parent is None or type(parent) in (cst.Lambda, cst.Yield, cst.Await, cst.NamedExpr) or \
+                isinstance(parent, cst.BaseComp) or \
+                (type(parent) is cst.Call and type(parent.func) is cst.Name and parent.func.value in opaque):
+            return None
+        node = parent
+    return _target_names(stmt)
+
+
+def _target_names(stmt: cst.Assign) -> set[str] | None:
+    """The plain local names an assignment binds (also in tuple targets), None when it stores
+    into an attribute, a subscript or a starred target."""
+    names: set[str] = set()
+    for target in stmt.targets:
+        todo: list[cst.CSTNode] = [target.target]
+        while todo:
+            node = todo.pop()
+            if type(node) is cst.Name:
+                names.add(node.value)
+            elif type(node) in (cst.Tuple, cst.List):
+                todo.extend(e.value for e in node.elements if type(e) is cst.Element)  # type: ignore[union-attr]
+                if any(type(e) is not cst.Element for e in node.elements):  # type: ignore[union-attr]
+                    return None
+            else:
+                return None
+    return names
+
+
+def _uses_by_node(flow: FlowGraph) -> dict[str, list[tuple[cst.CSTNode, list[cst.Name]]]]:
+    """name -> (flow node, the loads of it that the node evaluates) for every flow node."""
+    found: dict[str, list[tuple[cst.CSTNode, list[cst.Name]]]] = {}
+    for node in flow.nodes:
+        loads: dict[str, list[cst.Name]] = {}
+        for expr in _evaluated(node):
+            for name in _loads(expr):
+                loads.setdefault(name.value, []).append(name)
+        for name, names in loads.items():
+            found.setdefault(name, []).append((node, names))
+    return found
+
+
+def _evaluated(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """What a flow node evaluates: a small statement whole (an assignment: its value and the
+    subscripts/attributes of its targets), a compound statement's header only."""
+    kind = type(node)
+    if kind is cst.Assign:
+        return [node.value] + [t.target for t in node.targets if type(t.target) is not cst.Name]  # type: ignore
+    if kind is cst.If or kind is cst.While:
+        return [node.test]  # type: ignore[union-attr]
+    if kind is cst.For:
+        return [node.iter]  # type: ignore[union-attr]
+    if kind is cst.With:
+        return [item.item for item in node.items]  # type: ignore[union-attr]
+    if kind in (cst.Try, cst.TryStar, cst.Finally):
+        return []
+    if kind is cst.ExceptHandler:
+        return [node.type] if node.type is not None else []  # type: ignore[union-attr]
+    if kind is cst.Match:
+        return [node.subject]  # type: ignore[union-attr]
+    if kind in (cst.FunctionDef, cst.ClassDef):
+        return list(node.decorators)  # type: ignore[union-attr]
+    if kind is cst.MatchCase:
+        return []
+    return [node]
+
+
+def _loads(expr: cst.CSTNode) -> list[cst.Name]:
+    """Names read in `expr`, not inside nested functions or lambdas; an attribute's name part is
+    not a read."""
+    found: list[cst.Name] = []
+    todo = [expr]
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is cst.Name:
+            found.append(node)  # type: ignore[arg-type]
+            continue
+        if kind is cst.Lambda or kind is cst.FunctionDef:
+            continue
+        if kind is cst.Attribute:
+            todo.append(node.value)  # type: ignore[union-attr]
+            continue
+        if kind is cst.Arg and node.keyword is not None:  # type: ignore[union-attr]
+            todo.append(node.value)  # type: ignore[union-attr]
+            continue
+        todo.extend(child_nodes(node))
+    return found
+
+
+def _read_in_closures(function: cst.FunctionDef) -> set[str]:
+    """Names read inside the function's nested functions and lambdas."""
+    found: set[str] = set()
+    todo = list(child_nodes(function.body))
+    while todo:
+        node = todo.pop()
+        if type(node) in (cst.FunctionDef, cst.Lambda):
+            found.update(n.value for n in _names(node))
+            continue
+        todo.extend(child_nodes(node))
+    return found
+
+
+def _names(root: cst.CSTNode) -> list[cst.Name]:
+    found = []
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if type(node) is cst.Name:
+            found.append(node)
+        todo.extend(child_nodes(node))
+    return found
+
+
+def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    found: dict[int, cst.CSTNode] = {}
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        for child in child_nodes(node):
+            found[id(child)] = node
+            todo.append(child)
+    return found
