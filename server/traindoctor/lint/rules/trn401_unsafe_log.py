@@ -25,7 +25,8 @@ from ..rule import FixSpec, Replace, Rule
 _WHAT = {"prob": "a probability", "zero": "a value that can be exactly 0", "count": "a count",
          "spread": "a spread (std/var) that can be 0", "squares": "a square",
          "tested": "a value this function itself compares with 0 or clamps to at least 1 elsewhere",
-         "underflow": "a softplus output, exactly 0 in float32 where its input is below about -104"}
+         "underflow": "a softplus output, exactly 0 in float32 where its input is below about -104",
+         "saturated": "`1 - tanh(x)**2`, exactly 0 in float32 once the tanh saturates at +-1 (|x| above about 9.1)"}
 # Calls whose arguments are only shown: no gradient flows out of a printed or logged value.
 _SHOWN = ("print", "logging.info", "logging.debug", "logging.warning")
 _SHOWN_METHODS = ("info", "debug", "warning", "warn", "write", "format", "add_scalar", "set_postfix")
@@ -66,7 +67,7 @@ class UnsafeLog(Rule):
         value = self.values(target)
         kind = value.zero or ("prob" if value.prob == "prob" else "")
         kind = "zero" if kind == "selected" else kind  # log(relu(z)) is -inf forward
-        if kind not in ("prob", "zero", "count", "tested", "underflow"):
+        if kind not in ("prob", "zero", "count", "tested", "underflow", "saturated"):
             return  # masks are logged on purpose (-inf biases); squares are usually of a positive value
         message = (f"`log({_short(target)})`: {_WHAT[kind]}; at 0 the log is -inf and its gradient inf, "
                    f"turning the loss NaN")
