@@ -361,3 +361,60 @@ def test_a_discriminator_of_another_file_ending_in_sigmoid(tmp_path):
     assert found == [("TRN402", "train.py", 11), ("TRN402", "train.py", 11)]
     (tmp_path / "models.py").write_text(MODELS.replace(", nn.Sigmoid())", ")"))  # raw scores: a different bug
     assert not [f for f in _check(tmp_path) if f[0] in ("TRN401", "TRN402")]
+
+
+# -- a forward that returns a tuple: each item keeps its facts, in the file and across files ------------
+
+VAE_MODEL = '''import torch
+import torch.nn as nn
+
+
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(8, 4)
+        self.dec = nn.Linear(2, 8)
+
+    def decode(self, z):
+        return torch.sigmoid(self.dec(z))
+
+    def forward(self, x):
+        h = self.enc(x)
+        mu, logvar = h[:, :2], h[:, 2:]
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        return self.decode(z), mu, logvar
+'''
+
+VAE_TRAIN = '''
+
+def train(data):
+    model = VAE()
+    opt = torch.optim.Adam(model.parameters())
+    for x in data:
+        recon, mu, logvar = model(x)
+        rec = -(x * torch.log(recon) + (1 - x) * torch.log(1 - recon)).sum()
+        kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        opt.zero_grad()
+        (rec + kl).backward()
+        opt.step()
+'''
+
+
+def test_the_items_of_a_forward_returning_a_tuple():
+    source = VAE_MODEL + VAE_TRAIN
+    line = source.splitlines().index("        rec = -(x * torch.log(recon) + (1 - x) * torch.log(1 - recon)).sum()") + 1
+    assert _lines(source, "TRN402") == [line, line]
+    assert not _found(source, "TRN405")  # the KL's logvar.exp() is not called raw scores through the tuple
+    guarded = source.replace("torch.log(recon)", "torch.log(recon + 1e-8)").replace("torch.log(1 - recon)",
+                                                                                     "torch.log(1 - recon + 1e-8)")
+    assert not _found(guarded, "TRN402")
+    swapped = source.replace("recon, mu, logvar = model(x)", "mu, recon, logvar = model(x)")
+    assert not _found(swapped, "TRN402")  # the item at that position is not the sigmoid
+
+
+def test_the_items_of_a_forward_of_another_file(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'vae'\n")
+    (tmp_path / "models.py").write_text(VAE_MODEL)
+    (tmp_path / "train.py").write_text("import torch\nfrom models import VAE\n" + VAE_TRAIN)
+    assert [f for f in _check(tmp_path) if f[0] in ("TRN401", "TRN402", "TRN405")] == \
+        [("TRN402", "train.py", 10), ("TRN402", "train.py", 10)]

@@ -76,23 +76,41 @@ _PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selecte
 _NONZERO = ("safe", "one")
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
 _ONLY_DIRECT = ("diff", "tested", "one")
+_SATURATING = ("softmax", "sigmoid", "tanh")  # probabilities (and tanh) that reach exactly 0 or 1 in float32
 UNKNOWN = Value()
 SCALAR = Value("scalar")
 _GRAD_RANK = {"": 0, "likely": 1, "known": 2}
 
 
-def as_facts(value: Value) -> tuple[str, ...]:
-    """A Value as plain strings (a project summary's `returns`: picklable, no parse-tree nodes)."""
-    return (value.kind, value.grad, value.role, value.prob, value.zero, value.obj, value.unit) \
-        if value != UNKNOWN else ()
+def as_facts(value: Value) -> tuple:
+    """A Value as plain strings (a project summary's `returns`: picklable, no parse-tree nodes); a
+    returned tuple (`return torch.sigmoid(h), mu`) adds its items' facts, when one has any."""
+    if value == UNKNOWN:
+        return ()
+    facts: tuple = (value.kind, value.grad, value.role, value.prob, value.zero, value.obj, value.unit)
+    items = tuple(as_facts(item) for item in value.items) if value.items is not None else ()
+    return facts + (items,) if any(items) else facts
 
 
-def from_facts(facts: tuple[str, ...], origin: cst.CSTNode | None = None) -> Value:
+def from_facts(facts: tuple, origin: cst.CSTNode | None = None) -> Value:
     """The Value another file's summary says a function returns (as_facts' inverse)."""
-    if len(facts) != 7:
+    if len(facts) not in (7, 8):
         return UNKNOWN
-    kind, grad, role, prob, zero, obj, unit = facts
-    return Value(kind, grad, role, prob, zero, obj, origin if grad else None, unit=unit)
+    kind, grad, role, prob, zero, obj, unit = facts[:7]
+    items = tuple(from_facts(item, origin) for item in facts[7]) if len(facts) == 8 else None
+    return Value(kind, grad, role, prob, zero, obj, origin if grad else None, unit=unit, items=items)
+
+
+def _model_output_items(summary: Value, call: cst.Call) -> Value | None:
+    """`model(x)` of a forward that returns a tuple (`return torch.sigmoid(h), mu, logvar`): an output
+    whose items keep their facts, so that `recon, mu, logvar = model(x)` knows `recon` is a sigmoid."""
+    if summary.items is None or not any(item.prob in _SATURATING or item.zero for item in summary.items):
+        return None
+    # raw scores among the items are left unsaid: TRN405 reads them, and a VAE's `logvar.exp()` is the KL's own
+    items = tuple(replace(item, kind="tensor", grad=item.grad or "known", role=item.role or "output",
+                          prob=item.prob if item.prob in _SATURATING else "", origin=item.origin or call)
+                  if item.kind in ("tensor", "unknown") else item for item in summary.items)
+    return Value("tensor", "known", "output", origin=call, items=items)
 
 
 def join(a: Value, b: Value) -> Value:
@@ -858,10 +876,14 @@ class Values:
                     summary = from_facts(imported)
                     if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
                         return Value("tensor", "known", "output", summary.prob, origin=call)
+                    return _model_output_items(summary, call) or Value("tensor", "known", "output", origin=call)
                 if info is not None:
                     summary = self.summary(info)
                     if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
                         return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
+                    items = _model_output_items(summary, call)
+                    if items is not None:
+                        return items
             return Value("tensor", "known", "output", origin=call)
         if kind == "loss":
             return Value("tensor", "known", "loss", origin=call,
