@@ -104,7 +104,8 @@ def from_facts(facts: tuple, origin: cst.CSTNode | None = None) -> Value:
 def _model_output_items(summary: Value, call: cst.Call) -> Value | None:
     """`model(x)` of a forward that returns a tuple (`return torch.sigmoid(h), mu, logvar`): an output
     whose items keep their facts, so that `recon, mu, logvar = model(x)` knows `recon` is a sigmoid."""
-    if summary.items is None or not any(item.prob in _SATURATING or item.zero for item in summary.items):
+    if summary.items is None or \
+            not any(item.prob in _SATURATING or item.zero in ZERO_POSSIBLE for item in summary.items):
         return None
     # raw scores among the items are left unsaid: TRN405 reads them, and a VAE's `logvar.exp()` is the KL's own
     items = tuple(replace(item, kind="tensor", grad=item.grad or "known", role=item.role or "output",
