@@ -418,3 +418,55 @@ def test_the_items_of_a_forward_of_another_file(tmp_path):
     (tmp_path / "train.py").write_text("import torch\nfrom models import VAE\n" + VAE_TRAIN)
     assert [f for f in _check(tmp_path) if f[0] in ("TRN401", "TRN402", "TRN405")] == \
         [("TRN402", "train.py", 10), ("TRN402", "train.py", 10)]
+
+
+# -- clamp(min=0) is a ReLU: an intersection's area is exactly 0 for disjoint boxes -----------------------
+
+IOU = '''import torch
+
+
+def iou_loss(pred, target):
+    lt = torch.max(pred[:, :2], target[:, :2])
+    rb = torch.min(pred[:, 2:], target[:, 2:])
+    wh = (rb - lt).clamp(min=0)
+    inter = wh[:, 0] * wh[:, 1]
+    area_p = (pred[:, 2] - pred[:, 0]) * (pred[:, 3] - pred[:, 1])
+    area_t = (target[:, 2] - target[:, 0]) * (target[:, 3] - target[:, 1])
+    iou = inter / (area_p + area_t - inter)
+    return -torch.log(iou).mean()
+'''
+
+
+def test_log_of_an_iou_whose_intersection_is_clamped_at_zero():
+    assert _lines(IOU, "TRN401") == [12]
+    pred = torch.tensor([[0.0, 0.0, 1.0, 1.0]], requires_grad=True)
+    loss = _run(IOU)["iou_loss"](pred, torch.tensor([[2.0, 2.0, 3.0, 3.0]]))  # disjoint boxes
+    assert torch.isinf(loss)
+    loss.backward()
+    assert torch.isnan(pred.grad).any()
+    fixed = fix_source(IOU, "t.py", CONFIG, unsafe=True)[0]
+    assert not _found(fixed, "TRN401")
+    pred = torch.tensor([[0.0, 0.0, 1.0, 1.0]], requires_grad=True)
+    _run(fixed)["iou_loss"](pred, torch.tensor([[2.0, 2.0, 3.0, 3.0]])).backward()
+    assert torch.isfinite(pred.grad).all()
+
+
+@pytest.mark.parametrize("change", [
+    ("-torch.log(iou)", "-torch.log(iou + 1e-6)"),
+    ("-torch.log(iou)", "-torch.log(iou.clamp(min=1e-6))"),
+    ("-torch.log(iou)", "(1 - iou)"),
+    ("(rb - lt).clamp(min=0)", "(rb - lt).clamp(min=1e-6)"),
+])
+def test_a_guarded_iou_log_is_quiet(change):
+    old, new = change
+    source = IOU.replace(old, new)
+    assert source != IOU
+    assert not _found(source, "TRN401")
+
+
+def test_sqrt_of_a_clamp_at_zero_has_gradient_zero_where_clamped_and_is_quiet():
+    x = torch.tensor([-1.0, 4.0], requires_grad=True)
+    torch.sqrt(torch.clamp(x, min=0)).sum().backward()
+    assert x.grad[0].item() == 0.0 and torch.isfinite(x.grad).all()
+    source = "import torch\n\n\ndef f(x):\n    return torch.sqrt(torch.clamp(x, min=0)).sum() + x.clamp(0).sqrt().sum()\n"
+    assert not _found(source, "TRN401")

@@ -10,7 +10,7 @@
   of samples) | samples (a data set's: `len(loader.dataset)`, accumulated sizes) | batches (`len(loader)`,
   `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
 - `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask | selected: a ReLU's
-  output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
+  (or `clamp(min=0)`'s) output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
   not inf | underflow: a softplus output, exactly 0 in float32 where its input is below about -104
   (exp underflows; log there is -inf, and the gradient of log or sqrt NaN) | saturated: `1 - t**2` of a
   tanh output `t`, exactly 0 where the tanh saturates | diff: `a - b`, 0 where
@@ -678,7 +678,7 @@ class Values:
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
-                               receiver.zero)
+                               "selected" if low is not None and _number(low) == 0.0 else receiver.zero)
             if method == "tanh" and not call.args:
                 return replace(receiver, kind="tensor", prob="tanh", zero="", origin=call)
             if method == "relu" and not call.args:
@@ -717,6 +717,8 @@ class Values:
                 return Value("scalar", unit=sub(first).unit) if first is not None else SCALAR
             if qualified in v.python_number_builtins:
                 return SCALAR
+            if qualified in v.zero_floor_clamps and _number(arg(call, 1, "min") or cst.Name("None")) == 0.0:
+                return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="selected")  # a ReLU
             if qualified in v.positive or qualified in v.clamps or qualified in v.exponentials:
                 first = arg(call, 0)
                 inner = sub(first) if first is not None else UNKNOWN
