@@ -449,7 +449,7 @@ class Values:
         position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
         found: Value | None = None
         zeros: set[str] = set()
-        for call, caller, lookup in self._call_sites(info, depth):
+        for call, caller, lookup in self._call_sites(info):
             if caller is None:
                 found = None
                 break
@@ -467,7 +467,7 @@ class Values:
         summaries[key] = result
         return result
 
-    def _call_sites(self, info, depth: int):
+    def _call_sites(self, info):
         """(call, calling FuncInfo or None, class whose `self.` methods the call's arguments name)
         for each in-file call of `info`: by its name (`f(x)`, `self.f(x)` in its class or a subclass
         that keeps the methods the call names); through an instance attribute holding the function
@@ -489,7 +489,7 @@ class Values:
                     if caller is not None and caller.klass == owner:
                         sites.append((site.node, caller, ""))
         elif info.name == "forward" and klass in self.model.model_classes:
-            sites.extend((call, caller, "") for call, caller in self._instance_calls(klass, depth))
+            sites.extend((call, caller, "") for call, caller in self._instance_calls(klass))
         return sites
 
     def _function_attributes(self) -> dict[str, list[tuple[str, str]]]:
@@ -510,7 +510,7 @@ class Values:
             return found
         return self.model.remembered("values:function-attributes", index)
 
-    def _instance_calls(self, klass: str, depth: int) -> list:
+    def _instance_calls(self, klass: str) -> list:
         """(call, caller) for each in-file call of an object built from `klass` (its `forward` runs)."""
         def index():
             found: dict[str, list] = {}
