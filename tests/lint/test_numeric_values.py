@@ -468,5 +468,6 @@ def test_sqrt_of_a_clamp_at_zero_has_gradient_zero_where_clamped_and_is_quiet():
     x = torch.tensor([-1.0, 4.0], requires_grad=True)
     torch.sqrt(torch.clamp(x, min=0)).sum().backward()
     assert x.grad[0].item() == 0.0 and torch.isfinite(x.grad).all()
-    source = "import torch\n\n\ndef f(x):\n    return torch.sqrt(torch.clamp(x, min=0)).sum() + x.clamp(0).sqrt().sum()\n"
+    source = ("import torch\n\n\ndef f(x):\n"
+              "    return torch.sqrt(torch.clamp(x, min=0)).sum() + x.clamp(0).sqrt().sum()\n")
     assert not _found(source, "TRN401")

@@ -10,8 +10,8 @@
   of samples) | samples (a data set's: `len(loader.dataset)`, accumulated sizes) | batches (`len(loader)`,
   `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
 - `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask | selected: a ReLU's
-  (or `clamp(min=0)`'s) output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
-  not inf | underflow: a softplus output, exactly 0 in float32 where its input is below about -104
+  (or `clamp(min=0)`'s) output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it
+  has gradient 0 there, not inf | underflow: a softplus output, exactly 0 in float32 where its input is below about -104
   (exp underflows; log there is -inf, and the gradient of log or sqrt NaN) | saturated: `1 - t**2` of a
   tanh output `t`, exactly 0 where the tanh saturates | diff: `a - b`, 0 where
   the two are equal | tested: the function itself compares it with 0
