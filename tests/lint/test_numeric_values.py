@@ -471,3 +471,30 @@ def test_sqrt_of_a_clamp_at_zero_has_gradient_zero_where_clamped_and_is_quiet():
     source = ("import torch\n\n\ndef f(x):\n"
               "    return torch.sqrt(torch.clamp(x, min=0)).sum() + x.clamp(0).sqrt().sum()\n")
     assert not _found(source, "TRN401")
+
+
+ACTOR = '''import torch
+import torch.nn as nn
+
+
+class Actor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mu = nn.Sequential(nn.Linear(4, 2), nn.Tanh())
+
+    def forward(self, x):
+        return self.mu(x)
+
+
+def log_det(actor, x):
+    a = Actor()(x)
+    return torch.log(1 - a.pow(2)).sum()
+'''
+
+
+def test_a_module_ending_in_tanh_saturates():
+    assert torch.nn.Tanh()(torch.tensor([9.5])).item() == 1.0
+    assert _lines(ACTOR, "TRN401") == [16]
+    assert "9.1" in _found(ACTOR, "TRN401")[0].message
+    assert not _found(ACTOR.replace("nn.Tanh()", "nn.Sigmoid()"), "TRN401")
+    assert not _found(ACTOR.replace("1 - a.pow(2)", "1 - a.pow(2) + 1e-6"), "TRN401")

@@ -872,17 +872,19 @@ class Values:
                 zero = self._activation_zero(qualified)
                 if zero:  # nn.ReLU()(x), self.act(x) of `self.act = nn.Softplus()`
                     return Value("tensor", "known", "output", zero=zero, origin=call)
+                if qualified in self.v.saturating_to_one_modules:  # self.squash(x) of `self.squash = nn.Tanh()`
+                    return Value("tensor", "known", "output", "tanh", origin=call)
                 klass = qualified.rsplit(".", 1)[-1]
                 info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
                 imported = self.model.imported.returns(f"{qualified}.forward") if info is None else ()
                 if imported:  # a model class of another project file
                     summary = from_facts(imported)
-                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
+                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits", "tanh"):
                         return Value("tensor", "known", "output", summary.prob, origin=call)
                     return _model_output_items(summary, call) or Value("tensor", "known", "output", origin=call)
                 if info is not None:
                     summary = self.summary(info)
-                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
+                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits", "tanh"):
                         return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
                     items = _model_output_items(summary, call)
                     if items is not None:
@@ -907,6 +909,8 @@ class Values:
                 zero = self._activation_zero(qualified)
                 if zero:  # nn.Sequential(nn.Linear(h, d), nn.Softplus()): a std head
                     return Value("tensor", "known", "output", zero=zero, origin=call)
+                if qualified in self.v.saturating_to_one_modules:  # an actor head ending in nn.Tanh()
+                    return Value("tensor", "known", "output", "tanh", origin=call)
             return Value("tensor", "known", "output", origin=call)
         return UNKNOWN
 

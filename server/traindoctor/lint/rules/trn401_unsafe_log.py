@@ -26,7 +26,8 @@ _WHAT = {"prob": "a probability", "zero": "a value that can be exactly 0", "coun
          "spread": "a spread (std/var) that can be 0", "squares": "a square",
          "tested": "a value this function itself compares with 0 or clamps to at least 1 elsewhere",
          "underflow": "a softplus output, exactly 0 in float32 where its input is below about -104",
-         "saturated": "`1 - tanh(x)**2`, exactly 0 in float32 once the tanh saturates at +-1 (|x| above about 9.1)"}
+         "saturated": "`1 - tanh(x)**2`, exactly 0 in float32 once the tanh saturates at +-1 (|x| above about "
+                      "{tanh:g})"}
 # Calls whose arguments are only shown: no gradient flows out of a printed or logged value.
 _SHOWN = ("print", "logging.info", "logging.debug", "logging.warning")
 _SHOWN_METHODS = ("info", "debug", "warning", "warn", "write", "format", "add_scalar", "set_postfix")
@@ -69,7 +70,8 @@ class UnsafeLog(Rule):
         kind = "zero" if kind == "selected" else kind  # log(relu(z)) is -inf forward
         if kind not in ("prob", "zero", "count", "tested", "underflow", "saturated"):
             return  # masks are logged on purpose (-inf biases); squares are usually of a positive value
-        message = (f"`log({_short(target)})`: {_WHAT[kind]}; at 0 the log is -inf and its gradient inf, "
+        what = _WHAT[kind].format(tanh=v.fp32_tanh_saturation) if kind == "saturated" else _WHAT[kind]
+        message = (f"`log({_short(target)})`: {what}; at 0 the log is -inf and its gradient inf, "
                    f"turning the loss NaN")
         self.report(node, message, fix=self._clamp(target))
 
