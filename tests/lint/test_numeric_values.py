@@ -82,6 +82,9 @@ def test_nan_to_num_around_a_log_is_not_a_guard():
     z = torch.tensor([30.0], requires_grad=True)
     torch.nan_to_num(torch.log(1 - torch.sigmoid(z))).sum().backward()
     assert torch.isnan(z.grad).all()
+    x = torch.tensor([1.0, 2.0], requires_grad=True)  # the same for a division by an exact 0
+    torch.nan_to_num(x / torch.tensor([0.0, 1.0])).sum().backward()
+    assert torch.isnan(x.grad[0])
     source = ("import torch\n\n\ndef loss(z):\n"
               "    return torch.nan_to_num(torch.log(1 - torch.sigmoid(z))).mean()\n")
     assert _lines(source, "TRN402") == [5]
