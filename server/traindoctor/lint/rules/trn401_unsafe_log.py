@@ -3,9 +3,10 @@ where a gradient flows (its gradient at 0 is inf), without a guard.
 
 Only torch logs count: a math/NumPy log of 0 is -inf in a number no gradient
 flows through. The model's `zero` fact says why a value can be 0 (a probability product,
-`1 - p`, a ReLU, a softplus (0 in float32 below about -104), a count, a sum of squares of something that can be 0, a spread, or the
-function's own test of it against 0 or clamp to at least 1) and which guards rule it
-out (clamp, where, + eps, max(x, eps), exp, an `if`/assert on it). A value only printed or
+`1 - p`, a ReLU or `clamp(min=0)` (an IoU's intersection), a softplus (0 in float32 below about -104),
+`1 - tanh(x)**2` (0 once tanh saturates), a count, a sum of squares of something that can be 0, a spread,
+or the function's own test of it against 0 or clamp to at least 1) and which guards rule it out (clamp
+with a positive minimum, where, + eps, max(x, eps), exp, an `if`/assert on it). A value only printed or
 logged carries no gradient and is not reported. softmax and
 sigmoid outputs under a torch log are TRN402's. The fixes clamp or add a tiny
 value, which can change a finite result: they are unsafe (applied on request).

@@ -1,8 +1,10 @@
 """TRN402 log-of-softmax: `log` of softmax/sigmoid outputs, where `log_softmax`
 and `logsigmoid` are the stable forms (BCE on sigmoid outputs is TRN407). Probabilities are the model's `prob` fact: from functions and
 Tensor methods, from modules (`nn.Softmax`, an `nn.Sequential` ending in
-`nn.Sigmoid`, an in-file model whose forward returns one) and from in-file
-functions that return one. Not reported: the probability picked at an index that the
+`nn.Sigmoid`, a model whose forward returns one, also as a tuple item and from another
+file), from functions that return one, from every caller of a function or a module's
+forward, from a dict item the function stored, and written by hand (`e / e.sum(dim)` of an
+exp, `1 / (1 + exp(-z))`); `log(1 - p)` of any such sigmoid. Not reported: the probability picked at an index that the
 program draws from the same function's output (`Categorical(probs).sample()`), which is
 never exactly 0 (analysis/sampling.py). A rewrite is offered where the softmax/sigmoid
 call is right there; it computes the same value, stably: safe."""
