@@ -9,7 +9,7 @@ from ..context import WalkState
 from ..walk import iter_nodes, walk
 from .facts import BlockFacts, CallSite, ClassInfo, Expressions, FuncInfo, Marker, Obj, TopLevel
 from .meters import self_updates
-from .names import Names, dotted_name
+from .names import Names, dotted_name, item_key
 from .padding import PaddingFacts
 from .program import ProgramFacts
 from .randomness import SeedingFacts
@@ -104,7 +104,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         if type(target) is cst.StarredElement:
             self.bind(target.value, "other", None)
             return
-        name = dotted_name(target)
+        name = dotted_name(target) if type(target) is not cst.Subscript else item_key(target)
         if name is None:
             return
         loops = tuple(id(loop) for loop in self.walk.loops_here())

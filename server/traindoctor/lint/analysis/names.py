@@ -21,6 +21,18 @@ def dotted_name(node: cst.CSTNode) -> str | None:
     return None
 
 
+def item_key(node: cst.Subscript) -> str | None:
+    """`outputs[hm]` for `outputs['hm']` (a dotted name indexed by one string constant): a dict
+    item a function stores and reads back, bound and looked up like a name."""
+    base = dotted_name(node.value)
+    if base is None or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return None
+    key = node.slice[0].slice.value  # type: ignore[attr-defined]
+    if type(key) is not cst.SimpleString:
+        return None
+    return f"{base}[{key.value.strip(chr(39) + chr(34))}]"  # type: ignore[attr-defined]
+
+
 def import_aliases(stmt: cst.CSTNode) -> Iterable[tuple[str, str]]:
     """(local name, qualified name) pairs bound by one import statement."""
     if isinstance(stmt, cst.Import):

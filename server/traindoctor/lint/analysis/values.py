@@ -3,15 +3,17 @@
 - `kind`: tensor | scalar (a Python number) | object (a model, a loss module...) | container | unknown;
 - `grad`: known | likely | "" (no autograd history, or cannot tell), with `role` loss/output and `origin`;
 - `prob`: softmax | sigmoid | prob (a probability by name) | logprob | logits (known raw scores: a Linear
-  layer's output, `outputs.logits`, a model or function returning one) | "";
+  layer's output, `outputs.logits`, a model or function returning one) | exp (an exponential: a ratio of
+  them is a softmax or sigmoid written out) | tanh (exactly +-1 in float32 for |x| above about 9.1) | "";
 - `unit`: what an aggregate counts (TRN304): mean (a batch mean: a mean-reduced loss, `.mean()`) | sum (a
   sum over a batch's samples: correct counts, reduction="sum", mean * batch size) | size (a batch's number
   of samples) | samples (a data set's: `len(loader.dataset)`, accumulated sizes) | batches (`len(loader)`,
   `+= 1` per batch, enumerate index + 1) | means (per-batch means summed over the batches) | "";
 - `zero`: why it can be exactly 0 (zero | count | spread | norm | squares | mask | selected: a ReLU's
-  output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it has gradient 0 there,
-  not inf | underflow: a softplus output, exactly 0 in float32 where its input is below about -104
-  (exp underflows; log there is -inf, and the gradient of log or sqrt NaN) | diff: `a - b`, 0 where
+  (or `clamp(min=0)`'s) output, 0 exactly where ReLU's backward passes no gradient, so that sqrt of it
+  has gradient 0 there, not inf | underflow: a softplus output, exactly 0 in float32 where its input is below about -104
+  (exp underflows; log there is -inf, and the gradient of log or sqrt NaN) | saturated: `1 - t**2` of a
+  tanh output `t`, exactly 0 where the tanh saturates | diff: `a - b`, 0 where
   the two are equal | tested: the function itself compares it with 0
   or clamps it to at least 1 elsewhere, see zero_evidence.py), or "safe" (kept away from 0 by
   construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal), or "one"
@@ -28,7 +30,7 @@ import libcst as cst
 
 from ..walk import iter_nodes
 from .collect import BlockAnalysis
-from .names import arg, dotted_name
+from .names import arg, dotted_name, item_key
 from .scopes import Scope, returns
 from .vocab import vocab
 from .zero_evidence import subject, zero_evidence
@@ -67,30 +69,49 @@ class LossCall:
 _ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected", "underflow")
 # Reasons a value can be exactly 0; "safe" and "one" are kept away from it.
 ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested",
-                           "underflow"))
+                           "underflow", "saturated"))
 # Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
 # is read; a difference or a caller's own test of it says nothing inside the callee.
 _PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow"))
 _NONZERO = ("safe", "one")
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
 _ONLY_DIRECT = ("diff", "tested", "one")
+_SATURATING = ("softmax", "sigmoid", "tanh")  # probabilities (and tanh) that reach exactly 0 or 1 in float32
 UNKNOWN = Value()
 SCALAR = Value("scalar")
 _GRAD_RANK = {"": 0, "likely": 1, "known": 2}
 
 
-def as_facts(value: Value) -> tuple[str, ...]:
-    """A Value as plain strings (a project summary's `returns`: picklable, no parse-tree nodes)."""
-    return (value.kind, value.grad, value.role, value.prob, value.zero, value.obj, value.unit) \
-        if value != UNKNOWN else ()
+def as_facts(value: Value) -> tuple:
+    """A Value as plain strings (a project summary's `returns`: picklable, no parse-tree nodes); a
+    returned tuple (`return torch.sigmoid(h), mu`) adds its items' facts, when one has any."""
+    if value == UNKNOWN:
+        return ()
+    facts: tuple = (value.kind, value.grad, value.role, value.prob, value.zero, value.obj, value.unit)
+    items = tuple(as_facts(item) for item in value.items) if value.items is not None else ()
+    return facts + (items,) if any(items) else facts
 
 
-def from_facts(facts: tuple[str, ...], origin: cst.CSTNode | None = None) -> Value:
+def from_facts(facts: tuple, origin: cst.CSTNode | None = None) -> Value:
     """The Value another file's summary says a function returns (as_facts' inverse)."""
-    if len(facts) != 7:
+    if len(facts) not in (7, 8):
         return UNKNOWN
-    kind, grad, role, prob, zero, obj, unit = facts
-    return Value(kind, grad, role, prob, zero, obj, origin if grad else None, unit=unit)
+    kind, grad, role, prob, zero, obj, unit = facts[:7]
+    items = tuple(from_facts(item, origin) for item in facts[7]) if len(facts) == 8 else None
+    return Value(kind, grad, role, prob, zero, obj, origin if grad else None, unit=unit, items=items)
+
+
+def _model_output_items(summary: Value, call: cst.Call) -> Value | None:
+    """`model(x)` of a forward that returns a tuple (`return torch.sigmoid(h), mu, logvar`): an output
+    whose items keep their facts, so that `recon, mu, logvar = model(x)` knows `recon` is a sigmoid."""
+    if summary.items is None or \
+            not any(item.prob in _SATURATING or item.zero in ZERO_POSSIBLE for item in summary.items):
+        return None
+    # raw scores among the items are left unsaid: TRN405 reads them, and a VAE's `logvar.exp()` is the KL's own
+    items = tuple(replace(item, kind="tensor", grad=item.grad or "known", role=item.role or "output",
+                          prob=item.prob if item.prob in _SATURATING else "", origin=item.origin or call)
+                  if item.kind in ("tensor", "unknown") else item for item in summary.items)
+    return Value("tensor", "known", "output", origin=call, items=items)
 
 
 def join(a: Value, b: Value) -> Value:
@@ -281,6 +302,9 @@ class Values:
         if t is cst.Call:
             return self._call(expr, at, function, klass, depth)
         if t is cst.Subscript:
+            stored = self._stored_item(expr, at, function, klass, depth)
+            if stored is not None:
+                return stored
             name = dotted_name(expr.value)
             index = expr.slice[0].slice if len(expr.slice) == 1 else None
             if name is not None and isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
@@ -321,6 +345,21 @@ class Values:
         if t in (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString):
             return SCALAR
         return UNKNOWN
+
+    def _stored_item(self, expr: cst.Subscript, at, function, klass, depth) -> Value | None:
+        """`outputs['hm']` after this function stored `outputs['hm'] = torch.sigmoid(...)` (and did
+        not rebind `outputs` since): what was stored."""
+        key = item_key(expr)
+        if key is None:
+            return None
+        scope = self.analysis.scope_of(function)
+        stored = scope.lookup(key, at)
+        if stored is None or stored.how != "assign":
+            return None
+        base = scope.lookup(key.split("[", 1)[0], at)
+        if base is not None and base.order > stored.order:
+            return None  # the dict itself was rebound after the store
+        return self._definition(stored, function, klass, depth)
 
     def _container(self, items: list[Value]) -> Value:
         if not items:
@@ -408,16 +447,13 @@ class Values:
         summaries[key] = UNKNOWN  # recursion guard
         info = home[0]
         position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
-        callee = f"self.{info.name}" if klass else info.name
         found: Value | None = None
         zeros: set[str] = set()
-        for site in self.model.calls.get(callee, ()):
-            caller = self._caller_of(site.node)
-            if caller is None or (klass and caller.klass != klass and not self._inherits_unchanged(caller.klass, klass,
-                                                                                                  site.node)):
+        for call, caller, lookup in self._call_sites(info):
+            if caller is None:
                 found = None
                 break
-            value = self._argument(site.node, param, position, caller, klass, depth)
+            value = self._argument(call, param, position, caller, lookup, depth)
             found = value if found is None else join(found, value)
             zeros.add(value.zero if value.zero in _PASSED_ZERO else "")
             if not found.prob and "" in zeros:
@@ -430,6 +466,75 @@ class Values:
             result = UNKNOWN
         summaries[key] = result
         return result
+
+    def _call_sites(self, info):
+        """(call, calling FuncInfo or None, class whose `self.` methods the call's arguments name)
+        for each in-file call of `info`: by its name (`f(x)`, `self.f(x)` in its class or a subclass
+        that keeps the methods the call names); through an instance attribute holding the function
+        (`self.neg_loss = _neg_loss`, then `self.neg_loss(p, y)`); a module's `forward` through a
+        call of an instance of its class (`self.focal = FocalLoss()`, then `self.focal(p, y)`).
+        A caller of None (module-level code, another class's `self.f`) makes the callers unknown."""
+        klass = info.klass
+        sites = []
+        for site in self.model.calls.get(f"self.{info.name}" if klass else info.name, ()):
+            caller = self._caller_of(site.node)
+            if caller is not None and klass and caller.klass != klass and \
+                    not self._inherits_unchanged(caller.klass, klass, site.node):
+                caller = None
+            sites.append((site.node, caller, klass))
+        if not klass:
+            for owner, attribute in self._function_attributes().get(info.name, ()):
+                for site in self.model.calls.get(attribute, ()):
+                    caller = self._caller_of(site.node)
+                    if caller is not None and caller.klass == owner:
+                        sites.append((site.node, caller, ""))
+        elif info.name == "forward" and klass in self.model.model_classes:
+            sites.extend((call, caller, "") for call, caller in self._instance_calls(klass))
+        return sites
+
+    def _function_attributes(self) -> dict[str, list[tuple[str, str]]]:
+        """In-file function name -> (class, `self.attr`) for each `self.attr = function` in a method:
+        an instance attribute holding a plain function, called without `self`."""
+        def index():
+            found: dict[str, list[tuple[str, str]]] = {}
+            for info, _ in self.model.function_home.values():
+                if not info.klass:
+                    continue
+                for node in iter_nodes(info.node.body):
+                    if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Name:
+                        target = dotted_name(node.targets[0].target)
+                        function = self.model.function_home.get(node.value.value)
+                        if target is not None and target.startswith("self.") and target.count(".") == 1 and \
+                                function is not None and not function[0].klass:
+                            found.setdefault(node.value.value, []).append((info.klass, target))
+            return found
+        return self.model.remembered("values:function-attributes", index)
+
+    def _instance_calls(self, klass: str) -> list:
+        """(call, caller) for each in-file call of an object built from `klass` (its `forward` runs)."""
+        def index():
+            found: dict[str, list] = {}
+            for sites in self.model.calls.values():
+                for site in sites:
+                    func = site.node.func
+                    if self.model.function(dotted_name(func) or "", "") is not None and type(func) is cst.Name:
+                        continue  # a call of an in-file function
+                    caller = self._caller_of(site.node)
+                    if caller is None:  # module-level code: an object bound there, called there
+                        obj = self.model.object(dotted_name(func) or "")
+                        if obj is not None and obj.where == "module":
+                            found.setdefault(obj.callee.rsplit(".", 1)[-1], []).append((site.node, None))
+                        continue
+                    _, analysis = self.model.function_home[caller.qualname]
+                    values = self.model.evaluators.get(id(analysis))
+                    if values is None:
+                        values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
+                    callee = values.of(func, 10**9, caller.node, caller.klass, 8)
+                    if callee.kind == "object" and callee.obj == "model" and type(callee.origin) is cst.Call:
+                        built = (self.model.names.qualify(callee.origin.func) or "").rsplit(".", 1)[-1]
+                        found.setdefault(built, []).append((site.node, caller))
+            return found
+        return self.model.remembered("values:instance-calls", index).get(klass, [])
 
     def _caller_of(self, call: cst.CSTNode):
         """The in-file function (a FuncInfo) whose body holds `call`."""
@@ -559,8 +664,9 @@ class Values:
                 return Value("tensor", zero="mask" if method in ("eq", "ne", "lt", "le", "gt", "ge", "bool") else "")
             if method in ("softmax", "sigmoid"):
                 return replace(receiver, kind="tensor", prob=method, zero="", origin=receiver.origin or call)
-            if method in ("log_softmax", "exp"):
-                return replace(receiver, kind="tensor", prob="logprob" if method == "log_softmax" else "", zero="safe")
+            if method == "log_softmax" or method in v.exponential_methods:
+                return replace(receiver, kind="tensor", prob="logprob" if method == "log_softmax" else "exp",
+                               zero="safe")
             if method in v.pass_through_methods:
                 return receiver
             if method in ("sum", "mean"):
@@ -572,7 +678,9 @@ class Values:
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
-                               receiver.zero)
+                               "selected" if low is not None and _number(low) == 0.0 else receiver.zero)
+            if method == "tanh" and not call.args:
+                return replace(receiver, kind="tensor", prob="tanh", zero="", origin=call)
             if method == "relu" and not call.args:
                 return replace(receiver, prob="", zero="selected")
             if method in ("abs", "square") and not call.args:
@@ -582,7 +690,7 @@ class Values:
             if method in ("log", "log1p") and not call.args:
                 return replace(receiver, prob="", zero=_logged(method, receiver))
             if method in ("masked_fill", "masked_fill_", "where"):
-                return replace(receiver, zero="safe")
+                return replace(receiver, prob="", zero="safe")  # a guard's form: what it fills in is unknown
             if receiver.grad:
                 return replace(receiver, prob="", zero="")
             return self._callee_object(call, func, at, function, klass, depth)
@@ -609,11 +717,15 @@ class Values:
                 return Value("scalar", unit=sub(first).unit) if first is not None else SCALAR
             if qualified in v.python_number_builtins:
                 return SCALAR
-            if qualified in v.positive or qualified in v.clamps:
+            if qualified in v.zero_floor_clamps and _number(arg(call, 1, "min") or cst.Name("None")) == 0.0:
+                return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="selected")  # a ReLU
+            if qualified in v.positive or qualified in v.clamps or qualified in v.exponentials:
                 first = arg(call, 0)
                 inner = sub(first) if first is not None else UNKNOWN
                 kind = "scalar" if qualified in ("max", "math.exp") else "tensor"
-                return Value(kind, inner.grad, zero="safe")
+                return Value(kind, inner.grad, prob="exp" if qualified in v.exponentials else "", zero="safe")
+            if qualified in v.saturating_to_one:
+                return Value("tensor", sub(arg(call, 0, "input") or call).grad, "output", "tanh", origin=call)
             if qualified in v.selecting_zero:
                 return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="selected")
             if qualified in v.underflowing:
@@ -760,17 +872,23 @@ class Values:
                 zero = self._activation_zero(qualified)
                 if zero:  # nn.ReLU()(x), self.act(x) of `self.act = nn.Softplus()`
                     return Value("tensor", "known", "output", zero=zero, origin=call)
+                if qualified in self.v.saturating_to_one_modules:  # self.squash(x) of `self.squash = nn.Tanh()`
+                    return Value("tensor", "known", "output", "tanh", origin=call)
                 klass = qualified.rsplit(".", 1)[-1]
                 info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
                 imported = self.model.imported.returns(f"{qualified}.forward") if info is None else ()
                 if imported:  # a model class of another project file
                     summary = from_facts(imported)
-                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
+                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits", "tanh"):
                         return Value("tensor", "known", "output", summary.prob, origin=call)
+                    return _model_output_items(summary, call) or Value("tensor", "known", "output", origin=call)
                 if info is not None:
                     summary = self.summary(info)
-                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits"):
+                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits", "tanh"):
                         return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
+                    items = _model_output_items(summary, call)
+                    if items is not None:
+                        return items
             return Value("tensor", "known", "output", origin=call)
         if kind == "loss":
             return Value("tensor", "known", "loss", origin=call,
@@ -791,6 +909,8 @@ class Values:
                 zero = self._activation_zero(qualified)
                 if zero:  # nn.Sequential(nn.Linear(h, d), nn.Softplus()): a std head
                     return Value("tensor", "known", "output", zero=zero, origin=call)
+                if qualified in self.v.saturating_to_one_modules:  # an actor head ending in nn.Tanh()
+                    return Value("tensor", "known", "output", "tanh", origin=call)
             return Value("tensor", "known", "output", origin=call)
         return UNKNOWN
 
@@ -825,6 +945,8 @@ class Values:
             one = _number(expr.left)
             if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero", "selected")):
                 return replace(base, prob="", zero="zero")
+            if one == 1.0 and _square_of_tanh(expr.right, sub):
+                return replace(base, prob="", zero="saturated")  # 1 - tanh(x)**2: 0 once tanh is +-1
             if one is None and _number(expr.right) is None and not positive_constant(expr.right):
                 return replace(base, prob="", zero="diff")  # 0 where the two are equal
             return replace(base, prob="", zero="")
@@ -861,11 +983,58 @@ class Values:
                 return replace(base, prob="", zero="")  # x**2 + c**2: c is usually a positive constant
             return replace(base, prob="", zero="selected" if lz == rz == "selected" else "zero")
         if isinstance(op, cst.Divide):
+            by_hand = _probability_by_hand(expr, left, right, sub)
+            if by_hand:  # e / e.sum(dim), 1 / (1 + exp(-x)): what softmax and sigmoid compute
+                return Value("tensor", left.grad or right.grad, "output", by_hand, origin=expr)
             if lzero in ("squares", "spread"):
                 return replace(base, prob="", zero=lzero)
             lz = lzero or ("zero" if left.prob and left.prob != "logits" else "")
             return replace(base, prob="", zero="zero" if lz and lz != "safe" else "")
         return replace(base, prob="", zero="")
+
+
+def _probability_by_hand(expr: cst.BinaryOperation, left: Value, right: Value, sub) -> str:
+    """"softmax" for `e / e.sum(dim)` (`torch.sum(e, dim)`) of an exponential `e`; "sigmoid" for
+    `1 / (1 + exp(z))` and `e / (1 + e)`: ratios that underflow to exactly 0 as the library's do."""
+    denominator = expr.right
+    while type(denominator) is cst.Call:
+        function = dotted_name(denominator.func) or ""
+        if function.rsplit(".", 1)[0] in ("torch", "th") and function.endswith(".sum") and denominator.args:
+            summed = denominator.args[0].value  # torch.sum(e, dim)
+        elif type(denominator.func) is cst.Attribute and \
+                denominator.func.attr.value in ("sum", "unsqueeze", "view", "reshape", "expand_as"):
+            summed = denominator.func.value  # e.sum(dim, keepdim=True), e.sum(dim).unsqueeze(1)
+        else:
+            return ""
+        if left.prob == "exp" and summed.deep_equals(expr.left):
+            return "softmax"
+        denominator = summed
+    if type(denominator) is not cst.BinaryOperation or type(denominator.operator) is not cst.Add:
+        return ""
+    for one, other in ((denominator.left, denominator.right), (denominator.right, denominator.left)):
+        if _number(one) == 1.0 and sub(other).prob == "exp" and \
+                (_number(expr.left) == 1.0 or (left.prob == "exp" and other.deep_equals(expr.left))):
+            return "sigmoid"
+    return ""
+
+
+def _square_of_tanh(expr: cst.BaseExpression, sub) -> bool:
+    """`t ** 2`, `t.pow(2)`, `t.square()`, `torch.pow(t, 2)`, `t * t` of a tanh output `t`."""
+    base = None
+    if type(expr) is cst.BinaryOperation:
+        if type(expr.operator) is cst.Power and _number(expr.right) == 2.0:
+            base = expr.left
+        elif type(expr.operator) is cst.Multiply and expr.left.deep_equals(expr.right):
+            base = expr.left
+    elif type(expr) is cst.Call and type(expr.func) is cst.Attribute:
+        method = expr.func.attr.value
+        if (method == "pow" and expr.args and _number(expr.args[0].value) == 2.0) or \
+                (method == "square" and not expr.args):
+            base = expr.func.value
+        elif dotted_name(expr.func) in ("torch.pow", "torch.square") and expr.args and \
+                (len(expr.args) == 1 or _number(expr.args[1].value) == 2.0):
+            base = expr.args[0].value
+    return base is not None and sub(base).prob == "tanh"
 
 
 def _even(exponent: cst.BaseExpression) -> bool:

@@ -3,9 +3,10 @@ where a gradient flows (its gradient at 0 is inf), without a guard.
 
 Only torch logs count: a math/NumPy log of 0 is -inf in a number no gradient
 flows through. The model's `zero` fact says why a value can be 0 (a probability product,
-`1 - p`, a ReLU, a softplus (0 in float32 below about -104), a count, a sum of squares of something that can be 0, a spread, or the
-function's own test of it against 0 or clamp to at least 1) and which guards rule it
-out (clamp, where, + eps, max(x, eps), exp, an `if`/assert on it). A value only printed or
+`1 - p`, a ReLU or `clamp(min=0)` (an IoU's intersection), a softplus (0 in float32 below about -104),
+`1 - tanh(x)**2` (0 once tanh saturates), a count, a sum of squares of something that can be 0, a spread,
+or the function's own test of it against 0 or clamp to at least 1) and which guards rule it out (clamp
+with a positive minimum, where, + eps, max(x, eps), exp, an `if`/assert on it). A value only printed or
 logged carries no gradient and is not reported. softmax and
 sigmoid outputs under a torch log are TRN402's. The fixes clamp or add a tiny
 value, which can change a finite result: they are unsafe (applied on request).
@@ -25,7 +26,9 @@ from ..rule import FixSpec, Replace, Rule
 _WHAT = {"prob": "a probability", "zero": "a value that can be exactly 0", "count": "a count",
          "spread": "a spread (std/var) that can be 0", "squares": "a square",
          "tested": "a value this function itself compares with 0 or clamps to at least 1 elsewhere",
-         "underflow": "a softplus output, exactly 0 in float32 where its input is below about -104"}
+         "underflow": "a softplus output, exactly 0 in float32 where its input is below about -104",
+         "saturated": "`1 - tanh(x)**2`, exactly 0 in float32 once the tanh saturates at +-1 (|x| above about "
+                      "{tanh:g})"}
 # Calls whose arguments are only shown: no gradient flows out of a printed or logged value.
 _SHOWN = ("print", "logging.info", "logging.debug", "logging.warning")
 _SHOWN_METHODS = ("info", "debug", "warning", "warn", "write", "format", "add_scalar", "set_postfix")
@@ -66,9 +69,10 @@ class UnsafeLog(Rule):
         value = self.values(target)
         kind = value.zero or ("prob" if value.prob == "prob" else "")
         kind = "zero" if kind == "selected" else kind  # log(relu(z)) is -inf forward
-        if kind not in ("prob", "zero", "count", "tested", "underflow"):
+        if kind not in ("prob", "zero", "count", "tested", "underflow", "saturated"):
             return  # masks are logged on purpose (-inf biases); squares are usually of a positive value
-        message = (f"`log({_short(target)})`: {_WHAT[kind]}; at 0 the log is -inf and its gradient inf, "
+        what = _WHAT[kind].format(tanh=v.fp32_tanh_saturation) if kind == "saturated" else _WHAT[kind]
+        message = (f"`log({_short(target)})`: {what}; at 0 the log is -inf and its gradient inf, "
                    f"turning the loss NaN")
         self.report(node, message, fix=self._clamp(target))
 

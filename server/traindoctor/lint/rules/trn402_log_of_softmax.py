@@ -1,8 +1,10 @@
 """TRN402 log-of-softmax: `log` of softmax/sigmoid outputs, where `log_softmax`
 and `logsigmoid` are the stable forms (BCE on sigmoid outputs is TRN407). Probabilities are the model's `prob` fact: from functions and
 Tensor methods, from modules (`nn.Softmax`, an `nn.Sequential` ending in
-`nn.Sigmoid`, an in-file model whose forward returns one) and from in-file
-functions that return one. Not reported: the probability picked at an index that the
+`nn.Sigmoid`, a model whose forward returns one, also as a tuple item and from another
+file), from functions that return one, from every caller of a function or a module's
+forward, from a dict item the function stored, and written by hand (`e / e.sum(dim)` of an
+exp, `1 / (1 + exp(-z))`); `log(1 - p)` of any such sigmoid. Not reported: the probability picked at an index that the
 program draws from the same function's output (`Categorical(probs).sample()`), which is
 never exactly 0 (analysis/sampling.py). A rewrite is offered where the softmax/sigmoid
 call is right there; it computes the same value, stably: safe."""
@@ -44,8 +46,12 @@ class LogOfSoftmax(Rule):
             message = (f"`log(1 - sigmoid(...))` is -inf once the sigmoid saturates at 1 (in float32 from logits "
                        f"of about {v.fp32_sigmoid_saturation_logit:g} on); `logsigmoid(-x)` computes the same value "
                        f"stably")
-            fix = self._rewrite(node, one_minus, "logsigmoid", negate=True)
-            self.report(node, message, fix=fix)
+            origin = self.values(one_minus).origin
+            related = [Related(origin, "the sigmoid output comes from here")] \
+                if origin is not None and origin is not one_minus else []
+            fix = self._rewrite(node, one_minus, "logsigmoid", negate=True) if isinstance(one_minus, cst.Call) \
+                else None
+            self.report(node, message, fix=fix, related=related)
             return
         value = self.values(target)
         if value.prob not in ("softmax", "sigmoid") or self._computed_without_grad(value.origin):
@@ -75,11 +81,14 @@ class LogOfSoftmax(Rule):
         return not any(self.values(cst.Name(name)).grad in ("known", "likely") for name in names
                        if not scope.bound_without_grad(name, at))
 
-    def _one_minus_sigmoid(self, target: cst.BaseExpression) -> cst.Call | None:
+    def _one_minus_sigmoid(self, target: cst.BaseExpression) -> cst.BaseExpression | None:
+        """`p` of `1 - p` where `p` is a sigmoid output: computed right there (`1 - D(x)`) or bound
+        earlier, passed in by every caller, stored in a dict item (`1 - pred`)."""
         if isinstance(target, cst.BinaryOperation) and isinstance(target.operator, cst.Subtract) and \
                 isinstance(target.left, (cst.Integer, cst.Float)) and float(target.left.value) == 1.0:
             inner = target.right
-            if isinstance(inner, cst.Call) and self.values(inner).prob == "sigmoid":
+            value = self.values(inner)
+            if value.prob == "sigmoid" and not self._computed_without_grad(value.origin):
                 return inner
         return None
 
@@ -89,6 +98,8 @@ class LogOfSoftmax(Rule):
         v = vocab()
         func = prob_call.func
         if isinstance(func, cst.Attribute) and qualified not in v.softmax and qualified not in v.sigmoid:
+            if func.attr.value != "softmax":
+                return None  # p.gather(1, y) of a softmax: not a call to rewrite
             if negate or stable == "logsigmoid":
                 return None  # Tensor has no .logsigmoid()
             new = f"{code(func.value)}.{stable}({', '.join(code(a) for a in prob_call.args)})"
