@@ -149,3 +149,39 @@ def test_mixed_precision_on_a_gpu_ultralytics_blocks_is_amp() -> None:
 def test_the_older_cudnn_wording_of_no_algorithm() -> None:
     diagnosis = _diagnose("RuntimeError: no valid convolution algorithms available in CuDNN\n")
     assert diagnosis.kind == "cudnn", _top(diagnosis)
+
+
+NOTEBOOK_CUT = """\
+---------------------------------------------------------------------------
+{type}                         Traceback (most recent call last)
+Cell In[4], line 2
+      1 trainer = Trainer(model=model, args=args, train_dataset=ds)
+----> 2 trainer.train()
+
+File /opt/conda/lib/python3.11/site-packages/transformers/trainer.py:2052, in Trainer.train(self, resume_from_checkpoint, trial, ignore_keys_for_eval, **kwargs)
+   2050         hf_hub_utils.enable_progress_bars()
+   2051 else:
+-> 2052     return inner_training_loop(
+"""
+
+
+def test_a_cut_notebook_paste_naming_an_ordinary_error_is_that_error() -> None:
+    diagnosis = _diagnose(NOTEBOOK_CUT.format(type="FileNotFoundError"))
+    assert diagnosis.kind == "other", _top(diagnosis)
+    assert diagnosis.title.startswith("FileNotFoundError")
+    assert (diagnosis.location.path, diagnosis.location.line) == ("Cell In[4]", 2)
+    # a type a training kind can explain leaves the frames to the clues and the model
+    assert _diagnose(NOTEBOOK_CUT.format(type="RuntimeError")).title != "RuntimeError (its message was cut from the paste)"
+
+
+def test_a_stack_cut_on_a_librarys_raise_of_an_ordinary_error_is_that_error() -> None:
+    text = """\
+Traceback (most recent call last):
+  File "train.py", line 12, in <module>
+    model.train(data="coco8.yaml", epochs=3)
+  File "/venv/lib/python3.10/site-packages/ultralytics/utils/checks.py", line 520, in check_file
+    raise FileNotFoundError(f"'{file}' does not exist")
+"""
+    diagnosis = _diagnose(text)
+    assert diagnosis.kind == "other", _top(diagnosis)
+    assert "FileNotFoundError" in diagnosis.title

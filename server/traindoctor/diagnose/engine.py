@@ -136,10 +136,17 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
                         + (f": {location.code}" if location.code else ""))
 
     if signature.kind == FALLBACK and claimed is None:
-        inferred = _from_partial_evidence(lines, chains, signature, evidence, location, rank, frames, exception,
-                                          details, log_text)
-        if inferred is not None:
-            return inferred
+        from .evidence_model import ordinary_error
+
+        ordinary = ordinary_error(lines, chains)
+        if ordinary is not None:  # a cut paste that still names a type no kind explains: no kind to infer
+            facts.setdefault("ordinary_type", ordinary)
+            facts.setdefault("exception_type", ordinary)
+        else:
+            inferred = _from_partial_evidence(lines, chains, signature, evidence, location, rank, frames, exception,
+                                              details, log_text)
+            if inferred is not None:
+                return inferred
 
     title = signature.title_for(facts)
     root_cause = with_notes(signature.root_cause_for(facts), live.notes if live is not None else [])
@@ -148,7 +155,9 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     fixes.extend(FixSuggestion(t, d) for t, d in details.pop("inner_fixes", [])[:2])
     confidence = _confidence(signature, exception, location, chain)
     if signature.kind == FALLBACK and exception is None:
-        confidence = 0.05
+        # a cut paste naming an ordinary type is as sure as that exception shown whole
+        confidence = _confidence(signature, ExceptionInfo(facts["ordinary_type"], ""), location, chain) \
+            if "ordinary_type" in facts else 0.05
 
     related = ()
     if correlate and signature.related_rules and frames:
