@@ -185,3 +185,15 @@ Traceback (most recent call last):
     diagnosis = _diagnose(text)
     assert diagnosis.kind == "other", _top(diagnosis)
     assert "FileNotFoundError" in diagnosis.title
+
+
+def test_a_rank_prefix_before_inline_code_on_every_line_keeps_the_frame() -> None:
+    lines = ["`Traceback (most recent call last):`",
+             '`  File "fit_tagger.py", line 88, in <module>`',
+             "`    loss.backward()`",
+             '`  File "/env/lib/python3.6/site-packages/torch/autograd/__init__.py", line 99, in backward`',
+             "`    variables, grad_variables, retain_graph)`",
+             "`RuntimeError: cuda runtime error (59) : device-side assert triggered at /pytorch/THC/THCReduceAll.cuh:339`"]
+    diagnosis = _diagnose("\n".join("[rank1]: " + line for line in lines) + "\n")
+    assert diagnosis.kind == "device-side-assert", _top(diagnosis)
+    assert (diagnosis.location.path, diagnosis.location.line) == ("fit_tagger.py", 88)
