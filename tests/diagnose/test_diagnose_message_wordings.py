@@ -128,6 +128,16 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
     # transformers' TrainingArguments: the Trainer needs a newer accelerate
     ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run "
      "`pip install transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "hf-setup"),
+    # transformers' from_pretrained without accelerate (the 8-bit wording, and the newer one with a version)
+    ("ImportError: Using `load_in_8bit=True` requires Accelerate: `pip install accelerate` and the latest version "
+     "of bitsandbytes `pip install -i https://test.pypi.org/simple/ bitsandbytes` or pip install bitsandbytes`",
+     "hf-setup"),
+    ("ImportError: Using `low_cpu_mem_usage=True` or a `device_map` requires Accelerate: "
+     "`pip install 'accelerate>=0.26.0'`", "hf-setup"),
+    # PEFT has no default target modules for this model type
+    ("ValueError: Please specify `target_modules` in `peft_config`", "hf-setup"),
+    # torch <= 1.x's cuDNN algorithm search (getValidAlgorithms)
+    ("RuntimeError: no valid convolution algorithms available in CuDNN", "cudnn"),
 ])
 def test_wording(message: str, kind: str) -> None:
     diagnosis = diagnose_text(_TAIL + message + "\n", correlate=False)
