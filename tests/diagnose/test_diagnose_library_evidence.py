@@ -197,3 +197,22 @@ def test_a_rank_prefix_before_inline_code_on_every_line_keeps_the_frame() -> Non
     diagnosis = _diagnose("\n".join("[rank1]: " + line for line in lines) + "\n")
     assert diagnosis.kind == "device-side-assert", _top(diagnosis)
     assert (diagnosis.location.path, diagnosis.location.line) == ("fit_tagger.py", 88)
+
+
+VLLM_START = """\
+INFO 03-02 10:00:01 llm_engine.py:72] Initializing an LLM engine with config: model='meta-llama/Llama-2-13b-hf', dtype=torch.float16, max_seq_len=4096, tensor_parallel_size=1
+INFO 03-02 10:00:40 llm_engine.py:{line}] # GPU blocks: {blocks}, # CPU blocks: 327
+"""
+
+
+def test_vllm_without_kv_cache_blocks_is_cuda_oom() -> None:
+    diagnosis = _diagnose(VLLM_START.format(line=207, blocks=0))
+    assert diagnosis.kind == "cuda-oom", _top(diagnosis)
+    assert _diagnose(VLLM_START.format(line=207, blocks=812)).kind == "other"
+
+
+def test_vllm_concurrency_below_one_request_is_cuda_oom() -> None:
+    line = "INFO 05-11 09:12:03 [kv_cache_utils.py:634] Maximum concurrency for 32,768 tokens per request: {x}x\n"
+    diagnosis = _diagnose(line.format(x="0.43"))
+    assert diagnosis.kind == "cuda-oom", _top(diagnosis)
+    assert _diagnose(line.format(x="4.27")).kind == "other"
