@@ -216,3 +216,15 @@ def test_vllm_concurrency_below_one_request_is_cuda_oom() -> None:
     diagnosis = _diagnose(line.format(x="0.43"))
     assert diagnosis.kind == "cuda-oom", _top(diagnosis)
     assert _diagnose(line.format(x="4.27")).kind == "other"
+
+
+def test_torch_1_7s_deterministic_switch_gets_no_fix_it_lacks() -> None:
+    message = ("RuntimeError: index_add_cuda_ does not have a deterministic implementation, but you set "
+               "'torch.set_deterministic(True)'. You can turn off determinism just for this operation if that's "
+               "acceptable for your application.\n")
+    diagnosis = _diagnose(message)
+    assert diagnosis.kind == "nondeterminism", _top(diagnosis)
+    assert "set_deterministic" in diagnosis.root_cause
+    assert not any("warn_only" in fix.detail for fix in diagnosis.fixes)  # torch 1.11 added warn_only
+    newer = _diagnose(message.replace("set_deterministic", "use_deterministic_algorithms"))
+    assert any("warn_only" in fix.detail for fix in newer.fixes)

@@ -136,6 +136,10 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
      "`pip install 'accelerate>=0.26.0'`", "hf-setup"),
     # PEFT has no default target modules for this model type
     ("ValueError: Please specify `target_modules` in `peft_config`", "hf-setup"),
+    # torch 1.7 named its deterministic switch torch.set_deterministic
+    ("RuntimeError: index_add_cuda_ does not have a deterministic implementation, but you set "
+     "'torch.set_deterministic(True)'. You can turn off determinism just for this operation if that's "
+     "acceptable for your application.", "nondeterminism"),
     # torch <= 1.x's cuDNN algorithm search (getValidAlgorithms)
     ("RuntimeError: no valid convolution algorithms available in CuDNN", "cudnn"),
 ])
