@@ -36,6 +36,8 @@ def test_an_inferred_diagnosis_is_titled_by_its_kind_not_by_a_cause_it_did_not_s
     assert diagnosis.kind == "multiprocessing-pickle"
     assert diagnosis.title.startswith(kind_title("multiprocessing-pickle"))
     assert "fork" not in diagnosis.title
+    # and its fixes are the clue's (pickling, the entry-point guard), not the forked-CUDA signature's
+    assert diagnosis.fixes and not any("CUDA" in f.title or "spawn" in f.title for f in diagnosis.fixes)
 
 
 def test_every_hypothesis_carries_a_check() -> None:

@@ -377,7 +377,8 @@ def _inferred(kept: list, shares: list[float], source: dict[str, Any], lines: li
     def fixes_of(hypothesis) -> tuple[FixSuggestion, ...]:
         kind_signature = first_of_kind.get(hypothesis.kind)
         kind_fixes = kind_signature.fixes_for({}) if kind_signature is not None else []
-        merged = list(dict.fromkeys([*hypothesis.fixes, *kind_fixes]))
+        # a clue's own fixes answer its evidence; the kind's first signature's fix one cause of the kind
+        merged = list(dict.fromkeys(hypothesis.fixes or kind_fixes))
         return tuple(FixSuggestion(t, d) for t, d in merged[:3])
 
     hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h),
