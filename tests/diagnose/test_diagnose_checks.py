@@ -53,3 +53,14 @@ def test_the_text_says_how_to_decide() -> None:
     text = render_text(diagnose_text(CUBLAS, correlate=False))
     assert "To decide: " + kind_check("device-side-assert")[:30] in text.replace("\n", " ")
     assert "to decide: python -c" in text
+
+
+def test_an_inferred_kind_gets_fixes_for_any_of_its_causes() -> None:
+    # CUDA initialisation cut before its message: nothing says a checkpoint was being loaded, so the
+    # torch.load fix of the kind's first signature (map_location) is not offered
+    text = ('Traceback (most recent call last):\n  File "train.py", line 20, in <module>\n    model.cuda()\n'
+            '  File "/venv/lib/python3.10/site-packages/torch/cuda/__init__.py", line 298, in _lazy_init\n'
+            "    torch._C._cuda_init()\n")
+    diagnosis = diagnose_text(text, correlate=False)
+    assert diagnosis.kind == "cuda-env", [(h.kind, h.confidence) for h in diagnosis.hypotheses]
+    assert diagnosis.fixes and not any("map_location" in f.detail for f in diagnosis.fixes)

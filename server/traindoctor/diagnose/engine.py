@@ -367,7 +367,7 @@ def _inferred(kept: list, shares: list[float], source: dict[str, Any], lines: li
               evidence: list[str], location: Frame | None, rank: int | None, frames: tuple,
               exception: ExceptionInfo | None, details: dict[str, Any], log_text: str) -> Diagnosis:
     """The diagnosis of ranked hypotheses inferred without a signature (`kept`, best first)."""
-    from .partial import kind_check, kind_title
+    from .partial import inferred_fixes, kind_check, kind_title
     from .signatures import load_signatures
 
     best = kept[0]
@@ -376,9 +376,11 @@ def _inferred(kept: list, shares: list[float], source: dict[str, Any], lines: li
 
     def fixes_of(hypothesis) -> tuple[FixSuggestion, ...]:
         kind_signature = first_of_kind.get(hypothesis.kind)
-        kind_fixes = kind_signature.fixes_for({}) if kind_signature is not None else []
-        # a clue's own fixes answer its evidence; the kind's first signature's fix one cause of the kind
-        merged = list(dict.fromkeys(hypothesis.fixes or kind_fixes))
+        generic = inferred_fixes(hypothesis.kind)
+        if generic is None:
+            generic = kind_signature.fixes_for({}) if kind_signature is not None else []
+        # a clue's own fixes answer its evidence; a kind's fixes any of its causes
+        merged = list(dict.fromkeys(hypothesis.fixes or generic))
         return tuple(FixSuggestion(t, d) for t, d in merged[:3])
 
     hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h),

@@ -89,6 +89,13 @@ def kind_check(kind: str) -> str:
     return str((_per_kind().get("checks") or {}).get(kind, ""))
 
 
+def inferred_fixes(kind: str) -> list[tuple[str, str]] | None:
+    """The fixes of an inferred `kind` when its first signature fixes only one of its causes
+    (checks.yaml `fixes`); None for the other kinds."""
+    fixes = (_per_kind().get("fixes") or {}).get(kind)
+    return None if fixes is None else [(str(f["title"]), str(f["detail"])) for f in fixes]
+
+
 def kind_title(kind: str) -> str:
     """What a hypothesis of `kind` is called when no message names its cause (checks.yaml `titles`)."""
     return str((_per_kind().get("titles") or {}).get(kind, kind))
