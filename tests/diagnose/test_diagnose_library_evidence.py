@@ -228,3 +228,43 @@ def test_torch_1_7s_deterministic_switch_gets_no_fix_it_lacks() -> None:
     assert not any("warn_only" in fix.detail for fix in diagnosis.fixes)  # torch 1.11 added warn_only
     newer = _diagnose(message.replace("set_deterministic", "use_deterministic_algorithms"))
     assert any("warn_only" in fix.detail for fix in newer.fixes)
+
+
+def test_the_checkpoint_warnings_claims_hold_in_torch() -> None:
+    """What the no-grad clue says of torch.utils.checkpoint's warning, checked on this torch: the
+    warning's wording, the weights inside the block left without a gradient while a layer after it
+    trains, and a loss without grad_fn when nothing else trains."""
+    import re
+    import warnings
+
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    from traindoctor.diagnose.partial import _catalog
+
+    clue = next(c for c in _catalog()[1] if c.id == "checkpoint-inputs-no-grad")
+    inner, outer = torch.nn.Linear(4, 4), torch.nn.Linear(4, 1)
+    x = torch.randn(2, 4)  # a frozen embedding's output: no grad
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hidden = checkpoint(inner, x, use_reentrant=True)
+    assert any(clue.pattern.search(str(w.message)) for w in caught), [str(w.message) for w in caught]
+    outer(hidden).sum().backward()
+    assert inner.weight.grad is None and outer.weight.grad is not None  # silently untrained
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        alone = checkpoint(inner, x, use_reentrant=True).sum()
+    assert alone.grad_fn is None and not alone.requires_grad
+    assert re.search("grad_fn", clue.cause)
+
+
+def test_a_residual_add_of_mismatched_shapes_fails_as_the_clue_says() -> None:
+    """The residual-add clue's kind, checked on this torch: the add of a shortcut whose stride or
+    channels differ raises the message the shape-mismatch signature reads."""
+    import pytest
+    import torch
+
+    out, shortcut = torch.zeros(2, 64, 8, 8), torch.zeros(2, 64, 16, 16)
+    with pytest.raises(RuntimeError) as raised:
+        out += shortcut
+    assert _diagnose(f"RuntimeError: {raised.value}\n").kind == "shape-mismatch"
