@@ -136,6 +136,8 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
      "`pip install 'accelerate>=0.26.0'`", "hf-setup"),
     # PEFT has no default target modules for this model type
     ("ValueError: Please specify `target_modules` in `peft_config`", "hf-setup"),
+    # a setup.py build through torch.utils.cpp_extension's BuildExtension
+    ("RuntimeError: Error compiling objects for extension", "cuda-env"),
     # Lightning's finite-loss check prints the loss tensor; fairseq's loss scaler gives up
     ("ValueError: The loss returned in `training_step` is tensor(nan, device='cuda:0').", "nan-inf"),
     ("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the "
