@@ -128,6 +128,26 @@ _TAIL = 'Traceback (most recent call last):\n  File "train.py", line 50, in <mod
     # transformers' TrainingArguments: the Trainer needs a newer accelerate
     ("ImportError: Using the `Trainer` with `PyTorch` requires `accelerate>=0.26.0`: Please run "
      "`pip install transformers[torch]` or `pip install 'accelerate>=0.26.0'`", "hf-setup"),
+    # transformers' from_pretrained without accelerate (the 8-bit wording, and the newer one with a version)
+    ("ImportError: Using `load_in_8bit=True` requires Accelerate: `pip install accelerate` and the latest version "
+     "of bitsandbytes `pip install -i https://test.pypi.org/simple/ bitsandbytes` or pip install bitsandbytes`",
+     "hf-setup"),
+    ("ImportError: Using `low_cpu_mem_usage=True` or a `device_map` requires Accelerate: "
+     "`pip install 'accelerate>=0.26.0'`", "hf-setup"),
+    # PEFT has no default target modules for this model type
+    ("ValueError: Please specify `target_modules` in `peft_config`", "hf-setup"),
+    # a setup.py build through torch.utils.cpp_extension's BuildExtension
+    ("RuntimeError: Error compiling objects for extension", "cuda-env"),
+    # Lightning's finite-loss check prints the loss tensor; fairseq's loss scaler gives up
+    ("ValueError: The loss returned in `training_step` is tensor(nan, device='cuda:0').", "nan-inf"),
+    ("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding. Try lowering the "
+     "learning rate, using gradient clipping or increasing the batch size.", "amp"),
+    # torch 1.7 named its deterministic switch torch.set_deterministic
+    ("RuntimeError: index_add_cuda_ does not have a deterministic implementation, but you set "
+     "'torch.set_deterministic(True)'. You can turn off determinism just for this operation if that's "
+     "acceptable for your application.", "nondeterminism"),
+    # torch <= 1.x's cuDNN algorithm search (getValidAlgorithms)
+    ("RuntimeError: no valid convolution algorithms available in CuDNN", "cudnn"),
 ])
 def test_wording(message: str, kind: str) -> None:
     diagnosis = diagnose_text(_TAIL + message + "\n", correlate=False)

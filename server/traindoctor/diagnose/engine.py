@@ -136,10 +136,17 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
                         + (f": {location.code}" if location.code else ""))
 
     if signature.kind == FALLBACK and claimed is None:
-        inferred = _from_partial_evidence(lines, chains, signature, evidence, location, rank, frames, exception,
-                                          details, log_text)
-        if inferred is not None:
-            return inferred
+        from .evidence_model import ordinary_error
+
+        ordinary = ordinary_error(lines, chains)
+        if ordinary is not None:  # a cut paste that still names a type no kind explains: no kind to infer
+            facts.setdefault("ordinary_type", ordinary)
+            facts.setdefault("exception_type", ordinary)
+        else:
+            inferred = _from_partial_evidence(lines, chains, signature, evidence, location, rank, frames, exception,
+                                              details, log_text)
+            if inferred is not None:
+                return inferred
 
     title = signature.title_for(facts)
     root_cause = with_notes(signature.root_cause_for(facts), live.notes if live is not None else [])
@@ -148,7 +155,9 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     fixes.extend(FixSuggestion(t, d) for t, d in details.pop("inner_fixes", [])[:2])
     confidence = _confidence(signature, exception, location, chain)
     if signature.kind == FALLBACK and exception is None:
-        confidence = 0.05
+        # a cut paste naming an ordinary type is as sure as that exception shown whole
+        confidence = _confidence(signature, ExceptionInfo(facts["ordinary_type"], ""), location, chain) \
+            if "ordinary_type" in facts else 0.05
 
     related = ()
     if correlate and signature.related_rules and frames:
@@ -262,7 +271,7 @@ def _from_partial_evidence(lines: list[Line], chains: list[Chain], fallback_sign
     from .partial import infer, threshold
 
     found = infer(lines, chains)
-    kept, shares, source = _from_structure(lines, chains, fallback_signature)
+    kept, shares, source = _from_structure(lines, chains)
     if found and found[0].score >= threshold():
         clue_kept = [h for h in found if h.score >= threshold() / 2][:_MAX_HYPOTHESES]
         raws = [min(h.score, _PARTIAL_CEILING) for h in clue_kept]
@@ -304,12 +313,11 @@ def _with_top(shares: list[float], top: float) -> list[float]:
     return [top, *(share * scale for share in shares[1:])]
 
 
-def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) -> tuple[list, list[float], dict]:
+def _from_structure(lines: list[Line], chains: list[Chain]) -> tuple[list, list[float], dict]:
     """Hypotheses from the evidence model, as partial hypotheses with their probabilities; none
     when the paste shows no failure at all (no traceback, no exception, no failure line)."""
     from .evidence_model import OTHER, failure_shown, observe, rank as rank_kinds
-    from .partial import PartialHypothesis, kind_check
-    from .signatures import load_signatures
+    from .partial import PartialHypothesis, kind_check, kind_title
 
     observed = observe(lines, chains)
     ranked = rank_kinds(observed)
@@ -317,11 +325,9 @@ def _from_structure(lines: list[Line], chains: list[Chain], fallback_signature) 
         return [], [], {}
     if not failure_shown(observed):
         return [], [], {}
-    first_of_kind = {s.kind: s for s in reversed(load_signatures())}
     kept = []
     for entry in ranked[:_MAX_HYPOTHESES]:
-        signature = first_of_kind.get(entry.kind, fallback_signature)
-        named = "no known failure" if entry.kind == OTHER else signature.title_for({})
+        named = "no known failure" if entry.kind == OTHER else kind_title(entry.kind)
         kept.append(PartialHypothesis(
             entry.kind, entry.probability,
             f"No signature reads this paste's message; what it shows is most like {named}.",
@@ -338,7 +344,7 @@ def _alternatives(lines: list[Line], chains: list[Chain], unknown: float) -> tup
     (evidence_model.alternatives_shown): the evidence model's kinds, each no likelier than the
     unrecognised answer itself, since nothing in the paste decides between them."""
     from .evidence_model import OTHER, alternatives_shown, observe, rank as rank_kinds
-    from .partial import kind_check
+    from .partial import kind_check, kind_title
     from .signatures import load_signatures
 
     observed = observe(lines, chains)
@@ -351,7 +357,7 @@ def _alternatives(lines: list[Line], chains: list[Chain], unknown: float) -> tup
         if signature is None:
             continue
         out.append(Hypothesis(
-            entry.kind, f"The message may say {signature.title_for({})}; nothing in the paste decides it.",
+            entry.kind, f"The message may say {kind_title(entry.kind)}; nothing in the paste decides it.",
             round(max(0.01, min(entry.probability, unknown - 0.01)), 2), entry.supports,
             tuple(FixSuggestion(t, d) for t, d in signature.fixes_for({})[:2]), kind_check(entry.kind)))
     return tuple(out)
@@ -361,7 +367,7 @@ def _inferred(kept: list, shares: list[float], source: dict[str, Any], lines: li
               evidence: list[str], location: Frame | None, rank: int | None, frames: tuple,
               exception: ExceptionInfo | None, details: dict[str, Any], log_text: str) -> Diagnosis:
     """The diagnosis of ranked hypotheses inferred without a signature (`kept`, best first)."""
-    from .partial import kind_check
+    from .partial import inferred_fixes, kind_check, kind_title
     from .signatures import load_signatures
 
     best = kept[0]
@@ -370,8 +376,11 @@ def _inferred(kept: list, shares: list[float], source: dict[str, Any], lines: li
 
     def fixes_of(hypothesis) -> tuple[FixSuggestion, ...]:
         kind_signature = first_of_kind.get(hypothesis.kind)
-        kind_fixes = kind_signature.fixes_for({}) if kind_signature is not None else []
-        merged = list(dict.fromkeys([*hypothesis.fixes, *kind_fixes]))
+        generic = inferred_fixes(hypothesis.kind)
+        if generic is None:
+            generic = kind_signature.fixes_for({}) if kind_signature is not None else []
+        # a clue's own fixes answer its evidence; a kind's fixes any of its causes
+        merged = list(dict.fromkeys(hypothesis.fixes or generic))
         return tuple(FixSuggestion(t, d) for t, d in merged[:3])
 
     hypotheses = tuple(Hypothesis(h.kind, h.cause, round(share, 2), tuple(h.supports), fixes_of(h),
@@ -387,7 +396,7 @@ def _inferred(kept: list, shares: list[float], source: dict[str, Any], lines: li
     if run_env:
         details["run_env"] = run_env
     missing = "the error message is missing" if exception is None else "no known message"
-    title = f"{signature.title_for({})} (inferred: {missing})"
+    title = f"{kind_title(best.kind)} (inferred: {missing})"
     root_cause = (f"{best.cause} The paste does not show a message traindoctor knows, so this is inferred from what "
                   f"it does show; to decide: {best.check}")
     return Diagnosis(

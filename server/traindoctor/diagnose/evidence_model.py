@@ -140,6 +140,23 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
     return found
 
 
+def ordinary_error(lines: list[Line], chains: list[Chain]) -> str | None:
+    """The type of the exception a cut paste lost, when the paste still names it (a notebook's
+    header, `FileNotFoundError   Traceback (most recent call last)`, or a library's own `raise X(`
+    line as the innermost frame) and it is a type no training kind explains (settings.ordinary_types
+    of features.yaml: a missing file, an undefined name): the paste is an ordinary Python error."""
+    if not chains or any(block.exception is not None for chain in chains for block in chain.blocks):
+        return None
+    ordinary = set(_catalog()[0].get("ordinary_types", ()))
+    named = [header.group("type") for line in lines if (header := _NOTEBOOK_HEADER.match(line.text))]
+    for chain in chains:
+        raised = _RAISE_LINE.match((chain.frames[-1].code or "").strip()) if chain.frames else None
+        if raised is not None:
+            named.append(raised.group("type"))
+    return next((name for name in named if name in ordinary), None)
+
+
+_NOTEBOOK_HEADER = re.compile(r"\s*(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)")
 _RAISE_LINE = re.compile(r"raise (?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception|Failed|Exit|Unsupported))\b"
                          r"(?:\(\s*[rfbu]?[\"'](?P<text>[^\"']*))?")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]{2,}")  # the words of a message, for the fitted word counts

@@ -464,7 +464,8 @@ def _shared_frame_prefix(text: str, total: int) -> str | None:
         return None
     common = os.path.commonprefix(frame_lines)
     at = common.find('File "')
-    head = (common[:at] if at >= 0 else common).rstrip()
+    # inline code or emphasis opened after the prefix (`` [rank3]: `  File ... ` ``) is the line's own
+    head = (common[:at] if at >= 0 else common).rstrip().rstrip("`*_").rstrip()
     if len(head) < 8 or head.startswith(("Traceback", "File")):
         return None
     for known in (_RANK, _RAY, _LABEL, _PREFIX):  # one prefix the line cleaning reads (a rank) and strips

@@ -80,14 +80,25 @@ def _catalog() -> tuple[dict[str, Any], tuple[Clue, ...]]:
 
 
 @functools.cache
-def _checks() -> dict[str, str]:
-    data = yaml.safe_load((rules_dir() / "evidence" / "checks.yaml").read_text(encoding="utf-8")) or {}
-    return {str(kind): str(check) for kind, check in (data.get("checks") or {}).items()}
+def _per_kind() -> dict[str, Any]:
+    return yaml.safe_load((rules_dir() / "evidence" / "checks.yaml").read_text(encoding="utf-8")) or {}
 
 
 def kind_check(kind: str) -> str:
     """The one thing to look at or run that decides a hypothesis of `kind` (rules/evidence/checks.yaml)."""
-    return _checks().get(kind, "")
+    return str((_per_kind().get("checks") or {}).get(kind, ""))
+
+
+def inferred_fixes(kind: str) -> list[tuple[str, str]] | None:
+    """The fixes of an inferred `kind` when its first signature fixes only one of its causes
+    (checks.yaml `fixes`); None for the other kinds."""
+    fixes = (_per_kind().get("fixes") or {}).get(kind)
+    return None if fixes is None else [(str(f["title"]), str(f["detail"])) for f in fixes]
+
+
+def kind_title(kind: str) -> str:
+    """What a hypothesis of `kind` is called when no message names its cause (checks.yaml `titles`)."""
+    return str((_per_kind().get("titles") or {}).get(kind, kind))
 
 
 def threshold() -> float:
