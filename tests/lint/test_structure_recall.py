@@ -1,0 +1,102 @@
+"""Recall mechanisms of issue 27, third pass (helper "ddev"): seeding and training-structure rules.
+Each mechanism is built for the kind of fact a rule lacked on the bench/bugs dev half, not for a
+case: a small real program of that shape that the rule missed before, its quiet twins, and the
+library or numeric claim behind it checked against torch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from traindoctor.config import Config
+from traindoctor.lint import lint_source
+
+CONFIG = Config(select=("strict",))
+
+
+def _lines(source: str, code: str) -> list[int]:
+    return [f.range.start.line + 1 for f in lint_source(source, "t.py", CONFIG).findings if f.code == code]
+
+
+# -- TRN405: a log-sum-exp written out; overflow above ~88 and underflow below ~-104 (float32)
+
+def test_written_out_logsumexp_overflows_and_underflows_in_torch():
+    big = torch.tensor([[100.0, 0.0]], requires_grad=True)
+    assert torch.isinf(big.exp().sum(1).log()).all()
+    assert torch.isfinite(torch.logsumexp(big, 1)).all()
+    small = torch.tensor([[-200.0, -210.0]], requires_grad=True)
+    out = small.exp().sum(1).log()
+    assert torch.isneginf(out).all()
+    out.sum().backward()
+    assert not torch.isfinite(small.grad).all()  # 0 * inf in the backward of log at 0
+    assert torch.isfinite(torch.logsumexp(small, 1)).all()
+
+
+MIXTURE = '''import torch
+from torch import nn
+
+
+class Mixture(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.head = nn.Linear(16, n)
+
+    def forward(self, x, component_log_probs):
+        joint = component_log_probs + self.head(x)
+        return torch.log(torch.sum(torch.exp(joint), dim=1))
+
+    def mixing_log_prob(self, x):
+        mixing = self.head(x)
+        return mixing - mixing.exp().sum(dim=1, keepdim=True).log()
+'''
+
+
+def test_written_out_logsumexp_is_reported():
+    assert _lines(MIXTURE, "TRN405") == [12, 16]
+
+
+@pytest.mark.parametrize("old,new", [
+    ("torch.exp(joint)", "torch.exp(joint - joint.max(1, keepdim=True).values)"),  # shifted
+    ("torch.exp(joint)", "torch.exp(torch.tanh(joint))"),  # bounded on both sides
+    ("torch.log(torch.sum(torch.exp(joint), dim=1))", "torch.logsumexp(joint, dim=1)"),
+    ("torch.log(torch.sum(torch.exp(joint), dim=1))", "torch.sum(torch.exp(joint), dim=1)"),  # no log
+])
+def test_written_out_logsumexp_quiet(old, new):
+    source = MIXTURE.replace(old, new)
+    assert 12 not in _lines(source, "TRN405")
+
+
+def test_numpy_logsumexp_is_not_torch():
+    source = "import numpy as np\n\n\ndef lse(x):\n    return np.log(np.sum(np.exp(x)))\n"
+    assert _lines(source, "TRN405") == []
+
+
+# -- TRN704: a model class whose base is a library class that derives from nn.Module
+
+DIFFUSION_BLOCK = '''import torch
+import torch.nn.functional as F
+from torch import nn
+from labml_helpers.module import Module
+
+
+class ResidualBlock(Module):
+    def __init__(self, channels, dropout_rate=0.1):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.dropout_rate = dropout_rate
+
+    def forward(self, x):
+        return x + self.conv(F.dropout(x, self.dropout_rate))
+'''
+
+
+def test_functional_dropout_in_a_library_module_subclass():
+    assert _lines(DIFFUSION_BLOCK, "TRN704") == [14]
+
+
+@pytest.mark.parametrize("old,new", [
+    ("F.dropout(x, self.dropout_rate)", "F.dropout(x, self.dropout_rate, training=self.training)"),
+    ("from labml_helpers.module import Module", "from somewhere_unknown import Module"),  # not known to be a Module
+])
+def test_functional_dropout_library_module_quiet(old, new):
+    assert _lines(DIFFUSION_BLOCK.replace(old, new), "TRN704") == []
