@@ -100,3 +100,57 @@ def test_functional_dropout_in_a_library_module_subclass():
 ])
 def test_functional_dropout_library_module_quiet(old, new):
     assert _lines(DIFFUSION_BLOCK.replace(old, new), "TRN704") == []
+
+
+# -- TRN201: what DataLoader workers do to NumPy's global RNG depends on the torch version. Since
+#    torch 1.9 every worker seeds `random`, torch and NumPy's global RNG from its own seed, so a
+#    dataset drawing from `np.random` is not a bug on the installed torch (checked here with real
+#    workers); before 1.9 NumPy was not reseeded and every worker drew the same numbers. The rule
+#    reports it only where the file's own project pins a torch before 1.9.
+
+class _GlobalDraws(torch.utils.data.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, index):
+        import random
+
+        import numpy as np
+        return torch.tensor([float(np.random.rand()), random.random(), float(torch.rand(()))])
+
+
+def test_workers_reseed_numpy_random_and_torch_on_the_installed_torch():
+    loader = torch.utils.data.DataLoader(_GlobalDraws(), batch_size=1, num_workers=2,
+                                         multiprocessing_context="fork")
+    first, second = list(loader)[:2]  # item 0 from worker 0, item 1 from worker 1 (in order)
+    assert (first != second).all()  # NumPy, random and torch: each worker has its own stream
+
+
+NUMPY_DATASET = '''import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Crops(Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, index):
+        return np.random.randint(0, 10)
+
+
+def train():
+    loader = DataLoader(Crops(), batch_size=8, num_workers=4)
+    for batch in loader:
+        pass
+'''
+
+
+@pytest.mark.parametrize("pin, expected", [("torch==1.8.1\n", [15]), ("torch>=1.9\n", []), (None, [])])
+def test_numpy_global_draws_in_workers_follow_the_projects_torch(tmp_path, pin, expected):
+    if pin is not None:
+        (tmp_path / "requirements.txt").write_text(pin)
+    script = tmp_path / "train.py"
+    script.write_text(NUMPY_DATASET)
+    found = lint_source(NUMPY_DATASET, str(script), CONFIG).findings
+    assert [f.range.start.line + 1 for f in found if f.code == "TRN201"] == expected
