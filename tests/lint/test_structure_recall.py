@@ -154,3 +154,60 @@ def test_numpy_global_draws_in_workers_follow_the_projects_torch(tmp_path, pin, 
     script.write_text(NUMPY_DATASET)
     found = lint_source(NUMPY_DATASET, str(script), CONFIG).findings
     assert [f.range.start.line + 1 for f in found if f.code == "TRN201"] == expected
+
+
+# -- TRN404: a gradient hook that clamps runs inside the scaled backward, on scaled gradients
+
+def test_a_tensor_hook_sees_gradients_multiplied_by_the_loss_scale():
+    weight = torch.ones(3, requires_grad=True)
+    seen = []
+    weight.register_hook(lambda grad: seen.append(grad.clone()))
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    scaler.scale((weight * torch.tensor([1.0, 2.0, 3.0])).sum()).backward()
+    assert torch.equal(seen[0], torch.tensor([1024.0, 2048.0, 3072.0]))
+
+
+HOOKED = '''import torch
+from torch import nn
+
+model = nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cuda")
+
+
+def clip_gradients(max_value):
+    for p in model.parameters():
+        p.register_hook(lambda grad: grad.clamp(-max_value, max_value))
+
+
+def train(loader):
+    clip_gradients(1.0)
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda"):
+            loss = ((model(x) - y) ** 2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+'''
+
+
+def test_clamping_gradient_hook_with_a_scaled_backward():
+    assert _lines(HOOKED, "TRN404") == [20]
+
+
+def test_clamping_gradient_hook_defined_as_a_function():
+    source = HOOKED.replace("        p.register_hook(lambda grad: grad.clamp(-max_value, max_value))",
+                            "        p.register_hook(clamp_grad)").replace(
+        "def clip_gradients", "def clamp_grad(g):\n    return torch.clamp(g, -1.0, 1.0)\n\n\ndef clip_gradients")
+    assert len(_lines(source, "TRN404")) == 1
+
+
+@pytest.mark.parametrize("old,new", [
+    ("scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()",
+     "loss.backward()\n        optimizer.step()"),  # no loss scale: the hook sees the real gradients
+    ("grad.clamp(-max_value, max_value)", "grad * 0.5"),  # the hook does not clamp
+    ("lambda grad: grad.clamp(-max_value, max_value)", "lambda grad: other.clamp(0, 1)"),  # not its gradient
+])
+def test_clamping_gradient_hook_quiet(old, new):
+    assert _lines(HOOKED.replace(old, new), "TRN404") == []
