@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.facts import Marker
 from ..analysis.names import dotted_name
 from ..analysis.training import Routine
 from ..rule import FixSpec, InsertAfter, InsertBefore, Related, Replace
@@ -24,7 +25,7 @@ from .trn7xx_training_base import RoutineRule
 
 class GradScalerMisuse(RoutineRule):
     CODE = "TRN404"
-    READS = ("names", "objects", "training", "project")
+    READS = ("names", "objects", "training", "project", "precision")
 
     def check(self, routine: Routine) -> None:
         for loop in routine.loops:
@@ -80,19 +81,11 @@ class GradScalerMisuse(RoutineRule):
                     related=[Related(call, "this hook clamps the gradient it is given") for call in hooks])
 
     def _find_clamping_hooks(self) -> list[cst.Call]:
-        """`t.register_hook(hook)` calls whose hook clamps or clips the gradient it is given: a
-        lambda, or a function of this file, whose body calls `g.clamp(...)`/`g.clamp_(...)`/
-        `g.clip(...)` or `torch.clamp(g, ...)` on its parameter."""
-        found = []
-        for top in self.model.facts["layout"]:
-            if top.node is None:
-                continue
-            for node in iter_nodes(top.node):
-                if type(node) is cst.Call and type(node.func) is cst.Attribute and \
-                        node.func.attr.value == "register_hook" and len(node.args) == 1 and \
-                        self._clamps(node.args[0].value):
-                    found.append(node)
-        return found
+        """`t.register_hook(hook)` calls (collect.py's "grad-hook" markers) whose hook clamps or
+        clips the gradient it is given: a lambda, or a function of this file, whose body calls
+        `g.clamp(...)`/`g.clamp_(...)`/`g.clip(...)` or `torch.clamp(g, ...)` on its parameter."""
+        return [m.node for m in self.model.facts["precision"] if isinstance(m, Marker) and m.kind == "grad-hook"
+                and type(m.node) is cst.Call and self._clamps(m.node.args[0].value)]
 
     def _clamps(self, hook: cst.BaseExpression) -> bool:
         if type(hook) is cst.Lambda:
