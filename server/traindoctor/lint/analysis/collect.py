@@ -253,6 +253,8 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             method = func.attr.value
             if method in self.v.backward_methods:
                 self._note_backward(node, func, method)
+            elif method == "register_hook" and len(node.args) == 1:  # a tensor's gradient hook (TRN404)
+                self.lists["precision"].append(Marker("grad-hook", node=node))
             elif method == "step":
                 receiver = (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
                 if any(word in receiver for word in ("optim", "opt", "scaler", "sgd", "adam")):

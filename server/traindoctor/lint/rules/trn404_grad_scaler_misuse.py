@@ -5,18 +5,27 @@
 - `scaler.step(...)` without `scaler.update()`: the scale never adapts -> add it;
 - gradient clipping between the scaled backward and `scaler.step` without
   `scaler.unscale_(optimizer)` first: it clips scaled gradients -> insert `unscale_`.
+- a tensor hook that clamps the gradient it receives (`p.register_hook(lambda g: g.clamp(-c, c))`,
+  or an in-file function doing so), in a file whose loop backpropagates `scaler.scale(loss)`:
+  the hook runs inside that backward, on gradients multiplied by the loss scale (checked in
+  torch), so it clamps scaled gradients -> clip after `scaler.unscale_(optimizer)` instead.
 Clipping through accelerate/Lightning (which unscale themselves) is not flagged."""
 
 from __future__ import annotations
 
+import libcst as cst
+
+from ..analysis.facts import Marker
+from ..analysis.names import dotted_name
 from ..analysis.training import Routine
-from ..rule import FixSpec, InsertAfter, InsertBefore, Replace
+from ..rule import FixSpec, InsertAfter, InsertBefore, Related, Replace
+from ..walk import iter_nodes
 from .trn7xx_training_base import RoutineRule
 
 
 class GradScalerMisuse(RoutineRule):
     CODE = "TRN404"
-    READS = ("names", "objects", "training", "project")
+    READS = ("names", "objects", "training", "project", "precision")
 
     def check(self, routine: Routine) -> None:
         for loop in routine.loops:
@@ -56,6 +65,50 @@ class GradScalerMisuse(RoutineRule):
                                            f"scale never adapts (after one inf/NaN every later step is skipped, "
                                            f"or the scale stays needlessly small).", fix=fix)
             self._clipping(own, scaler, safe=not any(e.conditional for e in scaled))
+            self._clamping_hooks(scaled[0], scaler)
+
+    def _clamping_hooks(self, backward, scaler: str) -> None:
+        """The file's gradient hooks that clamp, reported at the scaled backward that runs them."""
+        hooks = self.model.remembered((self.CODE, "hooks"), self._find_clamping_hooks)
+        if not hooks or self.__dict__.get("_hooks_reported"):
+            return
+        self._hooks_reported = True  # one finding per file: the hooks are the bug
+        self.report(backward.node, f"`{scaler}.scale(loss)` is backpropagated through a gradient hook that clamps "
+                                   f"every gradient: the hook runs inside this backward, on gradients still "
+                                   f"multiplied by the loss scale (65536 at first), so it clamps scaled values and "
+                                   f"the real bound shrinks with the scale. Remove the hook and clip after "
+                                   f"`{scaler}.unscale_(optimizer)` (`torch.nn.utils.clip_grad_value_`).",
+                    related=[Related(call, "this hook clamps the gradient it is given") for call in hooks])
+
+    def _find_clamping_hooks(self) -> list[cst.Call]:
+        """`t.register_hook(hook)` calls (collect.py's "grad-hook" markers) whose hook clamps or
+        clips the gradient it is given: a lambda, or a function of this file, whose body calls
+        `g.clamp(...)`/`g.clamp_(...)`/`g.clip(...)` or `torch.clamp(g, ...)` on its parameter."""
+        return [m.node for m in self.model.facts["precision"] if isinstance(m, Marker) and m.kind == "grad-hook"
+                and type(m.node) is cst.Call and self._clamps(m.node.args[0].value)]
+
+    def _clamps(self, hook: cst.BaseExpression) -> bool:
+        if type(hook) is cst.Lambda:
+            params, body = hook.params.params, hook.body
+        elif type(hook) is cst.Name and self.model.function(hook.value) is not None:
+            function = self.model.function(hook.value).node
+            params, body = function.params.params, function.body
+        else:
+            return False
+        if len(params) != 1:
+            return False
+        grad = params[0].name.value
+        for call in iter_nodes(body):
+            if type(call) is not cst.Call:
+                continue
+            func = call.func
+            if type(func) is cst.Attribute and func.attr.value in ("clamp", "clamp_", "clip", "clip_") and \
+                    dotted_name(func.value) == grad:
+                return True
+            if (self.names.qualify(func) or "") in ("torch.clamp", "torch.clip") and call.args and \
+                    dotted_name(call.args[0].value) == grad:
+                return True
+        return False
 
     def _clipping(self, own, scaler: str, safe: bool) -> None:
         """`safe`: the scaled backward is unconditional (the scaler exists wherever the clip runs)."""

@@ -3,7 +3,12 @@
 function returning one; or a model's output directly) where the result feeds a
 loss. exp overflows float32 above ~88 (float16 above ~11): inf, then NaN.
 Subtracting the max or clamping first removes the `logits` fact, so those stay
-quiet. Strict: many models keep their scores small in practice."""
+quiet. Strict: many models keep their scores small in practice.
+
+A log-sum-exp written out (`x.exp().sum(d).log()`, `torch.log(torch.sum(torch.exp(x)))`) of
+unshifted values is reported whatever x is: one term above ~88 makes the sum inf, and when
+every term is below ~-104 (float32) the sum is 0 and the log -inf (checked against torch);
+`torch.logsumexp` subtracts the max and has neither."""
 
 from __future__ import annotations
 
@@ -52,6 +57,11 @@ class ExpOverflow(Rule):
         """Code whose own shape says the exponent is unbounded: exp clamped from above after it is
         taken (the clamp cannot undo an inf, and its backward multiplies 0 by inf: NaN), or exp
         divided by its own sum (a softmax written out without subtracting the max)."""
+        if self._log_of_sum(node):
+            return ("a log-sum-exp written out (`log(sum(exp(x)))`) of unshifted values: one term above ~88 "
+                    "(float32; ~11 in float16) makes the sum inf, and when every term is below ~-104 the sum "
+                    "is 0 and its log -inf, so the loss turns inf/NaN; use `torch.logsumexp(x, dim)`, which "
+                    "subtracts the max first")
         if self._bounded(inner, 3):
             return ""
         parent = self.walk.parent
@@ -72,6 +82,38 @@ class ExpOverflow(Rule):
                     f"score above ~88 (float32) makes it inf/inf = NaN; subtract the max first, or use "
                     f"softmax (for groups, a scatter softmax that subtracts each group's max)")
         return ""
+
+    def _log_of_sum(self, node: cst.Call) -> bool:
+        """The exp call is summed and the sum's log taken at once: `x.exp().sum(d).log()`,
+        `torch.log(torch.sum(torch.exp(x), d))` and the mixed forms. Quiet when x is shifted
+        (any subtraction: `x - x.max()`), or bounded on both sides (tanh, sigmoid, softmax, cos)."""
+        stack = self.walk.stack
+        summed = _applied(stack, len(stack) - 1, ("sum",), self.names)
+        if summed is None or _applied(stack, summed, ("log",), self.names) is None:
+            return False
+        inner = arg(node, 0, "input") if (self.names.qualify(node.func) or "") == "torch.exp" else node.func.value
+        return inner is not None and not self._shifted_or_two_sided(inner, 3)
+
+    def _shifted_or_two_sided(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if depth <= 0:
+            return True  # too far to see: stay quiet
+        name = dotted_name(expr)
+        if name is not None:
+            definition = self.scope().lookup(name, self.walk.order)
+            if definition is None or definition.index is not None or definition.value is None:
+                return False
+            return self._shifted_or_two_sided(definition.value, depth - 1)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Subtract):
+            return True
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            last = func.attr.value if isinstance(func, cst.Attribute) else (dotted_name(func) or "").rsplit(".", 1)[-1]
+            if last in ("tanh", "sigmoid", "softmax", "cos", "sin", "cosine_similarity", "normalize"):
+                return True
+            if last in ("clamp", "clip"):
+                method = isinstance(func, cst.Attribute) and not (self.names.qualify(func) or "").startswith("torch.")
+                return _upper(expr, method) and arg(expr, 0 if method else 1, "min") is not None
+        return self.values(expr).prob in ("softmax", "sigmoid", "prob")
 
     def _bounded(self, expr: cst.BaseExpression, depth: int) -> bool:
         """Shifted by a max, clamped from above, or a probability/log-probability: exp of it is at most a constant."""
@@ -160,6 +202,20 @@ class ExpOverflow(Rule):
     def _returned_by_loss(self) -> frozenset[str]:
         """In a loss-named function: the names its returned value is computed from."""
         return self.scope().feeds_return() if self._loss_function() else frozenset()
+
+
+def _applied(stack: list, at: int, names: tuple[str, ...], resolver) -> int | None:
+    """The index in `stack` of the call that applies one of `names` directly to the value at
+    `stack[at]`: as a method (`value.sum(...)`) or as torch's function of it (`torch.sum(value)`)."""
+    value = stack[at]
+    if at >= 2 and type(stack[at - 1]) is cst.Attribute and stack[at - 1].value is value and \
+            stack[at - 1].attr.value in names and type(stack[at - 2]) is cst.Call and stack[at - 2].func is stack[at - 1]:
+        return at - 2
+    if at >= 2 and type(stack[at - 1]) is cst.Arg and type(stack[at - 2]) is cst.Call and \
+            stack[at - 2].args and stack[at - 2].args[0] is stack[at - 1] and \
+            (resolver.qualify(stack[at - 2].func) or "") in tuple(f"torch.{n}" for n in names):
+        return at - 2
+    return None
 
 
 def _upper(call: cst.Call, method: bool) -> bool:
