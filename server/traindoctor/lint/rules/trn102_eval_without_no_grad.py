@@ -116,14 +116,10 @@ class EvalWithoutNoGrad(RoutineRule):
         function = routine.node
         if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in _nodes(function)):
             return []
-        if any(word in code(function) for word in vocab().training_wants_grad_words):
-            return []
         switches = [e for e in routine.events if e.kind in ("eval", "train") and not e.no_grad]
         evaluated = [e.receiver for at, e in enumerate(switches) if e.kind == "eval" and
                      not any(t.kind == "train" and t.receiver == e.receiver for t in switches[at:])]
-        opaque = frozenset(p for p in routine.params if p not in ("self", "cls")) - set(evaluated)
-        flow = self.analysis.scope_of(function).flow(function)
-        found = []
+        runs = []
         todo = list(reversed(list(child_nodes(function.body))))
         while todo:
             node = todo.pop()
@@ -133,15 +129,21 @@ class EvalWithoutNoGrad(RoutineRule):
             if kind is cst.With and any(disables_grad(self.names, item.item) for item in node.items):
                 continue
             todo.extend(reversed(list(child_nodes(node))))
-            if kind is not cst.Call:
-                continue
-            model = self._module_run(node, evaluated, routine.klass)  # type: ignore[arg-type]
-            if not model:
-                continue
+            if kind is cst.Call:
+                model = self._module_run(node, evaluated, routine.klass)  # type: ignore[arg-type]
+                if model:
+                    runs.append((node, model))
+        if not runs:
+            return []  # most functions: nothing below (source text, flow graph) is built for them
+        text = code(function)
+        if any(word in text for word in vocab().training_wants_grad_words):
+            return []
+        opaque = frozenset(p for p in routine.params if p not in ("self", "cls")) - set(evaluated)
+        flow = self.analysis.scope_of(function).flow(function)
+        for node, _ in runs:
             if not only_detached(function, node, flow, opaque):  # type: ignore[arg-type]
                 return []  # this run's output may reach a backward (a caller's): the function may train
-            found.append((node, model))
-        return found
+        return runs
 
     def _module_run(self, call: cst.Call, evaluated: list[str], klass: str) -> str:
         """The module that `call` runs on an input (`model(x)`, `model.forward(x)`, a computing

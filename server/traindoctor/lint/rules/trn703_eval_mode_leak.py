@@ -33,8 +33,6 @@ class EvalModeLeak(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training, reported = self.training, set()
-        if _documents_intent(routine):
-            return  # "linear probe", "keep the backbone in eval": documented intent
         for loop in reversed(routine.loops):  # innermost first
             pairs = training.expanded(routine, loop.index)
             if not any(e.kind in BACKWARD or e.kind in STEP for _, e in pairs):
@@ -53,6 +51,9 @@ class EvalModeLeak(RoutineRule):
                 if not self._trained(routine, loop.index, model, pairs) or \
                         training.unresolved_calls_with(routine, loop.index, model):
                     continue
+                if _documents_intent(routine):
+                    return  # "linear probe", "keep the backbone in eval": documented intent (read last: it
+                    # renders the function's source)
                 reported.add(model)
                 restorer = self._trained_in_an_outer_loop(routine, loop.index, model)
                 if restorer:
