@@ -529,7 +529,7 @@ class Values:
                     values = self.model.evaluators.get(id(analysis))
                     if values is None:
                         values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
-                    callee = values.of(func, 10**9, caller.node, caller.klass, 8)
+                    callee = values.of(func, 10**9, caller.node, caller.klass, 3)  # a name or self.attr bound to a constructor
                     if callee.kind == "object" and callee.obj == "model" and type(callee.origin) is cst.Call:
                         built = (self.model.names.qualify(callee.origin.func) or "").rsplit(".", 1)[-1]
                         found.setdefault(built, []).append((site.node, caller))
