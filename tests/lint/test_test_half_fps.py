@@ -62,6 +62,7 @@ def train_epoch(model, batches, optimizer):
     ("loss = loss.detach().cpu().numpy()", []),  # the accumulated binding is a NumPy array
     ("loss = loss.item()", []),
     ("loss = loss * 2.0", [15]),  # still the backpropagated tensor's graph
+    ("loss *= x.size(0)", [15]),  # the backpropagated tensor, updated in place
     ("pass", [15]),
 ])
 def test_trn101_reaching_definition_decides_not_the_name(rebind, found, tmp_path):

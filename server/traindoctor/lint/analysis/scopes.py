@@ -58,8 +58,13 @@ class Scope:
 
     def reaches_backward(self, name: str, definition: Def) -> bool:
         """This binding of `name` is the one a backward() call of it reads: a later rebinding
-        (`loss = loss.detach().cpu().numpy()` after `loss.backward()`) is not backpropagated."""
-        return any(self.lookup(name, at) is definition for at in self.backward_at.get(name, ()))
+        (`loss = loss.detach().cpu().numpy()` after `loss.backward()`) is not backpropagated; an
+        in-place update (`loss *= n` after it) is the backpropagated tensor, changed."""
+        while definition is not None:
+            if any(self.lookup(name, at) is definition for at in self.backward_at.get(name, ())):
+                return True
+            definition = self.lookup(name, definition.order - 1) if definition.how == "aug" else None
+        return False
 
     def bound_in_loop(self, name: str, loop: cst.CSTNode) -> bool:
         """Rebound (not accumulated: `+=`, `x = x + ...`) inside `loop`."""
