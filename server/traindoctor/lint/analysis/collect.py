@@ -286,6 +286,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             names = names_in(node.args[0].value) if node.args else names_in(func.value)
         for name in names:
             scope.backward.setdefault(name, node)
+            scope.backward_at.setdefault(name, []).append(self.walk.order)
         self._note_training()
 
     def _note_training(self) -> None:

@@ -38,6 +38,7 @@ class Scope:
     qualname: str
     defs: dict[str, list[Def]] = field(default_factory=dict)
     backward: dict[str, cst.CSTNode] = field(default_factory=dict)  # name -> its backward() call
+    backward_at: dict[str, list[int]] = field(default_factory=dict)  # name -> the orders of its backward() calls
     # name -> the values bound to it; the names they read are found when asked (most scopes never are)
     sources: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     returned: set[str] = field(default_factory=set)
@@ -54,6 +55,16 @@ class Scope:
             if definition.order <= at:
                 found = definition
         return found
+
+    def reaches_backward(self, name: str, definition: Def) -> bool:
+        """This binding of `name` is the one a backward() call of it reads: a later rebinding
+        (`loss = loss.detach().cpu().numpy()` after `loss.backward()`) is not backpropagated; an
+        in-place update (`loss *= n` after it) is the backpropagated tensor, changed."""
+        while definition is not None:
+            if any(self.lookup(name, at) is definition for at in self.backward_at.get(name, ())):
+                return True
+            definition = self.lookup(name, definition.order - 1) if definition.how == "aug" else None
+        return False
 
     def bound_in_loop(self, name: str, loop: cst.CSTNode) -> bool:
         """Rebound (not accumulated: `+=`, `x = x + ...`) inside `loop`."""

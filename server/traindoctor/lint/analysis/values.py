@@ -396,8 +396,9 @@ class Values:
             found = self._definition(definition, function, klass, depth, name)
             if definition.grad_off and found.grad:
                 found = replace(found, grad="")  # bound under no_grad/inference_mode: no autograd history
-            if backward is not None and found.grad != "known" and found.kind != "container" and \
-                    not _reads_no_grad_binding(scope, definition):
+            if backward is not None and found.grad != "known" and found.kind not in ("container", "object") and \
+                    scope.reaches_backward(name, definition) and not _reads_no_grad_binding(scope, definition) and \
+                    not self._set_up_once(definition.value, function, klass):
                 return Value("tensor", "known", "loss", origin=backward, unit=found.unit)
             if not found.zero and not found.prob and found.kind != "object" and \
                     not _from_literal_data(definition.value):  # `mask = batch["attention_mask"]`
@@ -428,6 +429,20 @@ class Values:
         if kind is not None:
             return Value("object", obj=kind, origin=self.model.object(name).node)
         return self._by_name(name)
+
+    def _set_up_once(self, value, function, klass: str) -> bool:
+        """`value` is `self.attr`, bound only in the class's `__init__`, read in another method.
+        A tensor with history built once cannot be backpropagated on every call (the second
+        backward through its graph raises), so `.backward()` on it is the object's own method
+        (a project's loss accumulator), not evidence of a loss tensor."""
+        if not klass or not isinstance(value, cst.Attribute) or dotted_name(value.value) != "self" or \
+                function is None or function.name.value == "__init__":
+            return False
+        info = self.model.classes.get(klass)
+        if info is None or info.node is None:
+            return False
+        attr = value.attr.value
+        return self.model.remembered(("set-up-once", klass, attr), lambda: _bound_only_in_init(info.node, attr))
 
     def _passed_in(self, param: str, function, klass: str, depth: int) -> Value:
         """A parameter's probability fact when every in-file call of its function passes one
@@ -1083,6 +1098,23 @@ def _tests_zero(test: cst.BaseExpression, name: cst.BaseExpression) -> bool:
     return type(test) is cst.Comparison and target is not None and dotted_name(test.left) == target and \
         len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.Equal and \
         _number(test.comparisons[0].comparator) == 0.0
+
+
+def _bound_only_in_init(klass: cst.ClassDef, attr: str) -> bool:
+    """`self.attr` is assigned in the class's `__init__` and in no other method of it."""
+    where = set()
+    for method in klass.body.body:
+        if not isinstance(method, cst.FunctionDef):
+            continue
+        for node in iter_nodes(method):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else \
+                [node.target] if isinstance(node, (cst.AugAssign, cst.AnnAssign)) else []
+            for target in targets:
+                for element in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else ()):
+                    targets.append(element.value)
+                if dotted_name(target) == f"self.{attr}":
+                    where.add(method.name.value)
+    return where == {"__init__"}
 
 
 def _reads_no_grad_binding(scope, definition) -> bool:

@@ -73,7 +73,8 @@ class EvalWithoutNoGrad(RoutineRule):
             if not models:
                 continue
             root = routine.node if routine.node is not None else self._file_statements()
-            models = [m for m in models if not frozen_before(root, m, loop.node, _one_object)]
+            models = [m for m in models if not frozen_before(root, m, loop.node, _one_object) and
+                      not self._plain_object(m, routine)]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             nodes = [e.node for e in calls] or \
@@ -103,6 +104,31 @@ class EvalWithoutNoGrad(RoutineRule):
                        f"backpropagates: the autograd graph it records, with its activations, is built for nothing "
                        f"(more memory, slower, OOM on large inputs).")
             self.report(call, message, fix=self._fix(routine))
+
+    def _plain_object(self, name: str, routine: Routine) -> bool:
+        """`name` holds an instance of a project class (of this file or another project file) that
+        derives from nothing: not an nn.Module, so its `eval()` is its own method (an environment's
+        evaluation mode), and calling it records no graph of its own. Every binding of a local
+        name must be such a construction; `self.x` and module-level names by the object they hold."""
+        if "." not in name and routine.node is not None:
+            defs = self.analysis.scope_of(routine.node).defs.get(name, ())
+            callees = [self.names.qualify(d.value.func) or "" if d.how == "assign" and d.index is None and
+                       isinstance(d.value, cst.Call) else "" for d in defs]
+        else:
+            obj = self.model.object(name, routine.klass)
+            callees = [obj.callee] if obj is not None else []
+        return bool(callees) and all(self._plain_class(callee) for callee in callees)
+
+    def _plain_class(self, callee: str) -> bool:
+        if not callee:
+            return False
+        last = callee.rsplit(".", 1)[-1]
+        if last in self.model.classes:
+            info = self.model.classes[last]
+            return last not in self.model.model_classes and all(b in ("object", "builtins.object") for b in info.bases)
+        summary = self.model.imported.klass(callee) if self.model.imported else None
+        return summary is not None and not summary.module and \
+            all(b in ("object", "builtins.object") for b in summary.bases)
 
     def _discarded_runs(self, routine: Routine) -> list[tuple[cst.Call, str]]:
         """Runs of a module in this function whose output, and every local value computed from it,
