@@ -26,7 +26,7 @@ def torch_version(path: str | None = None) -> tuple[int, int] | None:
 
 @functools.cache
 def _version_for(folder: str) -> tuple[int, int] | None:
-    installed = _installed()
+    installed = _installed_version(("torch",))
     pin = _project_pin(Path(folder)) if folder else None
     if pin is None:
         return installed
@@ -47,8 +47,9 @@ def _folder_of(path: str | None) -> Path | None:
     return found if found.is_dir() else found.parent if found.parent.is_dir() else None
 
 
-def _project_pin(folder: Path) -> tuple[str, tuple[int, int]] | None:
-    """The torch requirement of the nearest project file above `folder` that names one."""
+def _project_pin(folder: Path, pin: re.Pattern[str] = _PIN) -> tuple[str, tuple[int, int]] | None:
+    """The requirement (`pin`: torch's by default) of the nearest project file above `folder`
+    that names one: its operator and (major, minor)."""
     for candidate in (folder, *folder.parents):
         try:
             names = sorted(p.name for p in candidate.glob("requirements*.txt")) + list(_PROJECT_FILES)
@@ -59,7 +60,7 @@ def _project_pin(folder: Path) -> tuple[str, tuple[int, int]] | None:
             if not project.is_file():
                 continue
             try:
-                match = _PIN.search(project.read_text(encoding="utf-8", errors="replace"))
+                match = pin.search(project.read_text(encoding="utf-8", errors="replace"))
             except OSError:
                 continue
             if match:
@@ -68,12 +69,15 @@ def _project_pin(folder: Path) -> tuple[str, tuple[int, int]] | None:
 
 
 @functools.cache
-def _installed() -> tuple[int, int] | None:
-    try:
-        parts = metadata.version("torch").split(".")
-        return int(parts[0]), int(re.match(r"\d+", parts[1]).group())  # type: ignore[union-attr]
-    except (metadata.PackageNotFoundError, ValueError, IndexError, AttributeError):
-        return None
+def _installed_version(names: tuple[str, ...]) -> tuple[int, int] | None:
+    """The installed (major, minor) of the first of `names` (one distribution's names) found."""
+    for name in names:
+        try:
+            parts = metadata.version(name).split(".")
+            return int(parts[0]), int(re.match(r"\d+", parts[1]).group())  # type: ignore[union-attr]
+        except (metadata.PackageNotFoundError, ValueError, IndexError, AttributeError):
+            continue
+    return None
 
 
 def describe(version: tuple[int, int] | None) -> str:
@@ -97,32 +101,13 @@ def package_version(path: str | None, names: tuple[str, ...]) -> tuple[int, int]
 
 @functools.cache
 def _package_version_for(folder: str, names: tuple[str, ...]) -> tuple[int, int] | None:
-    installed = None
-    for name in names:
-        try:
-            parts = metadata.version(name).split(".")
-            installed = int(parts[0]), int(re.match(r"\d+", parts[1]).group())  # type: ignore[union-attr]
-            break
-        except (metadata.PackageNotFoundError, ValueError, IndexError, AttributeError):
-            continue
+    installed = _installed_version(names)
     spelled = "|".join("[-_]".join(re.escape(part) for part in re.split("[-_]", n)) for n in names)
-    pin = re.compile(rf"""["']?(?<![\w-])(?:{spelled})\s*(==|>=|~=|===)\s*v?(\d+)\.(\d+)""")
-    for candidate in (Path(folder), *Path(folder).parents) if folder else ():
-        try:
-            files = sorted(p.name for p in candidate.glob("requirements*.txt")) + list(_PROJECT_FILES)
-        except OSError:
-            continue
-        for name in files:
-            project = candidate / name
-            if not project.is_file():
-                continue
-            try:
-                match = pin.search(project.read_text(encoding="utf-8", errors="replace"))
-            except OSError:
-                continue
-            if match:
-                version = int(match.group(2)), int(match.group(3))
-                if match.group(1) == ">=" and installed is not None and installed >= version:
-                    return installed
-                return version
-    return installed
+    pin = _project_pin(Path(folder), re.compile(
+        rf"""["']?(?<![\w-])(?:{spelled})\s*(==|>=|~=|===)\s*v?(\d+)\.(\d+)""")) if folder else None
+    if pin is None:
+        return installed
+    operator, version = pin
+    if operator == ">=" and installed is not None and installed >= version:
+        return installed
+    return version
