@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import libcst as cst
 
-from ..walk import child_nodes
+from ..walk import child_nodes, iter_nodes
 
 # Tensor methods and attributes whose result carries no gradient (a Python number, a
 # NumPy array, an integer or boolean tensor, a detached copy, metadata).
@@ -140,14 +140,14 @@ def _reads(root: cst.CSTNode, name: str, parents: dict[int, cst.CSTNode]) -> lis
     or the name is declared global/nonlocal."""
     found: list[cst.CSTNode] = []
     if any(type(node) in (cst.Global, cst.Nonlocal) and any(n.name.value == name for n in node.names)
-           for node in _all(root) if type(node) in (cst.Global, cst.Nonlocal)):
+           for node in iter_nodes(root) if type(node) in (cst.Global, cst.Nonlocal)):
         return None  # bound for code elsewhere to read
     stack = list(child_nodes(root))
     while stack:
         node = stack.pop()
         kind = type(node)
         if kind in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
-            if any(type(n) is cst.Name and n.value == name for n in _all(node)):
+            if any(type(n) is cst.Name and n.value == name for n in iter_nodes(node)):
                 return None
             continue
         if kind is cst.Name and node.value == name and not _is_store(node, parents):
@@ -174,14 +174,6 @@ def _is_store(name: cst.Name, parents: dict[int, cst.CSTNode]) -> bool:
         if type(parent) is cst.For and parent.target is node:
             return True
         return False  # an AugAssign target is read too
-
-
-def _all(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(child_nodes(node))
 
 
 def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..walk import child_nodes
+from ..walk import child_nodes, iter_nodes
 from .names import dotted_name
 from .vocab import vocab
 
@@ -26,7 +26,7 @@ def accumulated_params(function: cst.FunctionDef, params: tuple[str, ...]) -> tu
                 found |= _raw_reads(node.value, candidates)
         elif type(node) is cst.Assign and len(node.targets) == 1 and _of_self(node.targets[0].target):
             target = _text(node.targets[0].target)
-            if any(_text(inner) == target for inner in _nodes(node.value)
+            if any(_text(inner) == target for inner in iter_nodes(node.value)
                    if type(inner) in (cst.Attribute, cst.Subscript)):
                 found |= _raw_reads(node.value, candidates)
     return tuple(sorted(found))
@@ -119,14 +119,6 @@ def _body_nodes(function: cst.FunctionDef):
         node = todo.pop()
         if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
             continue
-        yield node
-        todo.extend(child_nodes(node))
-
-
-def _nodes(root: cst.CSTNode):
-    todo = [root]
-    while todo:
-        node = todo.pop()
         yield node
         todo.extend(child_nodes(node))
 

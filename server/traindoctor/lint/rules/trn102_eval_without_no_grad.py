@@ -28,7 +28,7 @@ from ..analysis.summary import ClassSummary
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
-from ..walk import child_nodes
+from ..walk import child_nodes, iter_nodes
 from .trn7xx_training_base import RoutineRule
 
 
@@ -140,7 +140,7 @@ class EvalWithoutNoGrad(RoutineRule):
         backpropagate: a `loss_compute(out, y)` that calls backward), when the function yields,
         or asks for gradients itself."""
         function = routine.node
-        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in _nodes(function)):
+        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in iter_nodes(function)):
             return []
         switches = [e for e in routine.events if e.kind in ("eval", "train") and not e.no_grad]
         evaluated = [e.receiver for at, e in enumerate(switches) if e.kind == "eval" and
@@ -202,7 +202,7 @@ class EvalWithoutNoGrad(RoutineRule):
         container of the object or of a parameter (`self.log_probs.append(...)`), or it returns a
         tensor with history that a caller backpropagates (or that no in-file caller receives)."""
         function = routine.node
-        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in _nodes(function)):
+        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in iter_nodes(function)):
             return [], ""
         training = self.training
         candidates = []
@@ -233,7 +233,7 @@ class EvalWithoutNoGrad(RoutineRule):
                 if event.kind != "build_optimizer" or type(event.node) is not cst.Call:
                     continue
                 params = event.node.args[0].value if event.node.args else None
-                if params is not None and any(dotted_name(n) == model for n in _nodes(params)):
+                if params is not None and any(dotted_name(n) == model for n in iter_nodes(params)):
                     return True
         return False
 
@@ -254,7 +254,7 @@ class EvalWithoutNoGrad(RoutineRule):
         """The loop puts values into a container it does not own: one of the object's
         attributes or of a parameter (`self.saved.append(x)`, `buffer[i] = x`)."""
         outside = set(routine.params) | {"self"}
-        for node in _nodes(loop):
+        for node in iter_nodes(loop):
             if type(node) is cst.Call and type(node.func) is cst.Attribute and \
                     node.func.attr.value in ("append", "extend", "insert", "add", "update", "put", "push"):
                 target = node.func.value
@@ -431,7 +431,7 @@ class EvalWithoutNoGrad(RoutineRule):
         torch = self.names.alias_of("torch")
         if not isinstance(function, cst.FunctionDef) or function.decorators or function.asynchronous or torch is None:
             return None
-        if any(isinstance(node, cst.Yield) for node in _nodes(function)):
+        if any(isinstance(node, cst.Yield) for node in iter_nodes(function)):
             return None
         info = self.model.function(routine.qualname)
         safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history
@@ -448,7 +448,7 @@ def _returns_evaluated(routine: Routine) -> int | None:
     evaluated = {e.receiver for e in routine.events if e.kind == "eval" and not e.loops}
     if not evaluated:
         return None
-    for node in _nodes(function.body):
+    for node in iter_nodes(function.body):
         if type(node) is not cst.Return or node.value is None:
             continue
         if dotted_name(node.value) in evaluated:
@@ -479,7 +479,7 @@ def _assigned_names(stmt, call) -> set[str]:
     small = stmt.body[0] if type(stmt) is cst.SimpleStatementLine and len(stmt.body) == 1 else None
     if type(small) is not cst.Assign or small.value is not call:
         return set()
-    return {n.value for t in small.targets for n in _nodes(t.target) if type(n) is cst.Name}
+    return {n.value for t in small.targets for n in iter_nodes(t.target) if type(n) is cst.Name}
 
 
 def _runs(function: cst.CSTNode, model: str, names=None) -> bool:
@@ -526,10 +526,3 @@ def _one_object(a: str, b: str) -> bool:
     def norm(text: str) -> str:
         return text.removeprefix("self.").removesuffix(".module")
     return bool(a) and norm(a) == norm(b)
-
-
-def _nodes(root):
-    from ..walk import iter_nodes
-
-    return iter_nodes(root)
-
