@@ -219,3 +219,74 @@ def test_backward_with_retain_graph_backpropagates_its_receiver():
     total = (w * 3).sum()
     total.backward(retain_graph=True)
     assert torch.equal(w.grad, torch.full((2,), 3.0))
+
+
+# -- TRN102: a module run whose output is only read detached, marked as inference or not ----------
+
+AGENT = """
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class Actor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l1 = nn.Linear(3, 1)
+
+    def forward(self, state):
+        return torch.tanh(self.l1(state))
+
+
+class Agent:
+    def __init__(self):
+        self.actor = Actor()
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=1e-3)
+
+    def select_action(self, state):
+        {before}
+        state = torch.FloatTensor(state.reshape(1, -1))
+        return self.actor(state).cpu().data.numpy().flatten()
+
+    def train(self, states):
+        loss = -self.actor(states).mean()
+        self.actor_optimizer.zero_grad()
+        loss.backward()
+        self.actor_optimizer.step()
+"""
+
+
+@pytest.mark.parametrize("before, found", [
+    ("pass", []),  # one forward per environment step: its graph is freed at once
+    ("self.actor.eval()", [24]),  # a mode switch marks the forward as inference
+])
+def test_detached_runs_need_a_mark_of_inference(before, found, tmp_path):
+    assert _hits(AGENT.format(before=before), "TRN102", tmp_path) == found
+
+
+def test_detached_runs_in_a_loop_over_inputs_are_still_found(tmp_path):
+    source = AGENT.format(before="pass").replace(
+        "    def select_action(self, state):",
+        "    def values(self, states):\n"
+        "        found = []\n"
+        "        for state in states:\n"
+        "            found.append(self.actor(torch.as_tensor(state)).detach().numpy())\n"
+        "        return found\n\n"
+        "    def select_action(self, state):")
+    assert _hits(source, "TRN102", tmp_path) == [24]
+
+
+def test_a_forward_whose_output_is_only_read_detached_is_freed_on_return():
+    actor = nn.Linear(3, 1)
+    seen = []
+
+    def select_action(state):
+        out = actor(torch.as_tensor(state, dtype=torch.float32).reshape(1, -1))
+        seen.append(weakref.ref(out))
+        return out.cpu().data.numpy().flatten()
+
+    assert select_action([0.1, 0.2, 0.3]).shape == (1,)
+    gc.collect()
+    assert seen[0]() is None  # the output, and the graph only it kept alive, are gone
+    actor.eval()
+    assert actor(torch.ones(1, 3)).grad_fn is not None  # eval() alone records a graph all the same
