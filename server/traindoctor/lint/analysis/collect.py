@@ -21,8 +21,6 @@ from .vocab import vocab
 
 # In-place methods that replace a tensor's zeros (given a mask or a positive minimum).
 _ZEROS_REPLACED_IN_PLACE = frozenset(("masked_fill_", "clamp_", "clamp_min_", "clip_"))
-# Keywords of `Tensor.backward`: a call with only these backpropagates its receiver (`loss.backward(retain_graph=True)`).
-_TENSOR_BACKWARD_KEYWORDS = frozenset(("gradient", "retain_graph", "create_graph", "inputs"))
 
 
 class BlockAnalysis:
@@ -275,7 +273,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
 
     def _note_backward(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
         scope = self.scope()
-        if method == "backward" and all(a.keyword is not None and a.keyword.value in _TENSOR_BACKWARD_KEYWORDS
+        if method == "backward" and all(a.keyword is not None and a.keyword.value in vocab().tensor_backward_keywords
                                         for a in node.args):
             receiver = func.value  # `loss.backward()`, `loss.backward(retain_graph=True)`
             # scaler.scale(loss).backward()
