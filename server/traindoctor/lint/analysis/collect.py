@@ -273,8 +273,9 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
 
     def _note_backward(self, node: cst.Call, func: cst.Attribute, method: str) -> None:
         scope = self.scope()
-        if method == "backward" and not node.args:
-            receiver = func.value
+        if method == "backward" and all(a.keyword is not None and a.keyword.value in vocab().tensor_backward_keywords
+                                        for a in node.args):
+            receiver = func.value  # `loss.backward()`, `loss.backward(retain_graph=True)`
             # scaler.scale(loss).backward()
             if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
                     and receiver.func.attr.value == "scale" and receiver.args:

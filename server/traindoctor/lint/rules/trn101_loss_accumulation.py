@@ -100,7 +100,28 @@ class LossAccumulationKeepsGraph(Rule):
             return
         if how in _METER_METHODS and (found.role != "loss" or not self._meter_keeps_graph(stmt, how)):
             return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
-        self._pending[-1].append((stmt, value, base, how, found, loop))
+        per_call = how in _LIST_METHODS and self.walk.function is not None and \
+            self._local_list_reset_around(base, loop)
+        self._pending[-1].append((stmt, value, base, how, found, loop, per_call))
+
+    def _local_list_reset_around(self, name: str, loop: cst.CSTNode) -> bool:
+        """`name` is a plain local list of the function (not a parameter, attribute or global), bound
+        afresh inside every loop that encloses `loop`: what it holds lives for one pass at most."""
+        function = self.walk.function
+        if "." in name or "[" in name or function is None or \
+                any(p.name.value == name for p in (*function.params.params, *function.params.kwonly_params,
+                                                   *function.params.posonly_params)) or \
+                any(type(node) in (cst.Global, cst.Nonlocal) and any(n.name.value == name for n in node.names)
+                    for node in _nodes(function.body)):
+            return False
+        binds = [node for node in _nodes(function.body) if isinstance(node, cst.Assign) and
+                 any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)]
+        if not binds or not all(isinstance(b.value, (cst.List, cst.ListComp)) or
+                                dotted_name(b.value.func if isinstance(b.value, cst.Call) else b.value) == "list"
+                                for b in binds):
+            return False
+        outer = [l for l in self.walk.loops_here() if l is not loop]
+        return all(any(_contains(l.body, b) for b in binds) for l in outer)
 
     def _project_meter(self, call: cst.Call, method: str) -> None:
         """`meter.update_value(name, value)` where the meter's class (of this file or of another
@@ -209,12 +230,15 @@ class LossAccumulationKeepsGraph(Rule):
         scope = self.analysis.scope_of(function)
         feeding, returning = scope.feeds_backward(), scope.feeds_return()
         kept = []
-        for stmt, value, accumulator, how, found, loop in pending:
+        for stmt, value, accumulator, how, found, loop, per_call in pending:
             if accumulator in feeding:
                 continue  # sub-losses summed into the loss backpropagated in this step
             trains = id(loop) in scope.training_loops or self._trains_through_helpers(function, loop)
             if accumulator in returning and not trains:
                 continue  # e.g. per-head or per-scale losses summed inside one loss call, then returned
+            if per_call and not trains and accumulator not in returning and \
+                    _backward_after(function, loop) and not _escapes(function, accumulator):
+                continue  # the terms of one update, built before its backward: freed when the call returns
             if (found.role != "loss" or found.grad == "likely") and not (scope.trains or trains):
                 continue  # outputs, or values only named like losses, outside training code
             kept.append((stmt, value, accumulator, how, found))
@@ -291,6 +315,38 @@ class LossAccumulationKeepsGraph(Rule):
                 if callee not in _NUMBER_FUNCTIONS and not callee.endswith((".append", ".log", ".info")):
                     return False
         return True
+
+
+def _backward_after(function: cst.FunctionDef | None, loop: cst.CSTNode) -> bool:
+    """A `.backward(...)` call of the function comes after `loop`, outside it: the loop collects
+    what one update needs, and the update follows it."""
+    if function is None:
+        return False
+    passed = False
+    for node in _nodes(function.body):
+        if node is loop:
+            passed = True
+        elif passed and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value == "backward" and not _contains(loop, node):
+            return True
+    return False
+
+
+def _escapes(function: cst.FunctionDef | None, name: str) -> bool:
+    """The list object is handed to something that may outlive the call: stored in an attribute,
+    an item or another container, yielded, or bound to another name."""
+    for node in _nodes(function) if function is not None else ():
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == name:
+            return True
+        if isinstance(node, (cst.Yield, cst.Lambda)) and _mentions(node, {name}):
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                node.func.attr.value in _LIST_METHODS | {"add", "update", "__setitem__"} and \
+                any(isinstance(a.value, cst.Name) and a.value.value == name for a in node.args):
+            return True
+        if isinstance(node, cst.Element) and isinstance(node.value, cst.Name) and node.value.value == name:
+            return True  # `[losses, ...]`, `(losses,)`
+    return False
 
 
 def _mentions(value: cst.BaseExpression, names: set[str]) -> bool:

@@ -134,7 +134,8 @@ class EvalWithoutNoGrad(RoutineRule):
         """Runs of a module in this function whose output, and every local value computed from it,
         is used only through a conversion that drops the graph (analysis/detached_use.py): the
         graph can reach no backward. The module is one this function puts in eval mode, one the
-        file knows as a model, or this module itself (`self(x)` in an nn.Module's method).
+        file knows as a model, or this module itself (`self(x)` in an nn.Module's method), and the
+        run is marked as inference: that module is in eval mode here, or the run is in a loop here.
         Quiet when another run of a module here keeps its output's graph (a target network
         detached beside a trained one), when the output goes to a callable parameter (it may
         backpropagate: a `loss_compute(out, y)` that calls backward), when the function yields,
@@ -159,6 +160,14 @@ class EvalWithoutNoGrad(RoutineRule):
                 model = self._module_run(node, evaluated, routine.klass)  # type: ignore[arg-type]
                 if model:
                     runs.append((node, model))
+        # Only a forward that something marks as inference: the module put in eval mode here (and
+        # not back), or a run inside a loop here (a pass over many inputs). One forward per call of
+        # a module trained in the same program (an RL agent's action selection each environment
+        # step) builds a graph that is freed at once: waste, not a bug a reviewer must fix.
+        looped = {id(n) for loop in iter_nodes(function.body) if type(loop) in (cst.For, cst.While)
+                  for n in iter_nodes(loop.body)}
+        runs = [(node, model) for node, model in runs
+                if id(node) in looped or any(same_object(model, m) for m in evaluated)]
         if not runs:
             return []  # most functions: nothing below (source text, flow graph) is built for them
         text = code(function)

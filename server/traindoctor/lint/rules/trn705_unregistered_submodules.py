@@ -5,14 +5,18 @@ nn.ModuleList/nn.ModuleDict register them. The rewrite is safe when the value
 is a literal or comprehension of modules built right there and the attribute
 is used only in ways ModuleList/ModuleDict support; otherwise it is unsafe.
 An empty list/dict (or `[None] * n`) that the same method fills with modules
-(`append`, `extend`, `insert`, `self.x[i] = ...`) is a container of modules too."""
+(`append`, `extend`, `insert`, `self.x[i] = ...`) is a container of modules too.
+A list whose every module's `parameters()` the class registers by hand
+(`self.register_parameter(name, p)` for each, directly or through one of its
+own methods) loses nothing when its modules hold only parameters (Linear,
+Conv, Embedding: no buffers, no train/eval behaviour), and is not reported."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from ..analysis.scopes import code
-from ..analysis.names import dotted_name
+from ..analysis.names import arg, dotted_name
 from ..analysis.vocab import vocab
 from ..rule import FixSpec, Replace, Rule
 from ..walk import iter_nodes
@@ -45,6 +49,8 @@ class UnregisteredSubmodules(Rule):
         uses = self._uses(klass, attr, node)
         if uses is None:
             return  # registered later (ModuleList(self.x), add_module) or rebound
+        if not filled_later and self._parameters_registered_by_hand(klass, target, value):
+            return
         container = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
         message = (f"`{target}` is a plain {kind} of modules: they are not registered, so their weights are "
                    f"missing from `parameters()` (never trained), `.to(device)`, `state_dict()` and "
@@ -162,6 +168,71 @@ class UnregisteredSubmodules(Rule):
         if f"isinstance(self.{attr}" in code(klass):
             supported = False
         return supported
+
+
+    def _parameters_registered_by_hand(self, klass: cst.ClassDef, target: str, value: cst.BaseExpression) -> bool:
+        """Every module of the list holds only parameters, and a loop over the whole list hands each
+        one's `parameters()` to `self.register_parameter`, there or in a method of the class: the
+        weights are in `parameters()`, `state_dict()`, and `.to()` converts the very Parameter
+        objects the listed modules hold (Module._apply keeps them)."""
+        items = [value.elt] if isinstance(value, cst.ListComp) else \
+            [e.value for e in getattr(value, "elements", ())] if isinstance(value, (cst.List, cst.Tuple)) else []
+        kinds = vocab().parameter_only_modules
+        if not items or not all(isinstance(i, cst.Call) and (self.names.qualify(i.func) or "").startswith("torch.nn.")
+                                and (self.names.qualify(i.func) or "").rsplit(".", 1)[-1] in kinds for i in items):
+            return False
+        methods = {s.name.value: s for s in klass.body.body if isinstance(s, cst.FunctionDef)}
+        for loop in iter_nodes(klass):
+            element = _loop_element(loop, target) if isinstance(loop, cst.For) else None
+            if element is None:
+                continue
+            for node in iter_nodes(loop.body):
+                if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                        and node.func.attr.value == "parameters" and dotted_name(node.func.value) == element):
+                    continue
+                if any(_registers_each(inner, node) for inner in iter_nodes(loop.body) if isinstance(inner, cst.For)):
+                    return True
+                if any(self._method_registers(call, node, methods) for call in iter_nodes(loop.body)
+                       if isinstance(call, cst.Call)):
+                    return True
+        return False
+
+    def _method_registers(self, call: cst.Call, argument: cst.Call, methods: dict[str, cst.FunctionDef]) -> bool:
+        """`self.m(..., module.parameters(), ...)` where method `m` registers each item of that argument."""
+        name = dotted_name(call.func) or ""
+        method = methods.get(name[5:]) if name.startswith("self.") else None
+        if method is None:
+            return False
+        params = [p.name.value for p in method.params.params][1:]  # after self
+        for position, a in enumerate(call.args):
+            if a.value is not argument or a.star:
+                continue
+            param = a.keyword.value if a.keyword is not None else params[position] if position < len(params) else None
+            return param is not None and any(_registers_each(loop, cst.Name(param)) for loop in iter_nodes(method)
+                                             if isinstance(loop, cst.For))
+        return False
+
+
+def _loop_element(loop: cst.For, target: str) -> str | None:
+    """The name a loop binds to each item of `target` (`for m in self.x`, `for i, m in enumerate(self.x)`)."""
+    iterable, names = loop.iter, loop.target
+    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate" and len(iterable.args) == 1:
+        iterable = iterable.args[0].value
+        names = names.elements[1].value if isinstance(names, cst.Tuple) and len(names.elements) == 2 else None
+    return names.value if dotted_name(iterable) == target and isinstance(names, cst.Name) else None
+
+
+def _registers_each(loop: cst.For, source: cst.BaseExpression) -> bool:
+    """`for p in <source>:` (or `enumerate(<source>)`) whose body calls `self.register_parameter(..., p)`."""
+    iterable, names = loop.iter, loop.target
+    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate" and len(iterable.args) == 1:
+        iterable = iterable.args[0].value
+        names = names.elements[1].value if isinstance(names, cst.Tuple) and len(names.elements) == 2 else None
+    if not isinstance(names, cst.Name) or not (iterable is source or code(iterable) == code(source)):
+        return False
+    return any(isinstance(node, cst.Call) and dotted_name(node.func) == "self.register_parameter"
+               and isinstance(arg(node, 1, "param"), cst.Name) and arg(node, 1, "param").value == names.value
+               for node in iter_nodes(loop.body))
 
 
 def _empty_or_placeholders(value: cst.BaseExpression) -> bool:
