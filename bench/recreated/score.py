@@ -40,7 +40,8 @@ ROOT = HERE.parents[1]
 LABELS = HERE / "labels.yaml"
 CASES = HERE / "cases"
 NEAR = 3
-FIELDS = {"id", "url", "rule", "lines", "absence", "reason", "split"}
+FIELDS = {"id", "url", "rule", "lines", "absence", "code", "reason", "split"}
+CODE_KINDS = ("posted", "quoted", "linked")  # how much of the program the thread itself shows
 SPLITS = ("dev", "test")
 
 
@@ -55,6 +56,7 @@ class Case:
     rule: str
     lines: tuple[int, ...]
     absence: bool
+    code: str
     reason: str
     split: str
 
@@ -87,11 +89,14 @@ def parse_case(raw: object, known_rules: set[str] | None = None) -> Case:
         raise LabelError(f"{where}: lines must be a non-empty list of positive line numbers")
     if not isinstance(raw["absence"], bool):
         raise LabelError(f"{where}: absence must be true or false")
+    if raw["code"] not in CODE_KINDS:
+        raise LabelError(f"{where}: code must be one of {', '.join(CODE_KINDS)}")
     if not isinstance(raw["reason"], str) or not raw["reason"].strip():
         raise LabelError(f"{where}: reason must be a non-empty string")
     if raw["split"] != split_of(raw["url"]):
         raise LabelError(f"{where}: split is {raw['split']!r}, but the URL's hash puts it in {split_of(raw['url'])!r}")
-    return Case(raw["id"], raw["url"], raw["rule"], tuple(lines), raw["absence"], raw["reason"], raw["split"])
+    return Case(raw["id"], raw["url"], raw["rule"], tuple(lines), raw["absence"], raw["code"], raw["reason"],
+                raw["split"])
 
 
 def known_rule_codes() -> set[str]:
@@ -188,7 +193,8 @@ def _cell(outcomes: list[Outcome]) -> dict:
 
 def tally(outcomes: list[Outcome]) -> dict:
     """Recall and precision per half, per rule within each half, and over all cases."""
-    out: dict = {"all": _cell(outcomes), "splits": {}}
+    out: dict = {"all": _cell(outcomes), "splits": {},
+                 "code": {kind: _cell([o for o in outcomes if o.case.code == kind]) for kind in CODE_KINDS}}
     for split in SPLITS:
         mine = [o for o in outcomes if o.case.split == split]
         rules: dict[str, list[Outcome]] = defaultdict(list)
@@ -212,6 +218,8 @@ def format_table(result: dict) -> str:
                         f"  ({c['found']} found, {c['false_on_fixed']} false)")
     a = result["all"]
     rows.append(f"all: {a['cases']} cases, recall {fmt(a['recall'])}, precision {fmt(a['precision'])}")
+    rows.append("by how much code the thread shows: " + ", ".join(
+        f"{kind} {c['cases']} recall {fmt(c['recall'])}" for kind, c in result.get("code", {}).items()))
     return "\n".join(rows)
 
 
@@ -260,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({
             "tally": result,
-            "cases": [{"id": o.case.id, "rule": o.case.rule, "split": o.case.split, "found": o.found,
+            "cases": [{"id": o.case.id, "rule": o.case.rule, "split": o.case.split, "code": o.case.code,
+                       "found": o.found,
                        "false_on_fixed": o.false_on_fixed, "bug_findings": o.bug_findings,
                        "fixed_findings": o.fixed_findings} for o in outcomes],
         }, indent=1))

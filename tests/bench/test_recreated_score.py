@@ -43,7 +43,7 @@ URL = "https://github.com/example/project/issues/1"
 
 
 def raw(**over):
-    base = {"id": "r900", "url": URL, "rule": "TRN101", "lines": [10], "absence": False,
+    base = {"id": "r900", "url": URL, "rule": "TRN101", "lines": [10], "absence": False, "code": "quoted",
             "reason": "Thread: 'total += loss keeps the graph'."}
     base.update(over)
     base.setdefault("split", score.split_of(base["url"]))
@@ -71,6 +71,7 @@ def test_split_follows_the_first_byte_of_the_url_hash():
     ({"reason": " "}, "reason must be"),
     ({"url": "http://insecure"}, "url must be"),
     ({"id": "R 1"}, "id must be"),
+    ({"code": "guessed"}, "code must be one of"),
 ])
 def test_bad_labels_are_refused_with_the_reason(over, message):
     with pytest.raises(score.LabelError, match=message):
@@ -145,6 +146,7 @@ def test_judge_and_tally_count_recall_and_precision_per_half_and_rule():
     assert result["all"]["recall"] == pytest.approx(0.667)
     table = score.format_table(result)
     assert "dev: 2 cases, recall 0.50" in table and "TRN101" in table
+    assert result["code"]["quoted"]["cases"] == 3 and result["code"]["posted"]["cases"] == 0
 
 
 def test_precision_is_undefined_without_any_finding():
@@ -168,13 +170,13 @@ def test_the_committed_labels_are_well_formed(tmp_path):
 
 def test_duplicate_urls_and_missing_files_are_refused(tmp_path):
     labels = tmp_path / "labels.yaml"
-    labels.write_text(f"- {{id: a, url: '{URL}', rule: TRN101, lines: [1], absence: false, reason: r, "
+    labels.write_text(f"- {{id: a, url: '{URL}', rule: TRN101, lines: [1], absence: false, code: posted, reason: r, "
                       f"split: {score.split_of(URL)}}}\n"
-                      f"- {{id: b, url: '{URL}', rule: TRN101, lines: [1], absence: false, reason: r, "
+                      f"- {{id: b, url: '{URL}', rule: TRN101, lines: [1], absence: false, code: posted, reason: r, "
                       f"split: {score.split_of(URL)}}}\n")
     with pytest.raises(score.LabelError, match="used by another case"):
         score.load_cases(labels, cases_dir=None)
-    labels.write_text(f"- {{id: a, url: '{URL}', rule: TRN101, lines: [1], absence: false, reason: r, "
+    labels.write_text(f"- {{id: a, url: '{URL}', rule: TRN101, lines: [1], absence: false, code: posted, reason: r, "
                       f"split: {score.split_of(URL)}}}\n")
     with pytest.raises(score.LabelError, match="no file a_bug.py"):
         score.load_cases(labels, cases_dir=tmp_path)
