@@ -126,6 +126,10 @@ def load_cases(path: Path = LABELS, cases_dir: Path | None = CASES,
             n = len(bug.read_text(encoding="utf-8").splitlines())
             if max(case.lines) > n:
                 raise LabelError(f"{case.id}: line {max(case.lines)} is past the end of {bug.name} ({n} lines)")
+        labelled = {f"{c.id}_{kind}.py" for c in cases for kind in ("bug", "fixed")}
+        unlabelled = sorted(p.name for p in cases_dir.glob("*.py") if p.name not in labelled)
+        if unlabelled:
+            raise LabelError(f"case files without a label: {', '.join(unlabelled)}")
     return cases
 
 

@@ -183,6 +183,10 @@ def test_duplicate_urls_and_missing_files_are_refused(tmp_path):
     (tmp_path / "a_bug.py").write_text("x = 1\n")
     (tmp_path / "a_fixed.py").write_text("x = 2\n")
     assert [c.id for c in score.load_cases(labels, cases_dir=tmp_path)] == ["a"]
+    (tmp_path / "b_bug.py").write_text("x = 3\n")
+    with pytest.raises(score.LabelError, match="without a label: b_bug.py"):
+        score.load_cases(labels, cases_dir=tmp_path)
+    (tmp_path / "b_bug.py").unlink()
     labels.write_text(labels.read_text().replace("lines: [1]", "lines: [5]"))
     with pytest.raises(score.LabelError, match="past the end"):
         score.load_cases(labels, cases_dir=tmp_path)
