@@ -770,7 +770,8 @@ class Values:
                         operands = [e.value for e in operands[0].elements]
                 values = [sub(o) for o in operands]
                 best = next((x for x in values if x.grad == "known"), None) or next((x for x in values if x.grad), None)
-                return Value("tensor", best.grad if best else "", zero=_contracted(values))
+                return Value("tensor", best.grad if best else "", best.role if best else "",
+                             origin=best.origin if best else None, zero=_contracted(values))
             if qualified in v.sums:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero=_summed(inner), unit=_reduced(last, call, inner, 1))
