@@ -122,32 +122,35 @@ class EvalWithoutNoGrad(RoutineRule):
         if any(index not in e.loops for e in trains):
             return
         loop = routine.loops[index].node
-        order = {id(node): at for at, node in enumerate(iter_nodes(loop))}
-        last = max(order.get(id(e.node), -1) for e in trains)
         switched = {e.receiver for e in routine.events if e.kind in ("train", "eval")}
-        trained = [e.receiver for e in routine.events if e.kind == "call" and index in e.loops and
-                   0 <= order.get(id(e.node), last) < last and
-                   (e.receiver in switched or self.model.object_kind(e.receiver, routine.klass) == "model")]
-        if not trained or last < 0:
+        candidates = [e for e in routine.events if e.kind == "call" and index in e.loops and
+                      (e.receiver in switched or self.model.object_kind(e.receiver, routine.klass) == "model")]
+        if not candidates:
             return
-        runs = []
+        order: dict[int, int] = {}  # one walk of the loop, in source order
+        calls: list[tuple[int, cst.Call]] = []
         todo: list[tuple[cst.CSTNode, bool]] = [(loop, False)]
         while todo:
             node, off = todo.pop()
+            order[id(node)] = at = len(order)
             kind = type(node)
             if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 continue
             if kind is cst.With and any(disables_grad(self.names, item.item) for item in node.items):
                 off = True
-            if kind is cst.Call and not off and order.get(id(node), -1) > last:
-                model = self._module_run(node, trained, routine.klass)  # type: ignore[arg-type]
-                if model:
-                    runs.append((node, model))
-            todo.extend((child, off) for child in child_nodes(node))
+            if kind is cst.Call and not off:
+                calls.append((at, node))  # type: ignore[arg-type]
+            todo.extend((child, off) for child in reversed(child_nodes(node)))
+        last = max(order.get(id(e.node), -1) for e in trains)
+        trained = [e.receiver for e in candidates if 0 <= order.get(id(e.node), last) < last]
+        if not trained:
+            return
+        runs = [(call, model) for at, call in calls if at > last and
+                (model := self._module_run(call, trained, routine.klass))]
         if not runs:
             return
         flow = self.analysis.scope_of(function).flow(function)
-        for call, model in sorted(runs, key=lambda run: order[id(run[0])]):
+        for call, model in runs:
             if stays_in_iteration(function, loop, call, flow, lambda c: self._may_keep(c, routine)):  # type: ignore
                 message = (f"`{model}` runs after this iteration's last backward and optimizer step, outside "
                            f"`torch.no_grad()`, and its output only serves the rest of the iteration (nothing "
