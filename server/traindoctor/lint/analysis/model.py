@@ -195,6 +195,11 @@ class FileModel:
         return self.imported.fact(_qualify_dotted(name, self.names.imports), fact) if self.imported and name \
             else None
 
+    def project_plain_function(self, name: str) -> bool:
+        """`name` (as this file spells it) is a function of another project file whose summary
+        says nothing: it trains, zeroes, seeds, draws, switches modes and keeps arguments in no state."""
+        return bool(self.imported and name and self.imported.plain_function(_qualify_dotted(name, self.names.imports)))
+
     def project_seed_calls(self) -> list[tuple[cst.CSTNode, str]]:
         """(call, RNG) for each call here of a function of another project file that seeds a
         global RNG (its summary's `seeds`, through what it calls: `opt = parse_options()` that calls

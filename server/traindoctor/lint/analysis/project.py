@@ -334,10 +334,12 @@ class ProjectIndex:
 
     @staticmethod
     def _facts(symbols: dict[str, Symbol], saves=(), aliases=()) -> ImportedFacts:
+        plain = tuple(sorted(key for key, symbol in symbols.items()
+                             if isinstance(symbol, FunctionSummary) and not informative(symbol)))
         symbols = {key: symbol for key, symbol in symbols.items() if informative(symbol)}
-        if not symbols and not saves and not aliases:
+        if not symbols and not saves and not aliases and not plain:
             return EMPTY_IMPORTS
-        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases)
+        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases, plain)
 
     def _exported_aliases(self, path: str, depth: int = 0) -> dict[str, str]:
         """The module aliases `from module import *` binds (`F` -> `torch.nn.functional`), through

@@ -132,6 +132,9 @@ class ImportedFacts:
     symbols: tuple[tuple[str, Symbol], ...] = ()
     saves: tuple[tuple[str, str, str, str], ...] = ()  # (literal path, kind, saving file, object saved)
     aliases: tuple[tuple[str, str], ...] = ()  # import aliases its star imports bind (FileSummary.aliases)
+    # Imported project functions whose summary says nothing: known to train, zero, seed, draw,
+    # switch modes and keep their arguments in no state (a logging helper).
+    plain: tuple[str, ...] = ()
 
     @functools.cached_property
     def _by_key(self) -> dict[str, Symbol]:
@@ -143,7 +146,11 @@ class ImportedFacts:
         return state
 
     def __bool__(self) -> bool:
-        return bool(self.symbols or self.saves or self.aliases)
+        return bool(self.symbols or self.saves or self.aliases or self.plain)
+
+    def plain_function(self, qualified: str | None) -> bool:
+        """`qualified` is a project function known to do none of what a summary records."""
+        return bool(qualified) and qualified in self.plain
 
     def star_aliases(self) -> tuple[tuple[str, str], ...]:
         """The module aliases the file's star imports of project modules bind (`F`, `nn`)."""
@@ -219,7 +226,7 @@ class ImportedFacts:
 EMPTY_IMPORTS = ImportedFacts()
 # What rules and values ask of the imported facts (AskedFacts notes each).
 QUERIES = ("get", "function", "klass", "object_kind", "binding", "randomness", "returns", "fact", "has_kind", "saved",
-           "star_aliases")
+           "star_aliases", "plain_function")
 
 
 class AskedFacts(ImportedFacts):

@@ -686,6 +686,8 @@ class Values:
                 return receiver
             if method in ("sum", "mean"):
                 return replace(receiver, prob="", zero=_summed(receiver), unit=_reduced(method, call, receiver))
+            if method in v.contraction_methods and len(call.args) == 1 and call.args[0].keyword is None:
+                return replace(receiver, prob="", zero=_contracted([receiver, sub(call.args[0].value)]))
             if method in ("std", "var"):
                 return replace(receiver, prob="", zero="" if _learned_output(receiver) else "spread")
             if method == "norm":
@@ -760,6 +762,16 @@ class Values:
                 return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "norm")
             if qualified in v.counts:
                 return Value("tensor", zero="count")
+            if qualified in v.contractions:
+                operands = [a.value for a in call.args if not a.star and a.keyword is None]
+                if qualified.endswith("einsum") and operands:  # einsum(equation, *operands) or (equation, [operands])
+                    operands = operands[1:]
+                    if len(operands) == 1 and type(operands[0]) in (cst.List, cst.Tuple):
+                        operands = [e.value for e in operands[0].elements]
+                values = [sub(o) for o in operands]
+                best = next((x for x in values if x.grad == "known"), None) or next((x for x in values if x.grad), None)
+                return Value("tensor", best.grad if best else "", best.role if best else "",
+                             origin=best.origin if best else None, zero=_contracted(values))
             if qualified in v.sums:
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero=_summed(inner), unit=_reduced(last, call, inner, 1))
@@ -974,16 +986,9 @@ class Values:
         if isinstance(op, cst.Multiply):
             if dotted_name(expr.left) is not None and dotted_name(expr.left) == dotted_name(expr.right):
                 return replace(base, prob="", zero=_squared(left))
-            if left.zero in _NONZERO and right.zero in _NONZERO:
-                return replace(base, prob="", zero="safe")  # a product of positives
-            zl, zr = ("" if lzero == "safe" else lzero), ("" if rzero == "safe" else rzero)
-            pl, pr = left.prob in ("softmax", "sigmoid", "prob"), right.prob in ("softmax", "sigmoid", "prob")
-            if not (zl or zr or pl or pr):
-                return replace(base, prob="", zero="")
-            if zl == zr and zl in ("mask", "squares", "spread"):
-                return replace(base, prob="", zero=zl)
-            other = zl or zr
-            return replace(base, prob="", zero=other if other in ("squares", "spread") and not (pl or pr) else "zero")
+            return replace(base, prob="", zero=_product_zero(left, right))
+        if isinstance(op, cst.MatrixMultiply):
+            return replace(base, prob="", zero=_contracted([left, right]))
         if isinstance(op, cst.Add):
             for value, constant in ((left, expr.right), (right, expr.left)):
                 if _number(constant) == 1.0 and value.zero in ZERO_POSSIBLE:
@@ -1006,6 +1011,35 @@ class Values:
             lz = lzero or ("zero" if left.prob and left.prob != "logits" else "")
             return replace(base, prob="", zero="zero" if lz and lz != "safe" else "")
         return replace(base, prob="", zero="")
+
+
+def _product_zero(left: Value, right: Value) -> str:
+    """Why `left * right` can be exactly 0: where either factor can (a probability can: it
+    underflows), kept as the factors' own reason when both agree on a mask, squares or a spread."""
+    if left.zero in _NONZERO and right.zero in _NONZERO:
+        return "safe"  # a product of positives
+    lzero = "" if left.zero in _ONLY_DIRECT else left.zero
+    rzero = "" if right.zero in _ONLY_DIRECT else right.zero
+    zl, zr = ("" if lzero == "safe" else lzero), ("" if rzero == "safe" else rzero)
+    pl, pr = left.prob in ("softmax", "sigmoid", "prob"), right.prob in ("softmax", "sigmoid", "prob")
+    if not (zl or zr or pl or pr):
+        return ""
+    if zl == zr and zl in ("mask", "squares", "spread"):
+        return zl
+    other = zl or zr
+    return other if other in ("squares", "spread") and not (pl or pr) else "zero"
+
+
+def _contracted(operands: list[Value]) -> str:
+    """Why a contraction (`a @ b`, matmul, einsum, bmm, ...) can be exactly 0: it is a sum of
+    products of its operands' elements, so it keeps what the product and then the sum keep (a
+    softmax-weighted mix of sigmoid outputs is 0 where every sigmoid underflows)."""
+    if len(operands) < 2:
+        return ""
+    product = operands[0]
+    for operand in operands[1:]:
+        product = replace(product, prob="", zero=_product_zero(product, operand))
+    return _summed(product)
 
 
 def _probability_by_hand(expr: cst.BinaryOperation, left: Value, right: Value, sub) -> str:

@@ -22,6 +22,7 @@ import libcst as cst
 from ..analysis.autograd_off import frozen_before, runs_without_grad
 from ..analysis.detached_use import only_detached
 from ..analysis.events import Event, disables_grad
+from ..analysis.iteration_output import stays_in_iteration
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
 from ..analysis.summary import ClassSummary
@@ -41,8 +42,10 @@ class EvalWithoutNoGrad(RoutineRule):
         if routine.no_grad or self._decorated_no_grad(routine) or \
                 (routine.node is not None and runs_without_grad(self.model, routine.node)) or \
                 routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
-                self.model.is_unit_test(routine.qualname) or \
-                any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
+                self.model.is_unit_test(routine.qualname):
+            return
+        if any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
+            self._run_after_last_backward(routine)
             return
         info = self.model.function(routine.qualname) if routine.node is not None else None
         if info is not None and self.model.only_called_without_grad(info):
@@ -104,6 +107,78 @@ class EvalWithoutNoGrad(RoutineRule):
                        f"backpropagates: the autograd graph it records, with its activations, is built for nothing "
                        f"(more memory, slower, OOM on large inputs).")
             self.report(call, message, fix=self._fix(routine))
+
+    def _run_after_last_backward(self, routine: Routine) -> None:
+        """A training loop (every backward and optimizer step of the function in one loop) that, after
+        the iteration's last backward and step, runs a model it trains in that iteration (called
+        before the backward; a module: mode-switched here or known as a model) on an input, outside
+        no_grad, and whose output only serves the rest of the iteration (a sample for the logs):
+        nothing backpropagates it, so its graph is recorded for nothing (iteration_output.py)."""
+        function = routine.node
+        trains = [e for e in routine.events if e.kind in BACKWARD or e.kind in STEP]
+        if not isinstance(function, cst.FunctionDef) or not trains or not trains[-1].loops:
+            return
+        index = trains[-1].loops[-1]
+        if any(index not in e.loops for e in trains):
+            return
+        loop = routine.loops[index].node
+        switched = {e.receiver for e in routine.events if e.kind in ("train", "eval")}
+        candidates = [e for e in routine.events if e.kind == "call" and index in e.loops and
+                      (e.receiver in switched or self.model.object_kind(e.receiver, routine.klass) == "model")]
+        if not candidates:
+            return
+        order: dict[int, int] = {}  # one walk of the loop, in source order
+        calls: list[tuple[int, cst.Call]] = []
+        todo: list[tuple[cst.CSTNode, bool]] = [(loop, False)]
+        while todo:
+            node, off = todo.pop()
+            order[id(node)] = at = len(order)
+            kind = type(node)
+            if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+                continue
+            if kind is cst.With and any(disables_grad(self.names, item.item) for item in node.items):
+                off = True
+            if kind is cst.Call and not off:
+                calls.append((at, node))  # type: ignore[arg-type]
+            todo.extend((child, off) for child in reversed(child_nodes(node)))
+        last = max(order.get(id(e.node), -1) for e in trains)
+        trained = [e.receiver for e in candidates if 0 <= order.get(id(e.node), last) < last]
+        if not trained:
+            return
+        runs = [(call, model) for at, call in calls if at > last and
+                (model := self._module_run(call, trained, routine.klass))]
+        if not runs:
+            return
+        flow = self.analysis.scope_of(function).flow(function)
+        for call, model in runs:
+            if stays_in_iteration(function, loop, call, flow, lambda c: self._may_keep(c, routine)):  # type: ignore
+                message = (f"`{model}` runs after this iteration's last backward and optimizer step, outside "
+                           f"`torch.no_grad()`, and its output only serves the rest of the iteration (nothing "
+                           f"backpropagates it, nothing keeps it): the autograd graph it records, with its "
+                           f"activations, is built for nothing and held while the output lives (more memory, "
+                           f"slower); run it under `with torch.no_grad():`.")
+                self.report(call, message)
+                return
+
+    def _may_keep(self, call: cst.Call, routine: Routine) -> bool:
+        """A callee that may keep what it is given past the iteration or backpropagate it: anything
+        but a torch/NumPy/math function, a builtin, or a function of this file or of another
+        project file that neither trains nor adds its arguments into an object's state."""
+        name = dotted_name(call.func)
+        if name is None or name in routine.params:
+            return True
+        info = self.model.function(name, routine.klass)
+        if info is not None:
+            return info.trains or any(e.kind in BACKWARD or e.kind in STEP for r in self.training.routines(info.qualname)
+                                      for _, e in self.training.expanded(r))
+        if self.model.project_plain_function(name):
+            return False
+        if self.model.project_fact(name, "qualname"):
+            return bool(self.model.project_fact(name, "backward") or self.model.project_fact(name, "accumulates") or
+                        self.model.project_fact(name, "calls"))
+        qualified = self.names.qualify(call.func) or ""
+        builtin = qualified in (name, f"builtins.{name}") and (name in vocab().python_number_builtins or name == "print")
+        return not (qualified.startswith(("torch.", "numpy.", "math.")) or builtin)
 
     def _plain_object(self, name: str, routine: Routine) -> bool:
         """`name` holds an instance of a project class (of this file or another project file) that

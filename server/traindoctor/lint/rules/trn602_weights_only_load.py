@@ -18,6 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from ..analysis.def_use import parents_of, uses_by_node
 from ..analysis.scopes import code
 from ..analysis.environment import describe, package_version, torch_version
 from ..analysis.facts import Checkpoint
@@ -72,8 +73,8 @@ class WeightsOnlyLoad(Rule):
             stored = self._objects_saved_to(path, loaded) if unsafe is None else None
             if stored is not None:
                 what, value, saved = stored
-                message = (f"The file this loads is written by `{code(saved.func)}(...)` with {what} in it "
-                           f"(`{code(value)}`), and on {describe(version)} `torch.load` defaults to "
+                message = (f"The file this loads is written by `{code(saved.func)}(...)` with `{code(value)}` in it, "
+                           f"which holds {what}; on {describe(version)} `torch.load` defaults to "
                            f"weights_only=True, which refuses to unpickle it: this load raises UnpicklingError; "
                            f"save plain values (`vars(args)`, `float(x)`, `.tolist()`), or pass weights_only=False "
                            f"for this trusted file")
@@ -113,6 +114,19 @@ class WeightsOnlyLoad(Rule):
         function = self.walk.function
         if function is None or name in {p.name.value for p in function.params.params}:
             return None
+        if isinstance(parent, cst.Assign) and isinstance(target, cst.Name):
+            use = self._used_as_object(function, parent, name)
+        else:
+            use = self._attribute_used_as_module(function, node, name)
+        if use is None:
+            return None
+        receiver = use.func.value if isinstance(use.func, cst.Attribute) else use.func
+        what = "what it returns" if dotted_name(receiver) == name else "an item of what it returns"
+        return f"a pickled object (`{code(use.func)}()` is called on {what})", use
+
+    def _attribute_used_as_module(self, function: cst.FunctionDef, node: cst.Call, name: str) -> cst.Call | None:
+        """`self.net = torch.load(p)` then `self.net.eval()` in the same function, `self.net` bound
+        nowhere else there."""
         use = None
         for inner in iter_nodes(function):
             if isinstance(inner, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and inner.value is not node:
@@ -122,9 +136,42 @@ class WeightsOnlyLoad(Rule):
             elif use is None and isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and \
                     inner.func.attr.value in vocab().module_only_methods and dotted_name(inner.func.value) == name:
                 use = inner
-        if use is None:
-            return None
-        return f"a pickled module (`{code(use.func)}()` is called on what it returns)", use
+        return use
+
+    def _used_as_object(self, function: cst.FunctionDef, load: cst.Assign, name: str) -> cst.Call | None:
+        """A call of a method that no weights-only value has (a module's or an optimizer's:
+        `eval()`, `parameters()`, `state_dict()`; tensors, containers and numbers have none) on the
+        loaded value or on an item of it (`ckpt["optimizer"].state_dict()`), followed along the
+        function's def-use chains: through local names bound to it or to an item of it, wherever
+        that binding reaches the use on some path (another binding of the name elsewhere does not
+        hide it)."""
+        v = vocab()
+        methods = set(v.module_only_methods) | set(v.stateful_object_methods)
+        flow = self.analysis.scope_of(function).flow(function)
+        parents = parents_of(function)
+        uses = uses_by_node(flow)
+        todo: list[tuple[cst.CSTNode, str]] = [(load, name)]
+        seen: set[tuple[int, str]] = set()
+        while todo and len(seen) < 16:
+            definition, held = todo.pop()
+            if (id(definition), held) in seen:
+                continue
+            seen.add((id(definition), held))
+            for statement, loads in uses.get(held, ()):
+                if not any(d is definition for d in flow.reaching(statement, held, through_accumulation=False)):
+                    continue
+                for item in loads:
+                    while type(above := parents.get(id(item))) is cst.Subscript and above.value is item:
+                        item = above
+                    above = parents.get(id(item))
+                    if type(above) is cst.Attribute and above.value is item and above.attr.value in methods:
+                        call = parents.get(id(above))
+                        if type(call) is cst.Call and call.func is above:
+                            return call
+                    elif type(statement) is cst.Assign and statement.value is item and len(statement.targets) == 1 \
+                            and type(statement.targets[0].target) is cst.Name:
+                        todo.append((statement, statement.targets[0].target.value))
+        return None
 
     def _library_load(self, node: cst.Call) -> None:
         """A Lightning checkpoint load (`Module.load_from_checkpoint(p)`, fabric's `_load`): from
@@ -190,9 +237,10 @@ class WeightsOnlyLoad(Rule):
                 continue
             home = self.model.function_home.get(fact.function)
             scope = home[1].scope_of(home[0].node) if home is not None else None
+            klass = home[0].klass if home is not None else ""
             saved = next((a.value for a in fact.node.args if a.keyword is None or a.keyword.value == "obj"), None)
             for value in self._dict_values(saved, scope, 0) if saved is not None else ():
-                what = self._refused(value, scope, 0)
+                what = self._refused(value, scope, 0, klass)
                 if what:
                     return what, value, fact.node
         return None
@@ -227,14 +275,28 @@ class WeightsOnlyLoad(Rule):
             return self._dict_values(value, scope, depth + 1) if value is not None else []
         return []
 
-    def _refused(self, expr: cst.BaseExpression, scope, depth: int) -> str:
-        """What `expr` is, when the weights-only unpickler refuses it ("" when not known to be)."""
-        if depth > 3:
+    def _refused(self, expr: cst.BaseExpression, scope, depth: int, klass: str = "") -> str:
+        """What `expr` is, when the weights-only unpickler refuses it ("" when not known to be).
+        Followed through a local or module-level name bound once, an attribute of `self` (what the
+        class's methods assign to it or append to it), and what an in-file function or method
+        returns (any one refused value is enough: the load fails on it). At most six steps deep."""
+        if depth > 5:
             return ""
         if isinstance(expr, cst.Name):
             value = self._bound_value(expr.value, scope)
-            return self._refused(value, scope, depth + 1) if value is not None else ""
+            return self._refused(value, scope, depth + 1, klass) if value is not None else ""
+        if klass and isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
+            return self._attribute_refused(expr.attr.value, depth, klass)
         if not isinstance(expr, cst.Call):
+            return ""
+        callee = dotted_name(expr.func) or ""
+        info = self.model.function(callee, klass) if callee else None
+        if info is not None and (info.klass == klass or not callee.startswith("self.")):
+            inner = self.model.function_home[info.qualname][1].scope_of(info.node)
+            for returned in info.returns:
+                what = self._refused(returned, inner, depth + 1, info.klass)
+                if what:
+                    return f"{what}, returned by `{info.qualname}`"
             return ""
         v = vocab()
         qualified = self.names.qualify(expr.func) or ""
@@ -249,4 +311,25 @@ class WeightsOnlyLoad(Rule):
         if info is not None and dotted_name(expr.func) == info.name and \
                 not any(b.rsplit(".", 1)[-1] in v.plain_data_bases for b in info.bases):
             return f"a `{info.name}` object (a class of this file)"
+        return ""
+
+    def _attribute_refused(self, attr: str, depth: int, klass: str) -> str:
+        """What `self.<attr>` may hold that the weights-only unpickler refuses: a value a method of
+        `klass` assigns to it, or appends or inserts into it (a list of per-epoch NumPy means)."""
+        for qualname, (info, analysis) in self.model.function_home.items():
+            if info.klass != klass:
+                continue
+            scope = analysis.scope_of(info.node)
+            for inner in iter_nodes(info.node):
+                value = None
+                if type(inner) is cst.Assign and len(inner.targets) == 1 and \
+                        code(inner.targets[0].target) == f"self.{attr}":
+                    value = inner.value
+                elif type(inner) is cst.Call and isinstance(inner.func, cst.Attribute) and \
+                        inner.func.attr.value in ("append", "insert") and inner.args and \
+                        code(inner.func.value) == f"self.{attr}":
+                    value = inner.args[-1].value
+                what = self._refused(value, scope, depth + 1, klass) if value is not None else ""
+                if what:
+                    return f"{what}, stored in `self.{attr}` by `{qualname}`"
         return ""
