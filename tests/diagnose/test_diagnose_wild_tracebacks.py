@@ -32,14 +32,15 @@ LABELS = load_yaml(WILD / "labels.yaml")
 # tool ran on them; their 61 dev pastes scored 0.656 before tuning (the dev half, 286: 0.815), and
 # 0.803 (286: 0.846, frame 0.993) after h/diag2's library wordings and log-line clues (5-fold CV within
 # the 286: 0.811 -> 0.839, bench/evidence_model.md); the 12 left carry their kind only in the thread.
-# h/diag3 measured generalisation within dev by leaving out a collection batch (bench/cv_by_batch.py,
-# bench/generalisation.md: 0.843 refitting without it; 0.731 -> 0.755 also without the rules only it
-# fires, after boilerplate, paths and URLs stopped counting as message words); dev 0.843, ECE 0.071.
 DEV_KIND_ACCURACY = 0.84
 DEV_FRAME_ACCURACY = 0.98  # 0.991 once frames named in fragments count (h/diag)
 # A curve detector's kind refines a traceback kind (a NaN onset is a nan-inf failure): the
 # family score counts it for the class it refines, as the held-out sets do.
 FAMILY = {"nan-onset": "nan-inf", "divergence": "nan-inf", "gradient-explosion": "nan-inf", "loss-spike": "nan-inf"}
+
+# h/diag3 measured generalisation within dev by leaving out a collection batch (bench/cv_by_batch.py,
+# bench/generalisation.md: 0.843 refitting without it; 0.731 -> 0.755 also without the rules only it
+# fires, after boilerplate, paths and URLs stopped counting as message words); dev 0.843, ECE 0.071.
 
 
 def score(split: str) -> dict:
