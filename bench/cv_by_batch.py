@@ -204,6 +204,8 @@ def run(settings: dict) -> dict:
     weights, curves = fold(everything)
     with fitted(weights, curves):
         out["fitted"] = score(dev)
+    support = Counter(rule for fired in firings.values() for rule in fired)
+    out["support"] = support
     out["pooled"] = [r for rows in out["folds"].values() for r in rows]
     out["ablated_pooled"] = [r for rows in out["ablated"].values() for r in rows]
     return out
@@ -236,6 +238,12 @@ def report(result: dict, settings: dict) -> list[str]:
         by_source = {source: [r["kind_ok"] for r in pooled if _source(r) == source]
                      for source in ("signature", "partial", "model", "other")}
         lines.append(f"| {title} | " + " | ".join(f"{sum(v)}/{len(v)}" for v in by_source.values()) + " |")
+    support = result["support"]
+    single = sorted(rule for rule, count in support.items() if count == 1)
+    total = sum(len(sig.patterns) for sig in load_signatures()) + len(partial._catalog()[1])
+    lines += ["", f"Rules (signature patterns and clues: {total}) by how many labelled logs fire them: "
+              f"{len(support)} fire on at least one, {len(single)} on exactly one (likely written for that "
+              "one paste's wording): " + ", ".join(f"`{rule}`" for rule in single)]
     for title, pooled in (("A", result["pooled"]), ("B", result["ablated_pooled"])):
         misses = [r for r in pooled if not r["kind_ok"]]
         lines += ["", f"{title}: held-out kind misses {len(misses)}, {sum(r['kind'] == 'other' for r in misses)} "
