@@ -134,8 +134,9 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
         found["shape-log-only"] = "a log with no traceback"
     if errors:
         found["shape-error-line"] = errors[0]
+    boilerplate = re.compile(settings.get("boilerplate", r"(?!)"))
     for text in [*messages, *errors]:
-        for word in _WORD.findall(text):
+        for word in _WORD.findall(boilerplate.sub(" ", text)):
             found.setdefault(f"word:{word.lower()}", word)
     return found
 
