@@ -1,0 +1,61 @@
+"""Mechanisms added for recall on programs re-created from public bug reports
+(bench/recreated, dev half): each test is a small program that the rule missed before, and a
+look-alike that must stay quiet."""
+
+from __future__ import annotations
+
+from traindoctor.config import Config
+from traindoctor.lint import lint_source
+
+CONFIG = Config(select=("strict",))
+
+
+def _lines(source: str, code: str) -> list[int]:
+    return [f.range.start.line + 1 for f in lint_source(source, "t.py", CONFIG).findings if f.code == code]
+
+
+# -- TRN701: a loop zeroes the generator's gradients only; the discriminator's optimizer steps unzeroed
+
+GAN_LOOP = '''import torch
+import torch.nn as nn
+
+generator = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32))
+discriminator = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
+opt_g = torch.optim.Adam(generator.parameters(), lr=2e-4)
+opt_d = torch.optim.Adam(params=discriminator.parameters(), lr=2e-4)
+loss_fn = nn.BCEWithLogitsLoss()
+
+for real in loader:
+    opt_g.zero_grad()
+    fake = generator(torch.randn(real.size(0), 16))
+    loss_g = loss_fn(discriminator(fake), torch.ones(real.size(0), 1))
+    loss_g.backward()
+    opt_g.step()
+{zero_d}
+    loss_d = loss_fn(discriminator(real), torch.ones(real.size(0), 1)) + \\
+        loss_fn(discriminator(fake.detach()), torch.zeros(real.size(0), 1))
+    loss_d.backward()
+    opt_d.step()
+'''
+
+
+def test_discriminator_optimizer_never_zeroed():
+    assert _lines(GAN_LOOP.format(zero_d=""), "TRN701") == [20]
+
+
+def test_discriminator_zeroed_too_is_quiet():
+    for zero in ("    opt_d.zero_grad()", "    discriminator.zero_grad()"):
+        assert _lines(GAN_LOOP.format(zero_d=zero), "TRN701") == []
+
+
+def test_zeroing_of_a_model_holding_both_is_quiet():
+    source = GAN_LOOP.format(zero_d="").replace(
+        "opt_g = torch.optim", "gan = nn.ModuleList([generator, discriminator])\nopt_g = torch.optim").replace(
+        "    opt_g.zero_grad()", "    gan.zero_grad()")
+    assert _lines(source, "TRN701") == []
+
+
+def test_optimizer_over_both_models_is_quiet():
+    source = GAN_LOOP.format(zero_d="").replace(
+        "params=discriminator.parameters()", "params=list(discriminator.parameters()) + list(generator.parameters())")
+    assert _lines(source, "TRN701") == []
