@@ -59,3 +59,26 @@ def test_optimizer_over_both_models_is_quiet():
     source = GAN_LOOP.format(zero_d="").replace(
         "params=discriminator.parameters()", "params=list(discriminator.parameters()) + list(generator.parameters())")
     assert _lines(source, "TRN701") == []
+
+
+# -- TRN602: a model built by a model zoo's factory function, saved whole and loaded
+
+ZOO_SAVE = '''import torch
+import pretrainedmodels
+
+m = {built}
+torch.save({saved}, "here.pt")
+restored = torch.load("here.pt")
+'''
+
+
+def test_model_zoo_model_saved_whole_then_loaded():
+    source = ZOO_SAVE.format(built='pretrainedmodels.resnet18(num_classes=1000, pretrained="imagenet")', saved="m")
+    assert _lines(source, "TRN602") == [6]
+
+
+def test_model_zoo_state_dict_and_zoo_transform_are_quiet():
+    built = 'pretrainedmodels.resnet18(num_classes=1000, pretrained="imagenet")'
+    assert _lines(ZOO_SAVE.format(built=built, saved="m.state_dict()"), "TRN602") == []
+    transform = "pretrainedmodels.utils.TransformImage(None)"  # not a model: nothing says what it pickles
+    assert _lines(ZOO_SAVE.format(built=transform, saved="m"), "TRN602") == []
