@@ -82,3 +82,42 @@ def test_model_zoo_state_dict_and_zoo_transform_are_quiet():
     assert _lines(ZOO_SAVE.format(built=built, saved="m.state_dict()"), "TRN602") == []
     transform = "pretrainedmodels.utils.TransformImage(None)"  # not a model: nothing says what it pickles
     assert _lines(ZOO_SAVE.format(built=transform, saved="m"), "TRN602") == []
+
+
+# -- TRN101: a meter of this file, held by a local name, that sums the tensors it is given
+
+LOCAL_METER = '''import torch
+import torch.nn.functional as F
+
+
+class Average:
+    def __init__(self):
+        self.total = torch.tensor(0.)
+        self.count = 0
+
+    def update(self, value):
+        self.total += {stored}
+        self.count += 1
+
+
+def train(model, optimizer, loader):
+    running = Average()
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        running.update(loss)
+        loss.backward()
+        optimizer.step()
+    return running.total / running.count
+'''
+
+
+def test_local_meter_that_sums_the_loss():
+    assert _lines(LOCAL_METER.format(stored="value.cpu()"), "TRN101") == [20]
+
+
+def test_local_meter_that_detaches_is_quiet():
+    assert _lines(LOCAL_METER.format(stored="value.detach().cpu()"), "TRN101") == []
+    assert _lines(LOCAL_METER.format(stored="value.item()"), "TRN101") == []
+    unknown = LOCAL_METER.format(stored="value.cpu()").replace("running = Average()", "running = meters.Average()")
+    assert _lines("import meters\n" + unknown, "TRN101") == []
