@@ -121,3 +121,38 @@ def test_local_meter_that_detaches_is_quiet():
     assert _lines(LOCAL_METER.format(stored="value.item()"), "TRN101") == []
     unknown = LOCAL_METER.format(stored="value.cpu()").replace("running = Average()", "running = meters.Average()")
     assert _lines("import meters\n" + unknown, "TRN101") == []
+
+
+# -- TRN302: skorch runs `criterion(module(x), y)` itself; the module class returns softmax outputs
+
+SKORCH = '''import torch
+from torch import nn
+from skorch import NeuralNetClassifier
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(20, 10)
+        self.out = nn.Linear(10, 2)
+
+    def forward(self, X):
+        return {returned}
+
+
+net = NeuralNetClassifier(Classifier, criterion={criterion}, max_epochs=10, lr=0.1)
+net.fit(X, y)
+'''
+
+
+def test_skorch_module_returning_softmax_with_cross_entropy():
+    source = SKORCH.format(returned="torch.softmax(self.out(torch.relu(self.hidden(X))), dim=-1)",
+                           criterion="nn.CrossEntropyLoss")
+    assert _lines(source, "TRN302") == [16]
+
+
+def test_skorch_logits_or_nll_loss_are_quiet():
+    logits = "self.out(torch.relu(self.hidden(X)))"
+    assert _lines(SKORCH.format(returned=logits, criterion="nn.CrossEntropyLoss"), "TRN302") == []
+    softmax = "torch.softmax(self.out(torch.relu(self.hidden(X))), dim=-1)"
+    assert _lines(SKORCH.format(returned=softmax, criterion="nn.NLLLoss"), "TRN302") == []  # skorch takes the log
