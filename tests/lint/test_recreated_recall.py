@@ -156,3 +156,32 @@ def test_skorch_logits_or_nll_loss_are_quiet():
     assert _lines(SKORCH.format(returned=logits, criterion="nn.CrossEntropyLoss"), "TRN302") == []
     softmax = "torch.softmax(self.out(torch.relu(self.hidden(X))), dim=-1)"
     assert _lines(SKORCH.format(returned=softmax, criterion="nn.NLLLoss"), "TRN302") == []  # skorch takes the log
+
+
+# -- TRN404: an optimizer stepped through the scaler and again directly in the same iteration
+
+SCALER_TWICE = '''import torch
+
+scaler = torch.cuda.amp.GradScaler()
+
+
+def train(model, optimizer, loader, use_amp):
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda"):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+{steps}
+'''
+
+
+def test_optimizer_stepped_through_the_scaler_and_directly():
+    steps = "        scaler.step(optimizer)\n        scaler.update()\n        optimizer.step()"
+    assert _lines(SCALER_TWICE.format(steps=steps), "TRN404") == [14]
+
+
+def test_one_step_per_iteration_is_quiet():
+    assert _lines(SCALER_TWICE.format(steps="        scaler.step(optimizer)\n        scaler.update()"), "TRN404") == []
+    either = ("        if use_amp:\n            scaler.step(optimizer)\n            scaler.update()\n"
+              "        else:\n            optimizer.step()")
+    assert _lines(SCALER_TWICE.format(steps=either), "TRN404") == []
