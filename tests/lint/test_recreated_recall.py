@@ -185,3 +185,31 @@ def test_one_step_per_iteration_is_quiet():
     either = ("        if use_amp:\n            scaler.step(optimizer)\n            scaler.update()\n"
               "        else:\n            optimizer.step()")
     assert _lines(SCALER_TWICE.format(steps=either), "TRN404") == []
+
+
+# -- TRN707: NNI's ModelSpeedup replaces the pruned model's layers in place
+
+SPEEDUP = '''import torch
+from nni.compression.pytorch.speedup import ModelSpeedup
+
+
+def finetune(model, masks, loader):
+    {before}
+    ModelSpeedup(model, torch.rand(8, 3, 32, 32), masks).speedup_model()
+    {after}
+    for x, y in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+'''
+
+BUILD = "optimizer = torch.optim.SGD(model.parameters(), lr=0.01)"
+
+
+def test_optimizer_built_before_model_speedup():
+    assert _lines(SPEEDUP.format(before=BUILD, after=""), "TRN707") == [7]
+
+
+def test_optimizer_built_after_model_speedup_is_quiet():
+    assert _lines(SPEEDUP.format(before="", after=BUILD), "TRN707") == []
+    assert _lines(SPEEDUP.format(before=BUILD, after=BUILD), "TRN707") == []

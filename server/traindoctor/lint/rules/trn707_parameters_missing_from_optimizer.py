@@ -16,6 +16,8 @@ import libcst as cst
 
 from ..analysis.scopes import code
 from ..analysis.names import dotted_name
+from ..analysis.values import arg
+from ..analysis.vocab import vocab
 from ..rule import Related, Rule
 
 
@@ -34,7 +36,29 @@ class ParametersMissingFromOptimizer(Rule):
                 not self.walk.loops_here():
             self._module_level(node, target, owner)
 
-    def _same_scope(self, node: cst.Assign, target: str, owner: str) -> bool:
+    def visit_Call(self, node: cst.Call) -> None:
+        """`ModelSpeedup(model, ...).speedup_model()` (vocabulary: module_replacing_methods) replaces
+        the model's layers in place, like an assignment of a new layer."""
+        func = node.func
+        if not isinstance(func, cst.Attribute) or not isinstance(self.walk.parent, cst.Expr):
+            return
+        built = func.value
+        if isinstance(built, cst.Name):
+            bound = self.scope().lookup(built.value, self.walk.order)
+            built = bound.value if bound is not None and bound.how == "assign" and bound.index is None else None
+        if not isinstance(built, cst.Call):
+            return
+        methods = vocab().module_replacing_methods.get(self.names.qualify(built.func) or "", ())
+        model = arg(built, 0, "model")
+        owner = dotted_name(model) if model is not None and func.attr.value in methods else None
+        if not owner or owner == "self":
+            return
+        target = f"{code(func)}()"
+        if not self._same_scope(node, target, owner, "replaced its layers") and self.walk.function is None and \
+                not self.walk.loops_here():
+            self._module_level(node, target, owner, "replaced its layers")
+
+    def _same_scope(self, node: cst.CSTNode, target: str, owner: str, how: str = "was replaced") -> bool:
         scope = self.scope()
         here = self.walk.order
         loops = tuple(id(loop) for loop in self.walk.loops_here())
@@ -54,11 +78,11 @@ class ParametersMissingFromOptimizer(Rule):
                 continue
             if any(d.order > here for d in defs) or self._param_group_added(name):
                 continue  # rebuilt or extended after the replacement
-            self._report(node, name, owner, target, value)
+            self._report(node, name, owner, target, value, how)
             return True
         return False
 
-    def _module_level(self, node: cst.Assign, target: str, owner: str) -> None:
+    def _module_level(self, node: cst.CSTNode, target: str, owner: str, how: str = "was replaced") -> None:
         """Top-level statements live in separate blocks: module-level objects and their blocks."""
         index = self.analysis.index
         for obj in self.model.facts["objects"]:
@@ -73,14 +97,14 @@ class ParametersMissingFromOptimizer(Rule):
             earlier = [i for i in homes if i < index]
             if not earlier or any(i >= index for i in homes) or self.model.objects[obj.name][-1] is not obj:
                 continue  # built after the replacement, or rebuilt
-            self._report(node, obj.name, owner, target, call)
+            self._report(node, obj.name, owner, target, call, how)
             return
 
-    def _report(self, node: cst.Assign, name: str, owner: str, target: str, value: cst.Call) -> None:
-        message = (f"`{name}` was built over `{owner}.parameters()` before `{target}` was replaced: the new "
+    def _report(self, node: cst.CSTNode, name: str, owner: str, target: str, value: cst.Call, how: str) -> None:
+        message = (f"`{name}` was built over `{owner}.parameters()` before `{target}` {how}: the new "
                    f"layer's parameters are not in the optimizer, so it gets gradients but is never updated; "
                    f"build the optimizer after changing the model")
-        self.report(node.targets[0].target, message,
+        self.report(node.targets[0].target if isinstance(node, cst.Assign) else node, message,
                     related=[Related(value, "the optimizer is built here, over the old parameters")])
 
     def _builds_module(self, call: cst.Call) -> bool:
