@@ -213,3 +213,36 @@ def test_optimizer_built_before_model_speedup():
 def test_optimizer_built_after_model_speedup_is_quiet():
     assert _lines(SPEEDUP.format(before="", after=BUILD), "TRN707") == []
     assert _lines(SPEEDUP.format(before=BUILD, after=BUILD), "TRN707") == []
+
+
+# -- TRN707: a param group built like the others but never added to the optimizer's list
+
+GROUPS = '''import torch
+
+
+def build_optimizer(model, lr):
+    groups = []
+    group = {{"lr": lr, "params": []}}
+    for name, p in model.named_parameters():
+        if name.startswith("encoder"):
+            group["params"].append(p)
+    groups.append(group)
+
+    group = {{"lr": lr * 10}}
+    group["params"] = []
+    for name, p in model.named_parameters():
+        if name.startswith("head"):
+            group["params"].append(p)
+{added}
+    return torch.optim.AdamW(groups)
+'''
+
+
+def test_param_group_never_added():
+    assert _lines(GROUPS.format(added=""), "TRN707") == [12]
+
+
+def test_param_group_added_or_read_is_quiet():
+    assert _lines(GROUPS.format(added="    groups.append(group)"), "TRN707") == []
+    assert _lines(GROUPS.format(added="    groups.insert(0, group)"), "TRN707") == []
+    assert _lines(GROUPS.format(added="    print(len(group))"), "TRN707") == []

@@ -58,6 +58,58 @@ class ParametersMissingFromOptimizer(Rule):
                 not self.walk.loops_here():
             self._module_level(node, target, owner, "replaced its layers")
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A param group dict built like the others (`group = {...}; group["params"].append(p)`) but,
+        unlike them, never added to the list the optimizer is built from: its parameters never train."""
+        order: list[tuple[cst.CSTNode, cst.CSTNode | None]] = list(_preorder(node.body, None))
+        position = {id(n): i for i, (n, _) in enumerate(order)}
+        parents = {id(n): parent for n, parent in order}
+        optimizers = []  # (position, the optimizer's source, the list it is built from)
+        appended: dict[str, set[str]] = {}  # list name -> group names appended to it
+        for n, _ in order:
+            if type(n) is cst.Call and n.args and type(n.args[0].value) is cst.Name and n.args[0].keyword is None:
+                if self.model.kind_of_callee(self.names.qualify(n.func) or "") == "optimizer":
+                    optimizers.append((position[id(n)], n, n.args[0].value.value))
+                elif isinstance(n.func, cst.Attribute) and n.func.attr.value == "append" and \
+                        type(n.func.value) is cst.Name:
+                    appended.setdefault(n.func.value.value, set()).add(n.args[0].value.value)
+        for statement in node.body.body:
+            if not (type(statement) is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign):
+                continue
+            bind = statement.body[0]
+            if len(bind.targets) != 1 or type(bind.targets[0].target) is not cst.Name or \
+                    type(bind.value) is not cst.Dict:
+                continue
+            group = bind.targets[0].target.value
+            start = position[id(bind)]
+            built = next(((at, call, source) for at, call, source in optimizers
+                          if at > start and group in appended.get(source, ())), None)
+            if built is None:
+                continue
+            filled = False
+            for n, parent in order[start + 1:]:
+                if type(n) is not cst.Name or n.value != group or n is bind.targets[0].target:
+                    continue
+                if type(parent) is cst.AssignTarget:
+                    break  # rebound: this group's uses end here
+                filled_here = _fills_group(n, parents)
+                if not filled_here:
+                    break  # read: it may reach the optimizer
+                filled = True
+            else:
+                if filled and built[0] > start:
+                    self._report_dropped(bind, group, built[2], built[1])
+                continue
+            if type(parent) is cst.AssignTarget and filled and position[id(n)] < built[0]:
+                self._report_dropped(bind, group, built[2], built[1])
+
+    def _report_dropped(self, bind: cst.Assign, group: str, source: str, optimizer: cst.Call) -> None:
+        message = (f"The param group `{group}` built here is filled with parameters but never added to "
+                   f"`{source}`, which the optimizer is built from (the other groups bound to `{group}` are): its "
+                   f"parameters get gradients but are never updated; `{source}.append({group})`")
+        self.report(bind.targets[0].target, message,
+                    related=[Related(optimizer, "the optimizer is built here, without that group")])
+
     def _same_scope(self, node: cst.CSTNode, target: str, owner: str, how: str = "was replaced") -> bool:
         scope = self.scope()
         here = self.walk.order
@@ -118,3 +170,24 @@ class ParametersMissingFromOptimizer(Rule):
         function = self.walk.function
         text = code(function) if function is not None else ""
         return f"{name}.add_param_group" in text
+
+
+def _preorder(node: cst.CSTNode, parent: cst.CSTNode | None):
+    """(node, parent) in source order, nested functions and classes left out."""
+    yield node, parent
+    for child in node.children:
+        if type(child) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
+            yield from _preorder(child, node)
+
+
+def _fills_group(name: cst.Name, parents: dict[int, cst.CSTNode | None]) -> bool:
+    """`group["params"] = [...]`, `group["params"].append(p)`: the name only receives parameters here."""
+    subscript = parents.get(id(name))
+    if type(subscript) is not cst.Subscript:
+        return False
+    above = parents.get(id(subscript))
+    if type(above) is cst.AssignTarget:
+        return True
+    if type(above) is cst.Attribute and above.attr.value in ("append", "extend"):
+        return type(parents.get(id(above))) is cst.Call and type(parents.get(id(parents.get(id(above))))) is cst.Expr
+    return False
