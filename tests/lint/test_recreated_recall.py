@@ -246,3 +246,38 @@ def test_param_group_added_or_read_is_quiet():
     assert _lines(GROUPS.format(added="    groups.append(group)"), "TRN707") == []
     assert _lines(GROUPS.format(added="    groups.insert(0, group)"), "TRN707") == []
     assert _lines(GROUPS.format(added="    print(len(group))"), "TRN707") == []
+
+
+# -- TRN701: a per-batch step method that zeroes the generator only (no loop in the file)
+
+GAN_STEP = '''import torch
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self):
+        self.gen = nn.Sequential(nn.Linear(8, 32), nn.Tanh())
+        self.disc = nn.Sequential(nn.Linear(32, 1))
+        self.opt_gen = torch.optim.Adam(self.gen.parameters())
+        self.opt_disc = torch.optim.Adam(self.disc.parameters())
+
+    def step(self, real):
+{zero_disc}
+        fake = self.gen(torch.randn(real.size(0), 8))
+        loss_d = self.disc(fake.detach()).mean() - self.disc(real).mean()
+        loss_d.backward()
+        self.opt_disc.step()
+        self.opt_gen.zero_grad()
+        loss_g = -self.disc(fake).mean()
+        loss_g.backward()
+        self.opt_gen.step()
+'''
+
+
+def test_step_method_zeroes_the_generator_only():
+    assert _lines(GAN_STEP.format(zero_disc=""), "TRN701") == [17]
+
+
+def test_step_method_that_zeroes_both_is_quiet():
+    assert _lines(GAN_STEP.format(zero_disc="        self.opt_disc.zero_grad()"), "TRN701") == []
+    assert _lines(GAN_STEP.format(zero_disc="        self.zero_grad()"), "TRN701") == []  # cannot place it

@@ -33,7 +33,10 @@ class MissingZeroGrad(RoutineRule):
     def check(self, routine: Routine) -> None:
         training = self.training
         self._check_process_function(routine)
-        for index in training.step_loops(routine, through_calls=True):
+        loops = training.step_loops(routine, through_calls=True)
+        if not loops and routine.node is not None:
+            self._check_step_function(routine)
+        for index in loops:
             pairs = training.expanded(routine, index)
             events = [e for _, e in pairs]
             if any(e.kind == "build_model" for e in events):
@@ -95,6 +98,32 @@ class MissingZeroGrad(RoutineRule):
             self.report(step.node if step in routine.events else backward.node, message,
                         related=[Related(e.node, "this zeroes another model's gradients only")
                                  for e in events if e.kind == "zero_grad" and e in routine.events][:1])
+            return
+
+    def _check_step_function(self, routine: Routine) -> None:
+        """A function that zeroes one model's gradients before its backward (so it runs once per
+        batch: a GAN's `step(batch)`) and steps an optimizer over another, separately built model
+        whose gradients nothing in the file zeroes."""
+        pairs = self.training.expanded(routine)
+        events = [e for _, e in pairs]
+        if not any(e.kind in BACKWARD for e in events) or not any(e.kind == "zero_grad" for e in events):
+            return
+        everywhere = [e for r in self.training.all for _, e in self.training.expanded(r) if e.kind == "zero_grad"]
+        zeroed = [self._zeroed_module(e.receiver, routine.klass) for e in everywhere]
+        if None in zeroed or any(e.kind == "build_model" for e in events):
+            return  # a zeroing we cannot place may reach every model
+        for step in (e for e in events if e.kind in STEP):
+            name = self.optimizer_of(step)
+            module = self._optimized_module(name, routine.klass) if name else None
+            if module is None or (step.kind == "step" and step.arg) or self._step_zeroes(name, routine.klass) or \
+                    not all(self._apart(module, other, routine.klass) for other in zeroed) or \
+                    self.training.unresolved_calls_with(routine, None, name):
+                continue
+            message = (f"`{routine.qualname}` zeroes the gradients of {', '.join(f'`{m}`' for m in sorted(set(zeroed)))} "
+                       f"only, so it runs once per batch, but `{name}` steps `{module}` here and nothing in the file "
+                       f"zeroes `{module}`'s gradients: `backward()` adds to `.grad`, so each step applies the sum of "
+                       f"all gradients so far. Call `{name}.zero_grad()` before its backward.")
+            self.report(step.node if step in routine.events else routine.node.name, message)
             return
 
     def _optimized_module(self, name: str, klass: str) -> str | None:
