@@ -7,7 +7,9 @@ methods, modules, a Sequential ending in Softmax/Sigmoid, an in-file model or
 function returning one). log_softmax outputs are not flagged: log_softmax is
 idempotent, so cross_entropy(log_softmax(x)) equals cross_entropy(x).
 The fix passes the logits where the softmax call is the argument itself; it
-changes the loss's value (for the better): unsafe."""
+changes the loss's value (for the better): unsafe.
+Trainers that call the loss themselves (skorch's `NeuralNet(Module, criterion=Loss)`:
+vocabulary module_criterion_trainers) pair the class's forward with the loss class."""
 
 from __future__ import annotations
 

@@ -4,7 +4,12 @@
 layer's parameters; the new layer gets gradients but is never updated (the
 classic transfer-learning head that stays at its random initialisation).
 Flagged only when the optimizer is not rebuilt and no param group is added
-after the replacement. No fix: where to build the optimizer is the author's call.
+after the replacement. A call that swaps a model's layers in place (NNI's
+`ModelSpeedup(model, ...).speedup_model()`: vocabulary module_replacing_methods) is a
+replacement too. And a param group dict filled with parameters but, unlike the groups
+bound to the same name before it, never appended to the list the optimizer is built
+from: its parameters are never updated.
+No fix: where to build the optimizer is the author's call.
 
 The other shape the issue names (an optimizer over a subset such as
 `model.encoder.parameters()` while other parts get gradients) is usually a
