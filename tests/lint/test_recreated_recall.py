@@ -281,3 +281,9 @@ def test_step_method_zeroes_the_generator_only():
 def test_step_method_that_zeroes_both_is_quiet():
     assert _lines(GAN_STEP.format(zero_disc="        self.opt_disc.zero_grad()"), "TRN701") == []
     assert _lines(GAN_STEP.format(zero_disc="        self.zero_grad()"), "TRN701") == []  # cannot place it
+
+
+def test_discriminator_attached_to_the_zeroed_model_is_quiet():
+    for attach in ("generator.critic = discriminator", "generator.add_module('critic', discriminator)"):
+        source = GAN_LOOP.format(zero_d="").replace("opt_g = torch.optim", attach + "\nopt_g = torch.optim")
+        assert _lines(source, "TRN701") == []

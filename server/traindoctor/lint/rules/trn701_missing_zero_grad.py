@@ -156,7 +156,19 @@ class MissingZeroGrad(RoutineRule):
             return False
         mentions = re.compile(r"(^|[^\w])(%s|%s)($|[^\w])" % (re.escape(first.rsplit(".", 1)[-1]),
                                                                  re.escape(second.rsplit(".", 1)[-1])))
-        return not mentions.search(code(a.node)) and not mentions.search(code(b.node))
+        if mentions.search(code(a.node)) or mentions.search(code(b.node)):
+            return False
+        return not any(self._attaches(x, y) for x, y in ((first, second), (second, first)))
+
+    def _attaches(self, owner: str, part: str) -> bool:
+        """Somewhere in the file `part` may become a submodule of `owner`: `owner.d = part`,
+        `owner.add_module("d", part)`, `owner.layers.append(part)`, `setattr(owner, "d", part)`.
+        Read from every block's text (the rule sees one block's nodes); no text: cannot tell."""
+        o, p = re.escape(owner), re.escape(part)
+        attached = re.compile(rf"(^|[^\w.]){o}(\.\w+)*([ \t]*=|\.\w+\().*[^\w.\n]{p}($|[^\w])|"
+                              rf"setattr\([ \t]*{o}[ \t]*,.*[^\w.\n]{p}($|[^\w])", re.MULTILINE)
+        texts = [analysis.text for analysis in self.model.analyses]
+        return any(text is None or attached.search(text) for text in texts)
 
     def _check_process_function(self, routine: Routine) -> None:
         """A function an engine calls once per batch (ignite's `Engine(process_function)`: the
