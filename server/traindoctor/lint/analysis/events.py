@@ -296,7 +296,8 @@ class _Collector:
         if qualified in self.v.dataloaders or qualified in self.v.training_sampler_loaders:
             sampler = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "sampler"), "")
             return make("loader", bound, sampler)
-        if qualified.startswith(tuple(self.v.model_constructors)) and last[:1].isupper():
+        if qualified.startswith(tuple(self.v.model_constructors)) and last[:1].isupper() and \
+                not self.v.starts("not_model_constructors", qualified):
             return make("build_model", bound, qualified)
         callee = dotted_name(func)
         if callee is not None and self.v.pattern("training_zeroing_function_pattern").search(callee.rsplit(".", 1)[-1]):

@@ -287,10 +287,9 @@ class LossAccumulationKeepsGraph(Rule):
 
     def _meter_keeps_graph(self, call: cst.Call, method: str) -> bool:
         """`meter.update(loss)` keeps the graph only if the meter's class (in this file)
-        stores what it gets without `.item()`/`.detach()`/`float()`; unknown meters are trusted."""
-        klass = self.walk.klass.name.value if self.walk.klass is not None else ""
-        obj = self.model.object(dotted_name(call.func.value) or "", klass)
-        name = obj.callee.rsplit(".", 1)[-1] if obj is not None else ""
+        stores what it gets without `.item()`/`.detach()`/`float()`; unknown meters are trusted.
+        The meter is a module-level name, an attribute, or a local (`meter = Metric(); meter.update(loss)`)."""
+        name = self._built_by(dotted_name(call.func.value) or "")
         info = self.model.function(f"{name}.{method}") if name in self.model.classes else None
         if info is None:
             return False

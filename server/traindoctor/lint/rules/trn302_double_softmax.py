@@ -7,7 +7,9 @@ methods, modules, a Sequential ending in Softmax/Sigmoid, an in-file model or
 function returning one). log_softmax outputs are not flagged: log_softmax is
 idempotent, so cross_entropy(log_softmax(x)) equals cross_entropy(x).
 The fix passes the logits where the softmax call is the argument itself; it
-changes the loss's value (for the better): unsafe."""
+changes the loss's value (for the better): unsafe.
+Trainers that call the loss themselves (skorch's `NeuralNet(Module, criterion=Loss)`:
+vocabulary module_criterion_trainers) pair the class's forward with the loss class."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ class DoubleSoftmax(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         loss = self._loss_kind(node)
         if loss is None:
+            self._trainer(node)
             return
         first = arg(node, 0, "input")
         if first is None:
@@ -47,6 +50,32 @@ class DoubleSoftmax(Rule):
         related = [Related(value.origin, f"the {loss} is applied here")] \
             if value.origin is not None and value.origin is not first else []
         self.report(node, message, fix=fix, related=related)
+
+    def _trainer(self, node: cst.Call) -> None:
+        """`NeuralNet(Net, criterion=nn.CrossEntropyLoss)` (skorch): the trainer calls the loss on
+        the output of the class's `forward`; a class of this file whose forward returns softmax
+        (sigmoid) outputs is squashed twice."""
+        v = vocab()
+        if (self.names.qualify(node.func) or "") not in v.module_criterion_trainers:
+            return
+        module, criterion = arg(node, 0, "module"), arg(node, 1, "criterion")
+        if module is None or criterion is None:
+            return
+        klass = self.names.qualify(module) or ""
+        loss = self.names.qualify(criterion) or ""
+        wants = next((prob for prob, key in _WANTS.items() if loss in getattr(v, key)), None)
+        info = self.model.function(f"{klass}.forward") if klass in self.model.model_classes else None
+        if wants is None or info is None:
+            return
+        value = self.values.summary(info)
+        if value.prob != wants:
+            return
+        applies = "log_softmax" if wants == "softmax" else "sigmoid"
+        message = (f"`{code(node.func)}` calls `{code(criterion)}` on the output of `{klass}.forward`, which "
+                   f"returns {wants} outputs, and the loss applies {applies} to its input: {wants} is applied "
+                   f"twice, so the loss cannot approach 0 and its gradient nearly vanishes; return the logits")
+        related = [Related(value.origin, f"the {wants} is applied here")] if value.origin is not None else []
+        self.report(criterion, message, related=related)
 
     def _loss_kind(self, node: cst.Call) -> str | None:
         """"softmax" for cross entropy, "sigmoid" for BCE with logits (functional or module), else None."""

@@ -2,6 +2,8 @@
 - `optimizer.step()` called directly (no `scaler.step(optimizer)`): the update uses
   gradients still multiplied by the scale (65536 at first), and inf/NaN steps are
   not skipped -> `scaler.step(optimizer)`;
+- `optimizer.step()` called directly as well as `scaler.step(optimizer)` in the same iteration:
+  a second update with the same gradients, not skipped on inf/NaN -> remove it;
 - `scaler.step(...)` without `scaler.update()`: the scale never adapts -> add it;
 - gradient clipping between the scaled backward and `scaler.step` without
   `scaler.unscale_(optimizer)` first: it clips scaled gradients -> insert `unscale_`.
@@ -55,6 +57,17 @@ class GradScalerMisuse(RoutineRule):
                                        f"the loss scale and inf/NaN steps are not skipped. Use "
                                        f"`{scaler}.step({name or 'optimizer'})` and `{scaler}.update()`.", fix=fix)
                 continue
+            # both unconditional: `if amp: scaler.step(opt) else: opt.step()` is one step
+            through_scaler = {e.arg for e in scaler_steps if e.arg and not e.conditional}
+            for step in plain:
+                name = self.optimizer_of(step)
+                if name and name in through_scaler and not step.conditional:
+                    self.report(step.node, f"`{name}` is stepped twice each iteration: through `{scaler}.step({name})` "
+                                           f"and again directly with `{name}.step()`, which applies the same "
+                                           f"gradients a second time and ignores the scaler's inf/NaN check. "
+                                           f"Remove `{name}.step()`.",
+                                related=[Related(next(e.node for e in scaler_steps if e.arg == name and not e.conditional),
+                                                 "the scaler steps it here")])
             for step in scaler_steps:
                 if step in own and not any(e.kind == "scaler_update" and e.receiver == step.receiver for e in events):
                     fix = None

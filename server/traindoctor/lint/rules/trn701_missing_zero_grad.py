@@ -3,7 +3,9 @@ iteration and never zeroes the gradients, so each step applies the sum of every
 gradient so far.
 
 Quiet on any zeroing in the loop (optimizer/model `zero_grad`, `set_to_none`,
-`p.grad = None`, `p.grad.zero_()`, in a helper called there), on gradient
+`p.grad = None`, `p.grad.zero_()`, in a helper called there), unless every zeroing
+there reaches a known model and an optimizer over another, separately built model
+steps unzeroed (a GAN's discriminator); on gradient
 accumulation that zeroes after its conditional step, on LBFGS-style closures, on
 loops that hand the optimizer to a function we cannot see, on optimizer classes of
 the file whose `step` zeroes, and on loops that build a new model each iteration.
@@ -12,7 +14,13 @@ An ignite Engine's process function is one iteration of the engine's loop.
 
 from __future__ import annotations
 
+import re
+
+import libcst as cst
+
 from ..analysis.facts import Marker
+from ..analysis.names import dotted_name
+from ..analysis.scopes import code
 from ..analysis.training import BACKWARD, STEP, Routine
 from ..rule import FixSpec, InsertBefore, Related
 from .trn7xx_training_base import RoutineRule
@@ -25,10 +33,16 @@ class MissingZeroGrad(RoutineRule):
     def check(self, routine: Routine) -> None:
         training = self.training
         self._check_process_function(routine)
-        for index in training.step_loops(routine, through_calls=True):
+        loops = training.step_loops(routine, through_calls=True)
+        if not loops and routine.node is not None:
+            self._check_step_function(routine)
+        for index in loops:
             pairs = training.expanded(routine, index)
             events = [e for _, e in pairs]
-            if any(e.kind in ("zero_grad", "build_model") for e in events):
+            if any(e.kind == "build_model" for e in events):
+                continue
+            if any(e.kind == "zero_grad" for e in events):
+                self._check_partial(routine, index, events)
                 continue
             steps = [e for e in events if e.kind in STEP]
             backwards = [local for local, e in pairs if e.kind in BACKWARD]
@@ -55,6 +69,106 @@ class MissingZeroGrad(RoutineRule):
             direct = first in routine.events and all(s in routine.events for s in steps)
             self.report(first.node, message, fix=self._fix(routine, index, first, steps, optimizers) if direct else None,
                         related=[Related(steps[0].node, "the optimizer steps here")] if direct else related)
+
+    def _check_partial(self, routine: Routine, index: int, events) -> None:
+        """A loop that zeroes some gradients but steps an optimizer over another model: every
+        zeroing reaches a known model (`opt_g.zero_grad()`: the model `opt_g` was built over;
+        `gen.zero_grad()`), and a stepped optimizer's model is a different object built apart
+        from all of them (the GAN discriminator whose optimizer is never zeroed)."""
+        zeroed = []
+        for event in events:
+            if event.kind == "zero_grad":
+                module = self._zeroed_module(event.receiver, routine.klass)
+                if module is None:
+                    return  # a zeroing we cannot place may reach every model
+                zeroed.append(module)
+        steps = [e for e in events if e.kind in STEP]
+        for step in steps:
+            name = self.optimizer_of(step)
+            module = self._optimized_module(name, routine.klass) if name else None
+            if module is None or self._step_zeroes(name, routine.klass) or not all(self._apart(module, other, routine.klass) for other in zeroed):
+                continue
+            if step.kind == "step" and step.arg or self.training.unresolved_calls_with(routine, index, name):
+                continue
+            backward = next(e for e in events if e.kind in BACKWARD)
+            message = (f"`{name}` steps `{module}` every iteration but `{module}`'s gradients are never zeroed "
+                       f"(this loop zeroes only {', '.join(f'`{m}`' for m in sorted(set(zeroed)))}'s): "
+                       f"`backward()` adds to `.grad`, so each step applies the sum of all gradients so far. Call "
+                       f"`{name}.zero_grad()` before its backward.")
+            self.report(step.node if step in routine.events else backward.node, message,
+                        related=[Related(e.node, "this zeroes another model's gradients only")
+                                 for e in events if e.kind == "zero_grad" and e in routine.events][:1])
+            return
+
+    def _check_step_function(self, routine: Routine) -> None:
+        """A function that zeroes one model's gradients before its backward (so it runs once per
+        batch: a GAN's `step(batch)`) and steps an optimizer over another, separately built model
+        whose gradients nothing in the file zeroes."""
+        pairs = self.training.expanded(routine)
+        events = [e for _, e in pairs]
+        if not any(e.kind in BACKWARD for e in events) or not any(e.kind == "zero_grad" for e in events):
+            return
+        everywhere = [e for r in self.training.all for _, e in self.training.expanded(r) if e.kind == "zero_grad"]
+        zeroed = [self._zeroed_module(e.receiver, routine.klass) for e in everywhere]
+        if None in zeroed or any(e.kind == "build_model" for e in events):
+            return  # a zeroing we cannot place may reach every model
+        for step in (e for e in events if e.kind in STEP):
+            name = self.optimizer_of(step)
+            module = self._optimized_module(name, routine.klass) if name else None
+            if module is None or (step.kind == "step" and step.arg) or self._step_zeroes(name, routine.klass) or \
+                    not all(self._apart(module, other, routine.klass) for other in zeroed) or \
+                    self.training.unresolved_calls_with(routine, None, name):
+                continue
+            message = (f"`{routine.qualname}` zeroes the gradients of {', '.join(f'`{m}`' for m in sorted(set(zeroed)))} "
+                       f"only, so it runs once per batch, but `{name}` steps `{module}` here and nothing in the file "
+                       f"zeroes `{module}`'s gradients: `backward()` adds to `.grad`, so each step applies the sum of "
+                       f"all gradients so far. Call `{name}.zero_grad()` before its backward.")
+            self.report(step.node if step in routine.events else routine.node.name, message)
+            return
+
+    def _optimized_module(self, name: str, klass: str) -> str | None:
+        """The model an optimizer object was built over (`Adam(d.parameters())`,
+        `Adam(params=d.parameters())`), None when not exactly one named model."""
+        obj = self.model.object(name, klass)
+        if obj is None or self.model.kind_of_callee(obj.callee) != "optimizer" or type(obj.node) is not cst.Call:
+            return None
+        params = next((a.value for a in obj.node.args if a.keyword is None or a.keyword.value == "params"), None)
+        if not (type(params) is cst.Call and type(params.func) is cst.Attribute and
+                params.func.attr.value == "parameters" and not params.args):
+            return None
+        return dotted_name(params.func.value)
+
+    def _zeroed_module(self, receiver: str, klass: str) -> str | None:
+        """The model a zeroing reaches: an optimizer's model, or a model object zeroed itself."""
+        obj = self.model.object(receiver, klass) if receiver else None
+        if obj is None:
+            return None
+        if self.model.kind_of_callee(obj.callee) == "optimizer":
+            return self._optimized_module(receiver, klass)
+        return receiver
+
+    def _apart(self, first: str, second: str, klass: str) -> bool:
+        """Two names of models built by separate constructors, neither built from or holding the other."""
+        if first == second or first.startswith(second + ".") or second.startswith(first + "."):
+            return False
+        a, b = self.model.object(first, klass), self.model.object(second, klass)
+        if a is None or b is None or a.node is b.node:
+            return False
+        mentions = re.compile(r"(^|[^\w])(%s|%s)($|[^\w])" % (re.escape(first.rsplit(".", 1)[-1]),
+                                                                 re.escape(second.rsplit(".", 1)[-1])))
+        if mentions.search(code(a.node)) or mentions.search(code(b.node)):
+            return False
+        return not any(self._attaches(x, y) for x, y in ((first, second), (second, first)))
+
+    def _attaches(self, owner: str, part: str) -> bool:
+        """Somewhere in the file `part` may become a submodule of `owner`: `owner.d = part`,
+        `owner.add_module("d", part)`, `owner.layers.append(part)`, `setattr(owner, "d", part)`.
+        Read from every block's text (the rule sees one block's nodes); no text: cannot tell."""
+        o, p = re.escape(owner), re.escape(part)
+        attached = re.compile(rf"(^|[^\w.]){o}(\.\w+)*([ \t]*=|\.\w+\().*[^\w.\n]{p}($|[^\w])|"
+                              rf"setattr\([ \t]*{o}[ \t]*,.*[^\w.\n]{p}($|[^\w])", re.MULTILINE)
+        texts = [analysis.text for analysis in self.model.analyses]
+        return any(text is None or attached.search(text) for text in texts)
 
     def _check_process_function(self, routine: Routine) -> None:
         """A function an engine calls once per batch (ignite's `Engine(process_function)`: the
