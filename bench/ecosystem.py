@@ -80,6 +80,7 @@ class Verdict:
     text: str
     verdict: str  # tp | fp | debatable
     reason: str
+    column: int = 0  # optional: tells apart two findings of one rule on one line (0: any column)
 
     @staticmethod
     def from_dict(raw: dict) -> "Verdict":
@@ -87,7 +88,8 @@ class Verdict:
         if verdict not in VERDICTS:
             raise ValueError(f"{raw.get('path')}:{raw.get('line')}: verdict must be one of {VERDICTS}, not {verdict!r}")
         return Verdict(str(raw["repo"]), str(raw["path"]), int(raw["line"]), str(raw["code"]),
-                       normalize(str(raw.get("text", ""))), verdict, str(raw.get("reason", "")))
+                       normalize(str(raw.get("text", ""))), verdict, str(raw.get("reason", "")),
+                       int(raw.get("column", 0)))
 
 
 def normalize(text: str) -> str:
@@ -120,6 +122,7 @@ def match(hits: list[Hit], verdicts: list[Verdict]) -> tuple[list[tuple[Hit, Ver
                 fits = [v for v in candidates if v.text == norm]
             else:
                 fits = [v for v in candidates if not v.text and v.line == hit.line]
+            fits = [v for v in fits if not v.column or v.column == hit.column]
             if fits:
                 best = min(fits, key=lambda v: abs(v.line - hit.line))
                 candidates.remove(best)

@@ -260,3 +260,12 @@ def test_the_committed_repositories_and_manifest_load():
     name, files = eco.load_manifest((eco.HERE / "ecosystem" / tutorials.manifest).read_text())
     assert name == "pytorch/tutorials" and len(files) >= 20
     assert all(f.path.endswith(".py") and "_downloads/" not in f.path for f in files)
+
+
+def test_a_verdict_with_a_column_tells_apart_two_findings_on_one_line():
+    text = "kl = p0 * (torch.log(p0) - torch.log(p1))"
+    hits = [eco.Hit("o/r", "m.py", 42, "TRN402", text, "", 56)]
+    verdicts = [eco.Verdict("o/r", "m.py", 42, "TRN402", eco.normalize(text), "fp", "col 30", 30),
+                eco.Verdict("o/r", "m.py", 42, "TRN402", eco.normalize(text), "debatable", "col 56", 56)]
+    pairs, leftover = eco.match(hits, verdicts)
+    assert pairs[0][1].verdict == "debatable" and [v.verdict for v in leftover] == ["fp"]

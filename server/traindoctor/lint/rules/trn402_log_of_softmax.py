@@ -6,7 +6,8 @@ file), from functions that return one, from every caller of a function or a modu
 forward, from a dict item the function stored, and written by hand (`e / e.sum(dim)` of an
 exp, `1 / (1 + exp(-z))`); `log(1 - p)` of any such sigmoid. Not reported: the probability picked at an index that the
 program draws from the same function's output (`Categorical(probs).sample()`), which is
-never exactly 0 (analysis/sampling.py). A rewrite is offered where the softmax/sigmoid
+never exactly 0 (analysis/sampling.py); nor a log whose operand carries no gradient (detached,
+bound under no_grad, from NumPy): its value may be -inf, but no gradient, so none NaN. A rewrite is offered where the softmax/sigmoid
 call is right there; it computes the same value, stably: safe."""
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class LogOfSoftmax(Rule):
             self.report(node, message, fix=fix, related=related)
             return
         value = self.values(target)
-        if value.prob not in ("softmax", "sigmoid") or self._computed_without_grad(value.origin):
+        if value.prob not in ("softmax", "sigmoid") or self._computed_without_grad(value.origin) or \
+                (self._carries_no_gradient(target) and self._minus_inf_stays_out_of_backward(node)):
             return
         klass = self.walk.klass.name.value if self.walk.klass is not None else ""
         if value.prob == "softmax" and probability_of_drawn_index(target, self.walk.function, klass, self.model):
@@ -81,6 +83,87 @@ class LogOfSoftmax(Rule):
         return not any(self.values(cst.Name(name)).grad in ("known", "likely") for name in names
                        if not scope.bound_without_grad(name, at))
 
+    def _carries_no_gradient(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """The log's operand has no autograd history: `p.detach()`, `p.data`, `torch.from_numpy(a)`,
+        an index or a shape/dtype/device change of one, or a name whose every binding in this
+        function is one of those or was made under no_grad. The log's value can still be -inf, but
+        no gradient flows through it, and a NaN gradient is what this rule claims (mode nan-gradient)."""
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.Subscript):
+            return self._carries_no_gradient(expr.value, depth + 1)
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value == "data"
+        if isinstance(expr, cst.Call):
+            qualified = self.names.qualify(expr.func) or ""
+            if qualified == "torch.from_numpy":
+                return True
+            if isinstance(expr.func, cst.Attribute) and not qualified.startswith(("torch.", "numpy.", "math.")):
+                method = expr.func.attr.value
+                if method == "detach":
+                    return True
+                if method in vocab().pass_through_methods:
+                    return self._carries_no_gradient(expr.func.value, depth + 1)
+            return False
+        if isinstance(expr, cst.Name):
+            bindings = self.scope().defs.get(expr.value, [])
+            return bool(bindings) and all(
+                b.grad_off or (b.how == "assign" and b.index is None and b.value is not None
+                               and self._carries_no_gradient(b.value, depth + 1)) for b in bindings)
+        return False
+
+    def _minus_inf_stays_out_of_backward(self, node: cst.CSTNode) -> bool:
+        """The log's -inf can still poison a gradient as a coefficient: the backward of `a * b`
+        multiplies by the value of the other factor (`q * log(p.detach())` gives q the gradient
+        -inf, and softmax's backward turns it into NaN). Sums and differences never read their
+        operands' values. So the log's value must reach its statement only through `+`, `-` and
+        factors that carry no gradient either (and `.sum()`/`.mean()`), and end returned or bound to a name that is never
+        a factor beside a tensor that may carry a gradient, nor handed to a call."""
+        stack = self.walk.stack
+        at = next((i for i, n in enumerate(stack) if n is node), None)
+        if at is None:  # `1 - p` inside the log: start from the log call, the current node
+            at = len(stack) - 1 if stack and isinstance(stack[-1], cst.Call) else None
+        if at is None:
+            return False
+        child = stack[at]
+        for parent in reversed(stack[:at]):
+            if isinstance(parent, cst.BinaryOperation):
+                if isinstance(parent.operator, (cst.Multiply, cst.Divide, cst.MatrixMultiply, cst.Power)):
+                    other = parent.right if parent.left is child else parent.left
+                    if not self._carries_no_gradient(other):
+                        return False
+                elif not isinstance(parent.operator, (cst.Add, cst.Subtract)):
+                    return False
+            elif isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Minus):
+                pass
+            elif isinstance(parent, cst.Attribute) and parent.value is child and parent.attr.value in ("sum", "mean"):
+                pass  # a reduction is a sum: its backward does not read the values
+            elif isinstance(parent, cst.Call) and parent.func is child and isinstance(child, cst.Attribute):
+                pass
+            elif isinstance(parent, cst.Return):
+                return True
+            elif isinstance(parent, cst.Assign):
+                if len(parent.targets) != 1 or not isinstance(parent.targets[0].target, cst.Name):
+                    return False
+                return self._name_stays_out_of_backward(parent.targets[0].target.value)
+            else:
+                return False
+            child = parent
+        return False
+
+    def _name_stays_out_of_backward(self, name: str) -> bool:
+        for node in iter_nodes(self.walk.function or self.walk.stack[0]):
+            if isinstance(node, cst.BinaryOperation) and \
+                    isinstance(node.operator, (cst.Multiply, cst.Divide, cst.MatrixMultiply, cst.Power)):
+                for side, other in ((node.left, node.right), (node.right, node.left)):
+                    if any(isinstance(n, cst.Name) and n.value == name for n in iter_nodes(side)) and \
+                            not self._carries_no_gradient(other):
+                        return False
+            elif isinstance(node, cst.Arg) and any(isinstance(n, cst.Name) and n.value == name
+                                                   for n in iter_nodes(node.value)):
+                return False
+        return True
+
     def _one_minus_sigmoid(self, target: cst.BaseExpression) -> cst.BaseExpression | None:
         """`p` of `1 - p` where `p` is a sigmoid output: computed right there (`1 - D(x)`) or bound
         earlier, passed in by every caller, stored in a dict item (`1 - pred`)."""
@@ -88,7 +171,8 @@ class LogOfSoftmax(Rule):
                 isinstance(target.left, (cst.Integer, cst.Float)) and float(target.left.value) == 1.0:
             inner = target.right
             value = self.values(inner)
-            if value.prob == "sigmoid" and not self._computed_without_grad(value.origin):
+            if value.prob == "sigmoid" and not self._computed_without_grad(value.origin) and \
+                    not (self._carries_no_gradient(inner) and self._minus_inf_stays_out_of_backward(inner)):
                 return inner
         return None
 

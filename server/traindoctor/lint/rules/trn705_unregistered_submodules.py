@@ -51,6 +51,8 @@ class UnregisteredSubmodules(Rule):
             return  # registered later (ModuleList(self.x), add_module) or rebound
         if not filled_later and self._parameters_registered_by_hand(klass, target, value):
             return
+        if _each_module_registered(klass, function, target, filled_later):
+            return  # every module of the list is also an attribute of the Module itself
         container = "nn.ModuleDict" if kind == "dict" else "nn.ModuleList"
         message = (f"`{target}` is a plain {kind} of modules: they are not registered, so their weights are "
                    f"missing from `parameters()` (never trained), `.to(device)`, `state_dict()` and "
@@ -152,10 +154,6 @@ class UnregisteredSubmodules(Rule):
         for node in iter_nodes(klass):
             if isinstance(node, cst.Call):
                 callee = self.names.qualify(node.func) or ""
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("add_module", "register_module"):
-                    return None
-                if callee == "setattr" and node.args and dotted_name(node.args[0].value) == "self":
-                    return None  # setattr(self, name, module) registers through Module.__setattr__
                 if callee in registering and any(f"self.{attr}" in code(a.value) for a in node.args):
                     return None
             elif isinstance(node, cst.Assign) and node is not assign:
@@ -242,3 +240,63 @@ def _empty_or_placeholders(value: cst.BaseExpression) -> bool:
     return isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply) and \
         isinstance(value.left, cst.List) and len(value.left.elements) == 1 and \
         isinstance(value.left.elements[0].value, cst.Name) and value.left.elements[0].value.value == "None"
+
+
+def _registered_name(call: cst.Call) -> str | None:
+    """The local name a call registers as a submodule of `self`: `self.add_module(key, m)`,
+    `self.register_module(key, m)`, `self.__setattr__(key, m)`, `setattr(self, key, m)` (all go
+    through Module.__setattr__ / _modules). `object.__setattr__(self, ...)` bypasses it: not one."""
+    func = dotted_name(call.func) or ""
+    if func in ("self.add_module", "self.register_module"):
+        module = arg(call, 1, "module")
+    elif func == "self.__setattr__":
+        module = arg(call, 1, "value")
+    elif func == "setattr" and call.args and dotted_name(call.args[0].value) == "self":
+        module = arg(call, 2, "value")
+    else:
+        return None
+    return module.value if isinstance(module, cst.Name) else None
+
+
+def _regions(node: cst.CSTNode, region: cst.CSTNode, out: list[tuple[cst.CSTNode, cst.CSTNode]]) -> None:
+    """Each node paired with its innermost enclosing loop (or the function): one pass of a loop
+    binds a local name to one object, so a name registered and appended in the same pass is the
+    same module."""
+    for child in node.children:
+        out.append((child, region))
+        _regions(child, child if isinstance(child, (cst.For, cst.While)) else region, out)
+
+
+def _each_module_registered(klass: cst.ClassDef, function: cst.FunctionDef, target: str, filled: bool) -> bool:
+    """Every module put in the plain list `target` is also registered on `self` (add_module,
+    register_module, `self.__setattr__`, `setattr(self, ...)`): by a loop over the whole list in
+    any method (`for i, m in enumerate(self.x): self.add_module(str(i), m)`), or, for a list filled
+    by `append`/`insert`/`self.x[i] = m` in `function`, by registering the same local name in the
+    same pass of the same loop. The list then only aliases registered modules: parameters(),
+    state_dict(), .to() and train()/eval() all reach them."""
+    for loop in iter_nodes(klass):
+        element = _loop_element(loop, target) if isinstance(loop, cst.For) else None
+        if element is not None and any(isinstance(n, cst.Call) and _registered_name(n) == element
+                                       for n in iter_nodes(loop.body)):
+            return True
+    if not filled:
+        return False
+    pairs: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+    _regions(function, function, pairs)
+    registered = {(id(region), _registered_name(n)) for n, region in pairs if isinstance(n, cst.Call)}
+    items: list[tuple[cst.CSTNode, cst.BaseExpression | None]] = []
+    for node, region in pairs:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+                dotted_name(node.func.value) == target:
+            method, args = node.func.attr.value, [a.value for a in node.args]
+            if method == "append" and len(args) == 1:
+                items.append((region, args[0]))
+            elif method == "insert" and len(args) == 2:
+                items.append((region, args[1]))
+            elif method in ("extend", "update", "__setitem__"):
+                items.append((region, None))  # several modules at once: not followed
+        elif isinstance(node, cst.Assign):
+            items.extend((region, node.value) for t in node.targets
+                         if isinstance(t.target, cst.Subscript) and dotted_name(t.target.value) == target)
+    return bool(items) and all(isinstance(item, cst.Name) and (id(region), item.value) in registered
+                               for region, item in items)
