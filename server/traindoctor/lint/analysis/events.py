@@ -49,6 +49,7 @@ class Event:
     node: Node = _node()  # the call (or assignment)
     stmt: Node = _node()  # the statement holding it, directly in a block body
     after: int = field(default=0, compare=False)  # loops of the routine begun before it (Loop.index >= after: later)
+    unpacked: tuple[str, ...] = ()  # `a, b = call(...)`: the names the result's elements are bound to
 
 
 @dataclass(frozen=True)
@@ -225,12 +226,13 @@ class _Collector:
             return _code(node.args[0].value) if node.args else ""
 
         bound = _bound_name(root, node)
+        unpacked = _unpacked_names(root, node)
         returned = type(root) is cst.Return and root.value is node
 
         def make(kind: str, receiver: str, arg: str = "", args: tuple[str, ...] = (),
                  keywords: tuple[tuple[str, str], ...] = ()) -> Event:
             return Event(kind, receiver, arg, loops, cond, no_grad, args, bound, returned, keywords, node, stmt,
-                         len(self.loops))
+                         len(self.loops), unpacked)
 
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.empty_cache":
@@ -347,6 +349,18 @@ def _bound_name(root, call: cst.Call) -> str:
         target = root.targets[0].target if isinstance(root, cst.Assign) else root.target
         return dotted_name(target) or ""
     return ""
+
+
+def _unpacked_names(root, call: cst.Call) -> tuple[str, ...]:
+    """`a, b = call(...)` (or `[a, b] = ...`): the dotted names of the elements, "" for a starred or
+    nested one; () for any other binding."""
+    if isinstance(root, cst.Assign) and root.value is call and len(root.targets) == 1 and \
+            isinstance(root.targets[0].target, (cst.Tuple, cst.List)):
+        elements = root.targets[0].target.elements
+        if any(isinstance(e, cst.StarredElement) for e in elements):
+            return ()
+        return tuple(dotted_name(e.value) or "" for e in elements)
+    return ()
 
 
 def disables_grad(names: Names, expr: cst.BaseExpression) -> bool:

@@ -99,6 +99,7 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         leaves_grad_off=training.leaves_grad_off(qualname) is not None,
         modes=modes,
         set_epoch=any(e.kind == "set_epoch" for e in events),
+        returns_sampling=tuple(sorted(training.returns(qualname))) if info.returns else (),
         no_grad_decorator=is_no_grad_decorator(model, info.node, info.params),
         accumulates=accumulated_params(info.node, info.params) if info.klass and
         isinstance(info.node, cst.FunctionDef) else (),

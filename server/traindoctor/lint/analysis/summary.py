@@ -35,6 +35,9 @@ class FunctionSummary:
     leaves_grad_off: bool = False  # returns with `set_grad_enabled(False)` in force
     modes: tuple[str, ...] = ()  # "eval" / "train" calls it makes, in order, deduplicated
     set_epoch: bool = False  # steps a sampler's epoch
+    # It returns a shuffling DistributedSampler ("sampler"), a DataLoader over one ("distributed-loader"),
+    # or one as the i-th element of a returned tuple ("distributed-loader:i"): training.returns' kinds.
+    returns_sampling: tuple[str, ...] = ()
     no_grad_decorator: bool = False  # a decorator that runs the function it wraps under no_grad
     accumulates: tuple[str, ...] = ()  # parameters it adds into its object's state, kept across calls (meters.py)
     returns_from: tuple[str, ...] = ()  # parameters its returned tensor is computed from by tensor operations

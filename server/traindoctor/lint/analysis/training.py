@@ -99,6 +99,7 @@ class Training:
         found: set[str] = set()
         info = self.model.function(qualname)
         names = {dotted_name(r) for r in info.returns} if info is not None else set()
+        elements = _returned_elements(info.returns) if info is not None else {}
         for routine in self.routines(qualname):
             samplers: set[str] = set()
             for event in self.with_returned_objects(routine, depth + 1):
@@ -109,6 +110,7 @@ class Training:
                 elif event.kind == "loader" and (event.arg in samplers or "DistributedSampler(" in event.arg):
                     if event.returned or (event.bound and event.bound in names):
                         found.add("distributed-loader")
+                    found.update(f"distributed-loader:{i}" for i in elements.get(event.bound, ()) if event.bound)
         self.model.memo[key] = result = frozenset(found)
         return result
 
@@ -128,14 +130,30 @@ class Training:
         for event in routine.events:
             target = self.callee(event, routine) if event.kind == "call" else None
             kinds = self.returns(target.qualname, depth) if target is not None and target is not routine \
-                else frozenset()
+                else self.project_returns(event)
             if "sampler" in kinds:
                 event = replace(event, kind="sampler", receiver=event.bound, arg="")
             elif "distributed-loader" in kinds:
                 found.append(replace(event, kind="sampler", receiver="", arg="", bound=""))
                 event = replace(event, kind="loader", receiver=event.bound, arg="DistributedSampler(")
+            elif event.unpacked and any(k.startswith("distributed-loader:") for k in kinds):
+                # `train_loader, val_loader = build_loaders(...)`: the elements the builder returns as loaders
+                unpacked = [name for i, name in enumerate(event.unpacked)
+                            if name and f"distributed-loader:{i}" in kinds]
+                if unpacked:
+                    found.append(replace(event, kind="sampler", receiver="", arg="", bound=""))
+                    found.extend(replace(event, kind="loader", receiver=name, arg="DistributedSampler(", bound=name)
+                                 for name in unpacked)
+                    continue
             found.append(event)
         return found
+
+    def project_returns(self, event: Event) -> frozenset[str]:
+        """What a call of another project file's function returns among samplers and distributed
+        loaders (its summary's `returns_sampling`, the kinds of `returns`)."""
+        if event.kind != "call" or not event.receiver or event.receiver.startswith("self."):
+            return frozenset()
+        return frozenset(self.model.project_fact(event.receiver, "returns_sampling") or ())
 
     def expanded(self, routine: Routine, loop: int | None = None) -> list[tuple[Event, Event]]:
         """(event of the routine, event it stands for) for the loop's events (all the
@@ -236,3 +254,15 @@ def same_object(a: str, b: str) -> bool:
 
 def dotted_name_text(text: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z_][\w.]*", text))
+
+
+def _returned_elements(returns) -> dict[str, tuple[int, ...]]:
+    """name -> the positions it holds in a returned tuple or list (`return train_loader, val_loader`)."""
+    found: dict[str, tuple[int, ...]] = {}
+    for value in returns:
+        if isinstance(value, (cst.Tuple, cst.List)):
+            for i, element in enumerate(value.elements):
+                name = dotted_name(element.value) if not isinstance(element, cst.StarredElement) else None
+                if name:
+                    found[name] = found.get(name, ()) + (i,)
+    return found

@@ -2,8 +2,9 @@
 a DataLoader that an epoch loop iterates (directly, or by handing it to a helper),
 and nothing in the file calls `set_epoch`: every epoch sees the same order.
 
-The sampler or the loader may come from in-file helpers that return them
-(`sampler = make_sampler(ds)`, `loader = build_loader(ds)`: Training.returns).
+The sampler or the loader may come from helpers that return them, in this file or another
+(`sampler = make_sampler(ds)`, `loader = build_loader(ds)`, `train_loader, val_loader =
+build_loaders(...)`: Training.returns, the summary's `returns_sampling`).
 Quiet on `shuffle=False` samplers, and when any `set_epoch` appears in the file
 (on the sampler, the loader's sampler or batch sampler, in a helper).
 Loaders that build the DistributedSampler themselves (DGL's `use_ddp=True, shuffle=True`)
@@ -23,9 +24,13 @@ class SamplerWithoutSetEpoch(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if "set_epoch" in training.event_kinds or ("sampler" not in training.event_kinds and not any(
-                e.kind == "loader" and e.arg.startswith("use_ddp") for r in training.all for e in r.events)):
-            return  # no DistributedSampler is built anywhere in the file (nor in a helper here)
+        calls = [e for r in training.all for e in r.events if e.kind == "call"]
+        if "set_epoch" in training.event_kinds or any(self.model.project_fact(e.receiver, "set_epoch") for e in calls):
+            return  # the epoch is stepped here, or by another file's helper this file calls
+        if "sampler" not in training.event_kinds and not any(
+                e.kind == "loader" and e.arg.startswith("use_ddp") for r in training.all for e in r.events) and \
+                not any(training.project_returns(e) for e in calls):
+            return  # no DistributedSampler is built anywhere in the file (nor in a helper here or elsewhere)
         events = training.with_returned_objects(routine)  # `sampler = make_sampler(ds)` builds one too
         if routine.node is None:  # module-level code: the samplers and loaders of earlier blocks too
             earlier = training.routines("")

@@ -1,0 +1,122 @@
+"""Issue 27, point 2 (summaries) for TRN203: a builder returns DataLoaders over a shuffling
+DistributedSampler (alone or as elements of a tuple), and an epoch loop elsewhere — another
+function of the file, or another file of the project — iterates the loader it receives, never
+calling `set_epoch`. Each shape has quiet twins: set_epoch in a helper, `shuffle=False`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+
+from traindoctor.config import Config
+from traindoctor.lint import lint_source
+
+BUILDER = '''from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def build_loaders(train_set, val_set, batch_size):
+    train_sampler = DistributedSampler(train_set, shuffle=True)
+    val_sampler = DistributedSampler(val_set, shuffle=False)
+    train_loader = DataLoader(train_set, batch_size=batch_size, sampler=train_sampler)
+    val_loader = DataLoader(val_set, batch_size=batch_size, sampler=val_sampler)
+    return train_loader, val_loader
+'''
+
+LOOP = '''def train_one_epoch(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        model(x).sum().backward()
+        optimizer.step()
+
+
+def fit(model, optimizer, train_loader, val_loader, epochs):
+    for epoch in range(epochs):
+        train_one_epoch(model, train_loader, optimizer)
+'''
+
+MAIN = '''
+
+def main(model, optimizer, train_set, val_set):
+    train_loader, val_loader = build_loaders(train_set, val_set, batch_size=32)
+    fit(model, optimizer, train_loader=train_loader, val_loader=val_loader, epochs=10)
+'''
+
+IN_FILE = BUILDER + "\n\n" + LOOP + MAIN
+
+
+def _lines(source: str, path: str = "t.py") -> list[int]:
+    return [f.range.start.line + 1 for f in lint_source(source, path, Config()).findings if f.code == "TRN203"]
+
+
+def test_a_loader_returned_in_a_tuple_and_passed_by_keyword_to_the_epoch_loop():
+    line = IN_FILE.splitlines().index("        train_one_epoch(model, train_loader, optimizer)") + 1
+    assert _lines(IN_FILE) == [line]
+    [found] = [f for f in lint_source(IN_FILE, "t.py", Config()).findings if f.code == "TRN203"]
+    assert "train_loader.sampler.set_epoch(epoch)" in found.message
+
+
+def test_quiet_twins_in_one_file():
+    # the validation loader (shuffle=False) only: nothing shuffles
+    assert _lines(IN_FILE.replace("train_loader=train_loader, val_loader=val_loader",
+                                  "train_loader=val_loader, val_loader=train_loader")) == []
+    # set_epoch through the loader's sampler, in a helper the loop calls
+    stepped = IN_FILE.replace("    for x, y in loader:\n",
+                              "    loader.sampler.set_epoch(0)\n    for x, y in loader:\n")
+    assert _lines(stepped) == []
+    # the train sampler does not shuffle either
+    assert _lines(IN_FILE.replace("shuffle=True", "shuffle=False")) == []
+
+
+def test_the_claim_holds_in_torch():
+    """Without set_epoch a shuffling DistributedSampler yields the same order every epoch."""
+    sampler = DistributedSampler(list(range(16)), num_replicas=1, rank=0, shuffle=True)
+    loader = DataLoader(list(range(16)), sampler=sampler, batch_size=16)
+    first, second = [next(iter(loader)).tolist() for _ in range(2)]
+    assert first == second
+    sampler.set_epoch(1)
+    assert next(iter(loader)).tolist() != first
+    assert torch.utils.data.get_worker_info() is None
+
+
+def _project(root, builder: str = BUILDER, loop_header: str = "import torch\n\nfrom data import build_loaders\n\n\n") -> None:
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (root / "data.py").write_text(builder)
+    (root / "train.py").write_text(loop_header + LOOP + MAIN)
+
+
+def _check(root) -> list[tuple[str, int]]:
+    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "TRN203",
+                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    return sorted((f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout))
+
+
+TRAIN_LINE = ("import torch\n\nfrom data import build_loaders\n\n\n" + LOOP).splitlines().index(
+    "        train_one_epoch(model, train_loader, optimizer)") + 1
+
+
+def test_a_builder_in_another_file_through_check(tmp_path):
+    _project(tmp_path)
+    assert _check(tmp_path) == [("train.py", TRAIN_LINE)]
+
+
+def test_quiet_twins_across_files_through_check(tmp_path):
+    _project(tmp_path, BUILDER.replace("shuffle=True", "shuffle=False"))
+    assert _check(tmp_path) == []
+    # another file's helper steps the epoch, and the loop calls it
+    helper = BUILDER + '''
+
+def start_epoch(loader, epoch):
+    loader.sampler.set_epoch(epoch)
+'''
+    (tmp_path / "data.py").write_text(helper)
+    (tmp_path / "train.py").write_text(
+        "import torch\n\nfrom data import build_loaders, start_epoch\n\n\n" +
+        LOOP.replace("    for epoch in range(epochs):\n",
+                     "    for epoch in range(epochs):\n        start_epoch(train_loader, epoch)\n") + MAIN)
+    assert _check(tmp_path) == []
