@@ -120,3 +120,56 @@ def start_epoch(loader, epoch):
         LOOP.replace("    for epoch in range(epochs):\n",
                      "    for epoch in range(epochs):\n        start_epoch(train_loader, epoch)\n") + MAIN)
     assert _check(tmp_path) == []
+
+
+def _three_files(root, builder: str = BUILDER, loop: str = LOOP) -> None:
+    """The real shape: data.py builds the loaders, train.py loops, main.py wires them together."""
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (root / "data.py").write_text(builder)
+    (root / "train.py").write_text("import torch\n\n\n" + loop)
+    (root / "main.py").write_text("import torch\n\nfrom data import build_loaders\nfrom train import fit\n" + MAIN)
+
+
+MAIN_LINE = ("import torch\n\nfrom data import build_loaders\nfrom train import fit\n" + MAIN).splitlines().index(
+    "    fit(model, optimizer, train_loader=train_loader, val_loader=val_loader, epochs=10)") + 1
+
+
+def test_the_loader_handed_to_another_files_epoch_loop_through_check(tmp_path):
+    _three_files(tmp_path)
+    assert _check(tmp_path) == [("main.py", MAIN_LINE)]
+
+
+def test_quiet_when_the_other_files_loop_steps_the_epoch(tmp_path):
+    _three_files(tmp_path, loop=LOOP.replace("    for epoch in range(epochs):\n",
+                                             "    for epoch in range(epochs):\n"
+                                             "        train_loader.sampler.set_epoch(epoch)\n"))
+    assert _check(tmp_path) == []
+    _three_files(tmp_path, builder=BUILDER.replace("shuffle=True", "shuffle=False"))
+    assert _check(tmp_path) == []
+    # only the validation loader (no shuffling) reaches the epoch loop
+    (tmp_path / "data.py").write_text(BUILDER)
+    (tmp_path / "main.py").write_text((tmp_path / "main.py").read_text().replace(
+        "train_loader=train_loader, val_loader=val_loader", "train_loader=val_loader, val_loader=train_loader"))
+    assert _check(tmp_path) == []
+
+
+def test_a_loop_that_only_measures_the_loader_or_waits_on_it_is_no_epoch_loop():
+    from traindoctor.lint.project import summarize_source
+
+    source = '''import torch
+
+
+def fit(model, loader, epochs, state):
+    for epoch in range(epochs):
+        while not state.ready(loader):
+            state.wait()
+        print(len(loader))
+
+
+def run(model, loader, epochs):
+    for epoch in range(epochs):
+        for x in loader:
+            model(x)
+'''
+    summary = summarize_source("t.py", source)
+    assert {f.qualname: f.epoch_loaders for f in summary.functions} == {"fit": (), "run": ("loader",)}

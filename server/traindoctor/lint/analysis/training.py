@@ -114,6 +114,29 @@ class Training:
         self.model.memo[key] = result = frozenset(found)
         return result
 
+    def epoch_loop(self, routine: Routine, loader: str, built: Event | None = None):
+        """(loop, node using it): the first loop (after `built`, the loader's construction, when
+        given) that iterates the loader `loader` in an inner loop, or hands it to a function, each
+        iteration — an epoch loop over it (TRN203)."""
+        word = re.compile(rf"(^|[^\w.]){re.escape(loader)}($|[^\w])")
+        if built is not None:
+            built = next((e for e in routine.events if e.node is built.node), built)  # a helper call for it
+        own = built is not None and built in routine.events
+        for loop in routine.loops:
+            inside = routine.events_in(loop.index)
+            if loop.parent != -1 or (own and loop.index < built.after and (
+                    not inside or routine.events.index(inside[0]) < routine.events.index(built))):
+                continue  # neither after the construction nor a loop that builds it first
+            for other in routine.loops:
+                if other.index != loop.index and isinstance(other.node, cst.For) and word.search(other.iter) and \
+                        _under(routine, other, loop):
+                    return loop, other.node.iter
+            if not word.search(loop.iter):
+                for e in inside:  # handed to a function (`len(loader)` or `print(loader)` does not iterate it)
+                    if e.kind == "call" and e.receiver not in _NOT_ITERATING and any(word.search(a) for a in e.args):
+                        return loop, e.node
+        return None
+
     def leaves_grad_off(self, qualname: str) -> Event | None:
         """The `set_grad_enabled(False)` an in-file function leaves in force when it returns:
         its last unconditional grad-mode switch outside loops turns autograd off."""
@@ -254,6 +277,19 @@ def same_object(a: str, b: str) -> bool:
 
 def dotted_name_text(text: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z_][\w.]*", text))
+
+
+# Builtins that take a loader without iterating it.
+_NOT_ITERATING = frozenset(("len", "print", "isinstance", "type", "id", "str", "repr", "hasattr", "getattr", "bool"))
+
+
+def _under(routine: Routine, inner, outer) -> bool:
+    parent = inner.parent
+    while parent != -1:
+        if parent == outer.index:
+            return True
+        parent = routine.loops[parent].parent
+    return False
 
 
 def _returned_elements(returns) -> dict[str, tuple[int, ...]]:
