@@ -173,3 +173,39 @@ def run(model, loader, epochs):
 '''
     summary = summarize_source("t.py", source)
     assert {f.qualname: f.epoch_loaders for f in summary.functions} == {"fit": (), "run": ("loader",)}
+
+
+FIXMATCH = '''import torch
+from torch.utils.data import DataLoader, RandomSampler
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train(args, labeled_trainloader, model, optimizer):
+    labeled_iter = iter(labeled_trainloader)
+    for epoch in range(args.start_epoch, args.epochs):
+        for batch_idx in range(args.eval_step):
+            try:
+                inputs_x, targets_x = next(labeled_iter)
+            except StopIteration:
+                labeled_iter = iter(labeled_trainloader)
+                inputs_x, targets_x = next(labeled_iter)
+            model(inputs_x).sum().backward()
+            optimizer.step()
+
+
+def main(args, labeled_dataset, model, optimizer):
+    train_sampler = RandomSampler if args.local_rank == -1 else DistributedSampler
+    labeled_trainloader = DataLoader(labeled_dataset, sampler=train_sampler(labeled_dataset), batch_size=64)
+    train(args, labeled_trainloader, model, optimizer)
+'''
+
+
+def test_a_sampler_class_chosen_at_run_time():
+    """FixMatch's shape: the class is RandomSampler or DistributedSampler by the rank."""
+    found = [f for f in lint_source(FIXMATCH, "t.py", Config()).findings if f.code == "TRN203"]
+    assert [f.range.start.line + 1 for f in found] == [13]
+    assert not _lines(FIXMATCH.replace("else DistributedSampler", "else RandomSampler"))
+    stepped = FIXMATCH.replace("    for epoch in range(args.start_epoch, args.epochs):\n",
+                               "    for epoch in range(args.start_epoch, args.epochs):\n"
+                               "        labeled_trainloader.sampler.set_epoch(epoch)\n")
+    assert not _lines(stepped)

@@ -18,7 +18,7 @@ plain/dotted name: receiver = the callee, args = argument sources).
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import libcst as cst
@@ -113,14 +113,17 @@ class _Collector:
         self.loops: list[Loop] = []
         self.events: list[Event] = []
         self.v = vocab()
+        # `train_sampler = RandomSampler if local_rank == -1 else DistributedSampler`: names bound (in
+        # the routine being collected) to a DistributedSampler class on some path
+        self.sampler_classes: set[str] = set()
 
     def routine(self, body, qualname: str, klass: str, params: tuple[str, ...], no_grad: bool,
                 node: cst.FunctionDef | None) -> None:
-        outer = (self.loops, self.events)
-        self.loops, self.events = [], []
+        outer = (self.loops, self.events, self.sampler_classes)
+        self.loops, self.events, self.sampler_classes = [], [], set()
         self._body(body, (), False, no_grad, qualname, klass)
         loops, events = self.loops, self.events
-        self.loops, self.events = outer
+        self.loops, self.events, self.sampler_classes = outer
         if node is None and not events and not loops:
             return
         self.routines.append(Routine(qualname, klass, params, no_grad, tuple(loops), tuple(events), node))
@@ -149,6 +152,7 @@ class _Collector:
                     self.events.append(Event("grad_mode", "", "off" if no_grad else "on", loops, cond, no_grad, (),
                                              node=small.value, stmt=stmt))
                     continue
+                self._note_sampler_class(small)
                 self._expr(small, stmt, loops, cond, no_grad)
             return no_grad
         if isinstance(stmt, (cst.For, cst.While)):
@@ -190,6 +194,18 @@ class _Collector:
             for case in stmt.cases:
                 self._body(case.body.body, loops, True, no_grad, qualname, klass)
         return no_grad
+
+    def _sampler_class(self, func) -> bool:
+        return bool(self.sampler_classes) and (dotted_name(func) or "") in self.sampler_classes
+
+    def _note_sampler_class(self, small) -> None:
+        """`name = A if test else B` where A or B is a DistributedSampler class."""
+        if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.value) is not cst.IfExp:
+            return
+        name = dotted_name(small.targets[0].target)
+        branches = (small.value.body, small.value.orelse)
+        if name and any((self.names.qualify(b) or "").rsplit(".", 1)[-1] in _SAMPLER_CLASSES for b in branches):
+            self.sampler_classes.add(name)
 
     def _function(self, node: cst.FunctionDef, klass: str, outer: str) -> None:
         params = node.params
@@ -287,16 +303,21 @@ class _Collector:
                 qualified.startswith(tuple(self.v.scheduler_prefixes)):
             scheduler = "lr_scheduler" in qualified or qualified.startswith(tuple(self.v.scheduler_prefixes))
             return make("build_scheduler" if scheduler else "build_optimizer", bound, qualified)
-        if last in ("DistributedSampler", "ElasticDistributedSampler"):
+        if last in _SAMPLER_CLASSES or self._sampler_class(func):
             shuffle = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "shuffle"), "")
-            return make("sampler", bound, f"shuffle={shuffle}" if shuffle else "")
+            event = make("sampler", bound, f"shuffle={shuffle}" if shuffle else "")
+            # a class chosen at run time: a RandomSampler (or another) on the other path
+            return event if last in _SAMPLER_CLASSES else replace(event, conditional=True)
         if qualified in self.v.training_ddp_loaders:  # builds its own DistributedSampler under use_ddp=
             keywords = {k.keyword.value: _code(k.value) for k in node.args if k.keyword}
             ddp = keywords.get("use_ddp", "False")
             if ddp != "False" and keywords.get("shuffle", "False") != "False":
                 return make("loader", bound, "use_ddp" if ddp == "True" else "use_ddp=?")
         if qualified in self.v.dataloaders or qualified in self.v.training_sampler_loaders:
-            sampler = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "sampler"), "")
+            value = next((k.value for k in node.args if k.keyword and k.keyword.value == "sampler"), None)
+            sampler = _code(value) if value is not None else ""
+            if type(value) is cst.Call and self._sampler_class(value.func):
+                sampler = "DistributedSampler(" + sampler  # built inline from a chosen DistributedSampler class
             return make("loader", bound, sampler)
         if qualified.startswith(tuple(self.v.model_constructors)) and last[:1].isupper() and \
                 not self.v.starts("not_model_constructors", qualified):
@@ -349,6 +370,9 @@ def _bound_name(root, call: cst.Call) -> str:
         target = root.targets[0].target if isinstance(root, cst.Assign) else root.target
         return dotted_name(target) or ""
     return ""
+
+
+_SAMPLER_CLASSES = ("DistributedSampler", "ElasticDistributedSampler")
 
 
 def _unpacked_names(root, call: cst.Call) -> tuple[str, ...]:

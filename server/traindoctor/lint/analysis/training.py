@@ -135,7 +135,20 @@ class Training:
                 for e in inside:  # handed to a function (`len(loader)` or `print(loader)` does not iterate it)
                     if e.kind == "call" and e.receiver not in _NOT_ITERATING and any(word.search(a) for a in e.args):
                         return loop, e.node
+                restarted = self._iter_call(loop, loader)  # `it = iter(loader)` again when it is exhausted
+                if restarted is not None:
+                    return loop, restarted
         return None
+
+    def _iter_call(self, loop, loader: str) -> cst.Call | None:
+        """An `iter(loader)` call inside the loop (builtins make no call events)."""
+        if loop.node is None:
+            return None
+        key = ("training.iter-calls", id(loop.node))
+        calls = self.model.memo.get(key)
+        if calls is None:
+            calls = self.model.memo[key] = _iter_calls(loop.node)
+        return calls.get(loader)
 
     def leaves_grad_off(self, qualname: str) -> Event | None:
         """The `set_grad_enabled(False)` an in-file function leaves in force when it returns:
@@ -290,6 +303,21 @@ def _under(routine: Routine, inner, outer) -> bool:
             return True
         parent = routine.loops[parent].parent
     return False
+
+
+def _iter_calls(loop: cst.CSTNode) -> dict[str, cst.Call]:
+    """name -> the first `iter(name)` call in the loop's body."""
+    found: dict[str, cst.Call] = {}
+    stack = [loop]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "iter" and \
+                len(node.args) == 1:
+            name = dotted_name(node.args[0].value)
+            if name:
+                found.setdefault(name, node)
+        stack.extend(reversed(list(node.children)))
+    return found
 
 
 def _returned_elements(returns) -> dict[str, tuple[int, ...]]:
