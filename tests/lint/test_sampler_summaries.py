@@ -209,3 +209,26 @@ def test_a_sampler_class_chosen_at_run_time():
                                "    for epoch in range(args.start_epoch, args.epochs):\n"
                                "        labeled_trainloader.sampler.set_epoch(epoch)\n")
     assert not _lines(stepped)
+
+
+def test_a_builder_whose_sampler_shuffles_as_its_caller_says_tells_nothing():
+    """dinov2's shape: `make_data_loader(..., shuffle=False)` builds `DistributedSampler(shuffle=shuffle)`."""
+    source = IN_FILE.replace("def build_loaders(train_set, val_set, batch_size):",
+                             "def build_loaders(train_set, val_set, batch_size, shuffle):").replace(
+        "DistributedSampler(train_set, shuffle=True)", "DistributedSampler(train_set, shuffle=shuffle)").replace(
+        "build_loaders(train_set, val_set, batch_size=32)", "build_loaders(train_set, val_set, 32, False)")
+    assert _lines(source) == []
+
+
+def test_a_builder_that_is_distributed_on_one_path_gets_a_guarded_fix():
+    """DeepSpeed-Chat's shape: a RandomSampler when local_rank == -1, which has no set_epoch."""
+    source = IN_FILE.replace(
+        "    train_sampler = DistributedSampler(train_set, shuffle=True)\n",
+        "    if rank == -1:\n        train_sampler = RandomSampler(train_set)\n    else:\n"
+        "        train_sampler = DistributedSampler(train_set, shuffle=True)\n").replace(
+        "from torch.utils.data import DataLoader\n", "from torch.utils.data import DataLoader, RandomSampler\n").replace(
+        "def build_loaders(train_set, val_set, batch_size):", "def build_loaders(train_set, val_set, batch_size, rank=0):")
+    [found] = [f for f in lint_source(source, "t.py", Config()).findings if f.code == "TRN203"]
+    assert found.fix is not None
+    inserted = "".join(edit.new_text for edit in found.fix.edits)
+    assert 'if hasattr(train_loader.sampler, "set_epoch"):' in inserted

@@ -91,7 +91,9 @@ class Training:
     def returns(self, qualname: str, depth: int = 0) -> frozenset[str]:
         """What an in-file function returns, among the objects training events build:
         "sampler" (a shuffling DistributedSampler) and "distributed-loader" (a DataLoader
-        over one), also through the helpers it calls. Once per lint."""
+        over one), "distributed-loader:i" (one as the i-th element of a returned tuple), also
+        through the helpers it calls; "conditional" when another path builds another sampler
+        (a RandomSampler when not distributed). Once per lint."""
         key = ("training.returns", qualname)
         if key in self.model.memo or depth > 4:
             return self.model.memo.get(key, frozenset())  # type: ignore[return-value]
@@ -102,15 +104,22 @@ class Training:
         elements = _returned_elements(info.returns) if info is not None else {}
         for routine in self.routines(qualname):
             samplers: set[str] = set()
+            conditional: dict[str, bool] = {}
             for event in self.with_returned_objects(routine, depth + 1):
-                if event.kind == "sampler" and event.arg != "shuffle=False":
+                # `shuffle=shuffle`: the caller decides; only a sampler that always shuffles is told
+                if event.kind == "sampler" and event.arg in ("", "shuffle=True"):
                     samplers.add(event.bound)
+                    conditional[event.bound] = event.conditional
                     if event.returned or (event.bound and event.bound in names):
                         found.add("sampler")
+                        found.update(("conditional",) if event.conditional else ())
                 elif event.kind == "loader" and (event.arg in samplers or "DistributedSampler(" in event.arg):
+                    kinds = set(f"distributed-loader:{i}" for i in elements.get(event.bound, ()) if event.bound)
                     if event.returned or (event.bound and event.bound in names):
-                        found.add("distributed-loader")
-                    found.update(f"distributed-loader:{i}" for i in elements.get(event.bound, ()) if event.bound)
+                        kinds.add("distributed-loader")
+                    if kinds and (event.conditional or conditional.get(event.arg, False)):
+                        kinds.add("conditional")  # a RandomSampler (or none) on another path: no set_epoch there
+                    found.update(kinds)
         self.model.memo[key] = result = frozenset(found)
         return result
 
@@ -167,6 +176,8 @@ class Training:
             target = self.callee(event, routine) if event.kind == "call" else None
             kinds = self.returns(target.qualname, depth) if target is not None and target is not routine \
                 else self.project_returns(event)
+            if "conditional" in kinds:
+                event = replace(event, conditional=True)
             if "sampler" in kinds:
                 event = replace(event, kind="sampler", receiver=event.bound, arg="")
             elif "distributed-loader" in kinds:
