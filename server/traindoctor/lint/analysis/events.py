@@ -102,7 +102,7 @@ def training_facts(module: cst.Module, names: Names, text: str | None,
 
 
 _WORDS = ("backward", ".grad", "set_grad_enabled", ".step(", ".eval(", ".train(", "zero_grad", "set_epoch", "Sampler", "empty_cache", ".to(",
-          ".cuda(", "optim", "GradScaler", "scaler", "DataLoader", "for ", "while ")
+          ".cuda(", "optim", "GradScaler", "scaler", "DataLoader", "for ", "while ", "loader")
 
 
 class _Collector:

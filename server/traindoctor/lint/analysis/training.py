@@ -113,7 +113,8 @@ class Training:
                     if event.returned or (event.bound and event.bound in names):
                         found.add("sampler")
                         found.update(("conditional",) if event.conditional else ())
-                elif event.kind == "loader" and (event.arg in samplers or "DistributedSampler(" in event.arg):
+                elif event.kind == "loader" and (event.arg in samplers or "DistributedSampler(" in event.arg and (
+                        "shuffle=" not in event.arg or "shuffle=True" in event.arg)):
                     kinds = set(f"distributed-loader:{i}" for i in elements.get(event.bound, ()) if event.bound)
                     if event.returned or (event.bound and event.bound in names):
                         kinds.add("distributed-loader")
