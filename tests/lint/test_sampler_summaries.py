@@ -232,3 +232,18 @@ def test_a_builder_that_is_distributed_on_one_path_gets_a_guarded_fix():
     assert found.fix is not None
     inserted = "".join(edit.new_text for edit in found.fix.edits)
     assert 'if hasattr(train_loader.sampler, "set_epoch"):' in inserted
+
+
+def test_quiet_when_a_framework_runs_the_epochs():
+    """Lightning's Trainer steps the sampler's epoch itself: the loader is handed over once, no loop of ours."""
+    source = BUILDER + '''
+
+import lightning as L
+
+
+def main(model, train_set, val_set):
+    train_loader, val_loader = build_loaders(train_set, val_set, batch_size=32)
+    trainer = L.Trainer(max_epochs=10, strategy="ddp")
+    trainer.fit(model, train_dataloaders=train_loader, val_dataloaders=val_loader)
+'''
+    assert _lines(source) == []
