@@ -83,7 +83,10 @@ def test_the_claim_holds_in_torch():
     assert torch.utils.data.get_worker_info() is None
 
 
-def _project(root, builder: str = BUILDER, loop_header: str = "import torch\n\nfrom data import build_loaders\n\n\n") -> None:
+TRAIN_HEADER = "import torch\n\nfrom data import build_loaders\n\n\n"
+
+
+def _project(root, builder: str = BUILDER, loop_header: str = TRAIN_HEADER) -> None:
     (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (root / "data.py").write_text(builder)
     (root / "train.py").write_text(loop_header + LOOP + MAIN)
@@ -226,8 +229,10 @@ def test_a_builder_that_is_distributed_on_one_path_gets_a_guarded_fix():
         "    train_sampler = DistributedSampler(train_set, shuffle=True)\n",
         "    if rank == -1:\n        train_sampler = RandomSampler(train_set)\n    else:\n"
         "        train_sampler = DistributedSampler(train_set, shuffle=True)\n").replace(
-        "from torch.utils.data import DataLoader\n", "from torch.utils.data import DataLoader, RandomSampler\n").replace(
-        "def build_loaders(train_set, val_set, batch_size):", "def build_loaders(train_set, val_set, batch_size, rank=0):")
+        "from torch.utils.data import DataLoader\n",
+        "from torch.utils.data import DataLoader, RandomSampler\n").replace(
+        "def build_loaders(train_set, val_set, batch_size):",
+        "def build_loaders(train_set, val_set, batch_size, rank=0):")
     [found] = [f for f in lint_source(source, "t.py", Config()).findings if f.code == "TRN203"]
     assert found.fix is not None
     inserted = "".join(edit.new_text for edit in found.fix.edits)
