@@ -18,7 +18,7 @@ plain/dotted name: receiver = the callee, args = argument sources).
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import libcst as cst
@@ -49,6 +49,7 @@ class Event:
     node: Node = _node()  # the call (or assignment)
     stmt: Node = _node()  # the statement holding it, directly in a block body
     after: int = field(default=0, compare=False)  # loops of the routine begun before it (Loop.index >= after: later)
+    unpacked: tuple[str, ...] = ()  # `a, b = call(...)`: the names the result's elements are bound to
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def training_facts(module: cst.Module, names: Names, text: str | None,
 
 
 _WORDS = ("backward", ".grad", "set_grad_enabled", ".step(", ".eval(", ".train(", "zero_grad", "set_epoch", "Sampler", "empty_cache", ".to(",
-          ".cuda(", "optim", "GradScaler", "scaler", "DataLoader", "for ", "while ")
+          ".cuda(", "optim", "GradScaler", "scaler", "DataLoader", "for ", "while ", "loader")
 
 
 class _Collector:
@@ -112,14 +113,17 @@ class _Collector:
         self.loops: list[Loop] = []
         self.events: list[Event] = []
         self.v = vocab()
+        # `train_sampler = RandomSampler if local_rank == -1 else DistributedSampler`: names bound (in
+        # the routine being collected) to a DistributedSampler class on some path
+        self.sampler_classes: set[str] = set()
 
     def routine(self, body, qualname: str, klass: str, params: tuple[str, ...], no_grad: bool,
                 node: cst.FunctionDef | None) -> None:
-        outer = (self.loops, self.events)
-        self.loops, self.events = [], []
+        outer = (self.loops, self.events, self.sampler_classes)
+        self.loops, self.events, self.sampler_classes = [], [], set()
         self._body(body, (), False, no_grad, qualname, klass)
         loops, events = self.loops, self.events
-        self.loops, self.events = outer
+        self.loops, self.events, self.sampler_classes = outer
         if node is None and not events and not loops:
             return
         self.routines.append(Routine(qualname, klass, params, no_grad, tuple(loops), tuple(events), node))
@@ -148,6 +152,7 @@ class _Collector:
                     self.events.append(Event("grad_mode", "", "off" if no_grad else "on", loops, cond, no_grad, (),
                                              node=small.value, stmt=stmt))
                     continue
+                self._note_sampler_class(small)
                 self._expr(small, stmt, loops, cond, no_grad)
             return no_grad
         if isinstance(stmt, (cst.For, cst.While)):
@@ -190,6 +195,18 @@ class _Collector:
                 self._body(case.body.body, loops, True, no_grad, qualname, klass)
         return no_grad
 
+    def _sampler_class(self, func) -> bool:
+        return bool(self.sampler_classes) and (dotted_name(func) or "") in self.sampler_classes
+
+    def _note_sampler_class(self, small) -> None:
+        """`name = A if test else B` where A or B is a DistributedSampler class."""
+        if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.value) is not cst.IfExp:
+            return
+        name = dotted_name(small.targets[0].target)
+        branches = (small.value.body, small.value.orelse)
+        if name and any((self.names.qualify(b) or "").rsplit(".", 1)[-1] in _SAMPLER_CLASSES for b in branches):
+            self.sampler_classes.add(name)
+
     def _function(self, node: cst.FunctionDef, klass: str, outer: str) -> None:
         params = node.params
         names = tuple(p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
@@ -225,12 +242,13 @@ class _Collector:
             return _code(node.args[0].value) if node.args else ""
 
         bound = _bound_name(root, node)
+        unpacked = _unpacked_names(root, node)
         returned = type(root) is cst.Return and root.value is node
 
         def make(kind: str, receiver: str, arg: str = "", args: tuple[str, ...] = (),
                  keywords: tuple[tuple[str, str], ...] = ()) -> Event:
             return Event(kind, receiver, arg, loops, cond, no_grad, args, bound, returned, keywords, node, stmt,
-                         len(self.loops))
+                         len(self.loops), unpacked)
 
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.empty_cache":
@@ -285,16 +303,21 @@ class _Collector:
                 qualified.startswith(tuple(self.v.scheduler_prefixes)):
             scheduler = "lr_scheduler" in qualified or qualified.startswith(tuple(self.v.scheduler_prefixes))
             return make("build_scheduler" if scheduler else "build_optimizer", bound, qualified)
-        if last in ("DistributedSampler", "ElasticDistributedSampler"):
+        if last in _SAMPLER_CLASSES or self._sampler_class(func):
             shuffle = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "shuffle"), "")
-            return make("sampler", bound, f"shuffle={shuffle}" if shuffle else "")
+            event = make("sampler", bound, f"shuffle={shuffle}" if shuffle else "")
+            # a class chosen at run time: a RandomSampler (or another) on the other path
+            return event if last in _SAMPLER_CLASSES else replace(event, conditional=True)
         if qualified in self.v.training_ddp_loaders:  # builds its own DistributedSampler under use_ddp=
             keywords = {k.keyword.value: _code(k.value) for k in node.args if k.keyword}
             ddp = keywords.get("use_ddp", "False")
             if ddp != "False" and keywords.get("shuffle", "False") != "False":
                 return make("loader", bound, "use_ddp" if ddp == "True" else "use_ddp=?")
         if qualified in self.v.dataloaders or qualified in self.v.training_sampler_loaders:
-            sampler = next((_code(k.value) for k in node.args if k.keyword and k.keyword.value == "sampler"), "")
+            value = next((k.value for k in node.args if k.keyword and k.keyword.value == "sampler"), None)
+            sampler = _code(value) if value is not None else ""
+            if type(value) is cst.Call and self._sampler_class(value.func):
+                sampler = "DistributedSampler(" + sampler  # built inline from a chosen DistributedSampler class
             return make("loader", bound, sampler)
         if qualified.startswith(tuple(self.v.model_constructors)) and last[:1].isupper() and \
                 not self.v.starts("not_model_constructors", qualified):
@@ -347,6 +370,21 @@ def _bound_name(root, call: cst.Call) -> str:
         target = root.targets[0].target if isinstance(root, cst.Assign) else root.target
         return dotted_name(target) or ""
     return ""
+
+
+_SAMPLER_CLASSES = ("DistributedSampler", "ElasticDistributedSampler")
+
+
+def _unpacked_names(root, call: cst.Call) -> tuple[str, ...]:
+    """`a, b = call(...)` (or `[a, b] = ...`): the dotted names of the elements, "" for a starred or
+    nested one; () for any other binding."""
+    if isinstance(root, cst.Assign) and root.value is call and len(root.targets) == 1 and \
+            isinstance(root.targets[0].target, (cst.Tuple, cst.List)):
+        elements = root.targets[0].target.elements
+        if any(isinstance(e, cst.StarredElement) for e in elements):
+            return ()
+        return tuple(dotted_name(e.value) or "" for e in elements)
+    return ()
 
 
 def disables_grad(names: Names, expr: cst.BaseExpression) -> bool:

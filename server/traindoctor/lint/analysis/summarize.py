@@ -99,12 +99,23 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         leaves_grad_off=training.leaves_grad_off(qualname) is not None,
         modes=modes,
         set_epoch=any(e.kind == "set_epoch" for e in events),
+        returns_sampling=tuple(sorted(training.returns(qualname))) if info.returns else (),
+        epoch_loaders=_epoch_loaders(training, qualname, info.params),
         no_grad_decorator=is_no_grad_decorator(model, info.node, info.params),
         accumulates=accumulated_params(info.node, info.params) if info.klass and
         isinstance(info.node, cst.FunctionDef) else (),
         returns_from=returned_from_params(info.node, info.params) if isinstance(info.node, cst.FunctionDef) else (),
         calls=tuple(sorted({_qualified(model, e.receiver) for e in events
                             if e.kind == "call" and e.receiver.split(".")[0] in imported})))
+
+
+def _epoch_loaders(training, qualname: str, params: tuple[str, ...]) -> tuple[str, ...]:
+    """The parameters a function iterates every epoch, in a file that never steps a sampler's epoch."""
+    if "set_epoch" in training.event_kinds:
+        return ()
+    routines = [r for r in training.routines(qualname) if r.loops]
+    return tuple(p for p in params if p not in ("self", "cls") and
+                 any(training.epoch_loop(r, p) is not None for r in routines))
 
 
 def _imported_names(model: FileModel) -> frozenset[str]:

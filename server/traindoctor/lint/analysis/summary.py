@@ -35,6 +35,12 @@ class FunctionSummary:
     leaves_grad_off: bool = False  # returns with `set_grad_enabled(False)` in force
     modes: tuple[str, ...] = ()  # "eval" / "train" calls it makes, in order, deduplicated
     set_epoch: bool = False  # steps a sampler's epoch
+    # It returns a shuffling DistributedSampler ("sampler"), a DataLoader over one ("distributed-loader"),
+    # or one as the i-th element of a returned tuple ("distributed-loader:i"): training.returns' kinds.
+    returns_sampling: tuple[str, ...] = ()
+    # Parameters it iterates every epoch (an epoch loop over them, or handing them to a function each
+    # epoch) in a file that never calls `set_epoch` (training.epoch_loop): TRN203 at a caller's loader.
+    epoch_loaders: tuple[str, ...] = ()
     no_grad_decorator: bool = False  # a decorator that runs the function it wraps under no_grad
     accumulates: tuple[str, ...] = ()  # parameters it adds into its object's state, kept across calls (meters.py)
     returns_from: tuple[str, ...] = ()  # parameters its returned tensor is computed from by tensor operations

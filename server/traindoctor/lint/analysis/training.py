@@ -91,7 +91,9 @@ class Training:
     def returns(self, qualname: str, depth: int = 0) -> frozenset[str]:
         """What an in-file function returns, among the objects training events build:
         "sampler" (a shuffling DistributedSampler) and "distributed-loader" (a DataLoader
-        over one), also through the helpers it calls. Once per lint."""
+        over one), "distributed-loader:i" (one as the i-th element of a returned tuple), also
+        through the helpers it calls; "conditional" when another path builds another sampler
+        (a RandomSampler when not distributed). Once per lint."""
         key = ("training.returns", qualname)
         if key in self.model.memo or depth > 4:
             return self.model.memo.get(key, frozenset())  # type: ignore[return-value]
@@ -99,18 +101,64 @@ class Training:
         found: set[str] = set()
         info = self.model.function(qualname)
         names = {dotted_name(r) for r in info.returns} if info is not None else set()
+        elements = _returned_elements(info.returns) if info is not None else {}
         for routine in self.routines(qualname):
             samplers: set[str] = set()
+            conditional: dict[str, bool] = {}
             for event in self.with_returned_objects(routine, depth + 1):
-                if event.kind == "sampler" and event.arg != "shuffle=False":
+                # `shuffle=shuffle`: the caller decides; only a sampler that always shuffles is told
+                if event.kind == "sampler" and event.arg in ("", "shuffle=True"):
                     samplers.add(event.bound)
+                    conditional[event.bound] = event.conditional
                     if event.returned or (event.bound and event.bound in names):
                         found.add("sampler")
-                elif event.kind == "loader" and (event.arg in samplers or "DistributedSampler(" in event.arg):
+                        found.update(("conditional",) if event.conditional else ())
+                elif event.kind == "loader" and (event.arg in samplers or "DistributedSampler(" in event.arg and (
+                        "shuffle=" not in event.arg or "shuffle=True" in event.arg)):
+                    kinds = set(f"distributed-loader:{i}" for i in elements.get(event.bound, ()) if event.bound)
                     if event.returned or (event.bound and event.bound in names):
-                        found.add("distributed-loader")
+                        kinds.add("distributed-loader")
+                    if kinds and (event.conditional or conditional.get(event.arg, False)):
+                        kinds.add("conditional")  # a RandomSampler (or none) on another path: no set_epoch there
+                    found.update(kinds)
         self.model.memo[key] = result = frozenset(found)
         return result
+
+    def epoch_loop(self, routine: Routine, loader: str, built: Event | None = None):
+        """(loop, node using it): the first loop (after `built`, the loader's construction, when
+        given) that iterates the loader `loader` in an inner loop, or hands it to a function, each
+        iteration — an epoch loop over it (TRN203)."""
+        word = re.compile(rf"(^|[^\w.]){re.escape(loader)}($|[^\w])")
+        if built is not None:
+            built = next((e for e in routine.events if e.node is built.node), built)  # a helper call for it
+        own = built is not None and built in routine.events
+        for loop in routine.loops:
+            inside = routine.events_in(loop.index)
+            if loop.parent != -1 or (own and loop.index < built.after and (
+                    not inside or routine.events.index(inside[0]) < routine.events.index(built))):
+                continue  # neither after the construction nor a loop that builds it first
+            for other in routine.loops:
+                if other.index != loop.index and isinstance(other.node, cst.For) and word.search(other.iter) and \
+                        _under(routine, other, loop):
+                    return loop, other.node.iter
+            if not word.search(loop.iter):
+                for e in inside:  # handed to a function (`len(loader)` or `print(loader)` does not iterate it)
+                    if e.kind == "call" and e.receiver not in _NOT_ITERATING and any(word.search(a) for a in e.args):
+                        return loop, e.node
+                restarted = self._iter_call(loop, loader)  # `it = iter(loader)` again when it is exhausted
+                if restarted is not None:
+                    return loop, restarted
+        return None
+
+    def _iter_call(self, loop, loader: str) -> cst.Call | None:
+        """An `iter(loader)` call inside the loop (builtins make no call events)."""
+        if loop.node is None:
+            return None
+        key = ("training.iter-calls", id(loop.node))
+        calls = self.model.memo.get(key)
+        if calls is None:
+            calls = self.model.memo[key] = _iter_calls(loop.node)
+        return calls.get(loader)
 
     def leaves_grad_off(self, qualname: str) -> Event | None:
         """The `set_grad_enabled(False)` an in-file function leaves in force when it returns:
@@ -128,14 +176,32 @@ class Training:
         for event in routine.events:
             target = self.callee(event, routine) if event.kind == "call" else None
             kinds = self.returns(target.qualname, depth) if target is not None and target is not routine \
-                else frozenset()
+                else self.project_returns(event)
+            if "conditional" in kinds:
+                event = replace(event, conditional=True)
             if "sampler" in kinds:
                 event = replace(event, kind="sampler", receiver=event.bound, arg="")
             elif "distributed-loader" in kinds:
                 found.append(replace(event, kind="sampler", receiver="", arg="", bound=""))
                 event = replace(event, kind="loader", receiver=event.bound, arg="DistributedSampler(")
+            elif event.unpacked and any(k.startswith("distributed-loader:") for k in kinds):
+                # `train_loader, val_loader = build_loaders(...)`: the elements the builder returns as loaders
+                unpacked = [name for i, name in enumerate(event.unpacked)
+                            if name and f"distributed-loader:{i}" in kinds]
+                if unpacked:
+                    found.append(replace(event, kind="sampler", receiver="", arg="", bound=""))
+                    found.extend(replace(event, kind="loader", receiver=name, arg="DistributedSampler(", bound=name)
+                                 for name in unpacked)
+                    continue
             found.append(event)
         return found
+
+    def project_returns(self, event: Event) -> frozenset[str]:
+        """What a call of another project file's function returns among samplers and distributed
+        loaders (its summary's `returns_sampling`, the kinds of `returns`)."""
+        if event.kind != "call" or not event.receiver or event.receiver.startswith("self."):
+            return frozenset()
+        return frozenset(self.model.project_fact(event.receiver, "returns_sampling") or ())
 
     def expanded(self, routine: Routine, loop: int | None = None) -> list[tuple[Event, Event]]:
         """(event of the routine, event it stands for) for the loop's events (all the
@@ -236,3 +302,43 @@ def same_object(a: str, b: str) -> bool:
 
 def dotted_name_text(text: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z_][\w.]*", text))
+
+
+# Builtins that take a loader without iterating it.
+_NOT_ITERATING = frozenset(("len", "print", "isinstance", "type", "id", "str", "repr", "hasattr", "getattr", "bool"))
+
+
+def _under(routine: Routine, inner, outer) -> bool:
+    parent = inner.parent
+    while parent != -1:
+        if parent == outer.index:
+            return True
+        parent = routine.loops[parent].parent
+    return False
+
+
+def _iter_calls(loop: cst.CSTNode) -> dict[str, cst.Call]:
+    """name -> the first `iter(name)` call in the loop's body."""
+    found: dict[str, cst.Call] = {}
+    stack = [loop]
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "iter" and \
+                len(node.args) == 1:
+            name = dotted_name(node.args[0].value)
+            if name:
+                found.setdefault(name, node)
+        stack.extend(reversed(list(node.children)))
+    return found
+
+
+def _returned_elements(returns) -> dict[str, tuple[int, ...]]:
+    """name -> the positions it holds in a returned tuple or list (`return train_loader, val_loader`)."""
+    found: dict[str, tuple[int, ...]] = {}
+    for value in returns:
+        if isinstance(value, (cst.Tuple, cst.List)):
+            for i, element in enumerate(value.elements):
+                name = dotted_name(element.value) if not isinstance(element, cst.StarredElement) else None
+                if name:
+                    found[name] = found.get(name, ()) + (i,)
+    return found

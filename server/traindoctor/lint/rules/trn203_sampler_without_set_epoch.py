@@ -2,16 +2,15 @@
 a DataLoader that an epoch loop iterates (directly, or by handing it to a helper),
 and nothing in the file calls `set_epoch`: every epoch sees the same order.
 
-The sampler or the loader may come from in-file helpers that return them
-(`sampler = make_sampler(ds)`, `loader = build_loader(ds)`: Training.returns).
+The sampler or the loader may come from helpers that return them, in this file or another
+(`sampler = make_sampler(ds)`, `loader = build_loader(ds)`, `train_loader, val_loader =
+build_loaders(...)`: Training.returns, the summary's `returns_sampling`).
 Quiet on `shuffle=False` samplers, and when any `set_epoch` appears in the file
 (on the sampler, the loader's sampler or batch sampler, in a helper).
 Loaders that build the DistributedSampler themselves (DGL's `use_ddp=True, shuffle=True`)
 have their own `set_epoch`; they are vocabulary (training_ddp_loaders)."""
 
 from __future__ import annotations
-
-import re
 
 from ..analysis.training import Event, Routine
 from ..rule import FixSpec, InsertBefore, Related
@@ -23,9 +22,13 @@ class SamplerWithoutSetEpoch(RoutineRule):
 
     def check(self, routine: Routine) -> None:
         training = self.training
-        if "set_epoch" in training.event_kinds or ("sampler" not in training.event_kinds and not any(
-                e.kind == "loader" and e.arg.startswith("use_ddp") for r in training.all for e in r.events)):
-            return  # no DistributedSampler is built anywhere in the file (nor in a helper here)
+        calls = [e for r in training.all for e in r.events if e.kind == "call"]
+        if "set_epoch" in training.event_kinds or any(self.model.project_fact(e.receiver, "set_epoch") for e in calls):
+            return  # the epoch is stepped here, or by another file's helper this file calls
+        if "sampler" not in training.event_kinds and not any(
+                e.kind == "loader" and e.arg.startswith("use_ddp") for r in training.all for e in r.events) and \
+                not any(training.project_returns(e) for e in calls):
+            return  # no DistributedSampler is built anywhere in the file (nor in a helper here or elsewhere)
         events = training.with_returned_objects(routine)  # `sampler = make_sampler(ds)` builds one too
         if routine.node is None:  # module-level code: the samplers and loaders of earlier blocks too
             earlier = training.routines("")
@@ -41,7 +44,7 @@ class SamplerWithoutSetEpoch(RoutineRule):
                 ((sampler and e.arg == sampler) or "DistributedSampler(" in e.arg)]
             for loader in loaders:
                 access = sampler if sampler and loader.arg == sampler or own_sampler else f"{loader.receiver}.sampler"
-                found = self._epoch_loop(routine, loader.receiver, loader)
+                found = self.training.epoch_loop(routine, loader.receiver, loader)
                 if found is None:
                     continue
                 epoch, use = found
@@ -57,7 +60,39 @@ class SamplerWithoutSetEpoch(RoutineRule):
                 self.report(use, message, fix=fix,
                             related=[Related(loader.node, "the DataLoader with the sampler")])
                 return
-        self._check_passed(routine)
+        if not self._check_handed(routine, events):
+            self._check_passed(routine)
+
+    def _check_handed(self, routine: Routine, events: list[Event]) -> bool:
+        """A DataLoader over a shuffling DistributedSampler built here, handed (by position or
+        keyword) to another file's function whose summary says it iterates that parameter every
+        epoch (`epoch_loaders`) and never calls `set_epoch`. Reported at the call."""
+        samplers = {e.receiver for e in events if e.kind == "sampler" and e.arg != "shuffle=False" and e.receiver}
+        loaders = {e.receiver: e for e in events if e.kind == "loader" and e.receiver and (
+            e.arg in samplers or "DistributedSampler(" in e.arg)}
+        if not loaders:
+            return False
+        for call in routine.events:
+            if call.kind != "call" or self.training.callee(call, routine) is not None:
+                continue
+            iterated = self.model.project_fact(call.receiver, "epoch_loaders")
+            if not iterated:
+                continue
+            params = [p for p in self.model.project_fact(call.receiver, "params") or () if p not in ("self", "cls")]
+            mapping = dict(zip(params, call.args))
+            mapping.update((k, a) for k, a in call.keywords if k in params)
+            for param in iterated:
+                loader = loaders.get(mapping.get(param, ""))
+                if loader is None:
+                    continue
+                message = (f"`{loader.receiver}` is a DataLoader over a shuffling DistributedSampler, and "
+                           f"`{call.receiver}(...)` (another file) iterates it every epoch as `{param}` but never "
+                           f"calls `set_epoch`: every epoch sees the same order. Call "
+                           f"`{param}.sampler.set_epoch(epoch)` at the start of each epoch there.")
+                self.report(call.node, message,
+                            related=[Related(loader.node, "the DataLoader with the sampler")])
+                return True
+        return False
 
     def _check_passed(self, routine: Routine) -> None:
         """A loader parameter that an in-file caller fills with a DataLoader over a shuffling
@@ -83,7 +118,7 @@ class SamplerWithoutSetEpoch(RoutineRule):
                     if argument in loaders:
                         passed.setdefault(param, []).append(loaders[argument])
         for param, loaders in passed.items():
-            found = self._epoch_loop(routine, param, None)
+            found = self.training.epoch_loop(routine, param, None)
             if found is None:
                 continue
             epoch, use = found
@@ -105,27 +140,6 @@ class SamplerWithoutSetEpoch(RoutineRule):
                         related=[Related(e.node, "the DataLoader the caller passes") for e in loaders])
             return
 
-    def _epoch_loop(self, routine: Routine, loader: str, built):
-        """The first loop after the loader's construction that iterates it in an inner loop,
-        or hands it to a function, each iteration; with the node that uses it."""
-        word = re.compile(rf"(^|[^\w.]){re.escape(loader)}($|[^\w])")
-        if built is not None:
-            built = next((e for e in routine.events if e.node is built.node), built)  # a helper call for it
-        own = built is not None and built in routine.events
-        for loop in routine.loops:
-            inside = routine.events_in(loop.index)
-            if loop.parent != -1 or (own and loop.index < built.after and (
-                    not inside or routine.events.index(inside[0]) < routine.events.index(built))):
-                continue  # neither after the construction nor a loop that builds it first
-            for other in routine.loops:
-                if other.index != loop.index and word.search(other.iter) and _under(routine, other, loop):
-                    return loop, other.node.iter  # type: ignore[union-attr]
-            if not word.search(loop.iter):
-                for e in inside:
-                    if e.kind == "call" and any(word.search(a) for a in e.args):
-                        return loop, e.node
-        return None
-
     def _fix(self, loop, access: str, guarded: bool) -> FixSpec | None:
         if not loop.target.isidentifier() or loop.node is None:
             return None
@@ -134,11 +148,3 @@ class SamplerWithoutSetEpoch(RoutineRule):
         text = f"if hasattr({access}, \"set_epoch\"):\n    {call}" if guarded else call
         return FixSpec(f"Call `{call}` at the top of the epoch loop", (InsertBefore(body[0], text),))
 
-
-def _under(routine: Routine, inner, outer) -> bool:
-    parent = inner.parent
-    while parent != -1:
-        if parent == outer.index:
-            return True
-        parent = routine.loops[parent].parent
-    return False
