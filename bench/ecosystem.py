@@ -403,6 +403,15 @@ def load_verdicts(path: Path = VERDICTS_FILE) -> list[Verdict]:
     return [Verdict.from_dict(v) for v in raw.get("verdicts") or []]
 
 
+PIN_FILES = ("pyproject.toml", "setup.cfg", "environment.yml", "environment.yaml")
+
+
+def _pins_torch_file(path: str) -> bool:
+    """A file where a project states its torch version (what lint/analysis/environment.py reads)."""
+    name = path.rsplit("/", 1)[-1]
+    return name in PIN_FILES or (name.startswith("requirements") and name.endswith(".txt"))
+
+
 def extract(repos: list[Repo], src: Path) -> int:
     """Write each repository's pinned Python files to src/<owner>+<name> (index sources: verify them)."""
     failed = 0
@@ -424,12 +433,15 @@ def extract(repos: list[Repo], src: Path) -> int:
         dest = src / repo.slug
         shutil.rmtree(dest, ignore_errors=True)
         dest.mkdir(parents=True)
-        # Only the Python blobs: a snapshot may lack its largest files (notebooks, weights).
-        listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", repo.commit,
-                                  *([repo.subdir] if repo.subdir else [])],
+        # Only the Python blobs of `subdir` (a snapshot may lack its largest files: notebooks, weights),
+        # and the project files anywhere that pin torch, as the user's checkout has them: the linter
+        # reads the nearest one above a file, so a claim is made for the project's torch, not ours.
+        listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", repo.commit],
                                  check=True, capture_output=True, timeout=600).stdout.decode()
+        prefix = repo.subdir.rstrip("/") + "/" if repo.subdir else ""
         blobs = [(meta.split()[2], path) for meta, path in (entry.split("\t", 1) for entry in listing.split("\0") if entry)
-                 if path.endswith(".py") and meta.split()[1] == "blob"]
+                 if meta.split()[1] == "blob" and ((path.endswith(".py") and path.startswith(prefix))
+                                                   or _pins_torch_file(path))]
         batch = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
                                input="".join(f"{sha}\n" for sha, _ in blobs).encode(),
                                check=True, capture_output=True, timeout=600).stdout
