@@ -114,7 +114,7 @@ def test_ctrl_c_stops_every_rank(workdir):
         assert len(beats) == 2
         assert len(left_over(workdir)) >= 2
         child.send_signal(signal.SIGINT)
-        assert child.wait(60) == 130
+        assert child.wait(120) == 130  # a stop, not a speed: 60 s ran out once on a machine at load 8
     finally:
         if child.poll() is None:
             child.kill()
