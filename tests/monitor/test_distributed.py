@@ -99,7 +99,9 @@ def test_a_long_evaluation_without_steps_is_not_a_hang(workdir):
 
 
 def test_ctrl_c_stops_every_rank(workdir):
-    child = subprocess.Popen([PYTHON, "-m", "traindoctor", "watch", "--runs-dir", str(workdir / "ctrl-c"), "--",
+    # --hang-after: only the Ctrl-C may stop this job (at load 8 the hang detector's 60 s ran out first: exit 1)
+    child = subprocess.Popen([PYTHON, "-m", "traindoctor", "watch", "--hang-after", "900",
+                              "--runs-dir", str(workdir / "ctrl-c"), "--",
                               TORCHRUN, "--standalone", "--nproc-per-node", "2", str(workdir / "ddp_train.py"),
                               "hang", "20"],
                              cwd=workdir, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
