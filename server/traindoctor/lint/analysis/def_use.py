@@ -70,6 +70,26 @@ def _loads(expr: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
+def assigned_names(statement: cst.Assign, *, starred: bool) -> list[str] | None:
+    """The plain local names an assignment binds (also inside tuple and list targets); None when it
+    stores into an attribute or a subscript, and, unless `starred`, when a target is starred (a
+    starred name holds a list of the values, which not every caller can follow)."""
+    names: list[str] = []
+    for target in statement.targets:
+        todo: list[cst.CSTNode] = [target.target]
+        while todo:
+            node = todo.pop()
+            if type(node) is cst.Name:
+                names.append(node.value)  # type: ignore[union-attr]
+            elif type(node) in (cst.Tuple, cst.List):
+                todo.extend(e.value for e in node.elements)  # type: ignore[union-attr]
+            elif type(node) is cst.StarredElement and starred:
+                todo.append(node.value)  # type: ignore[union-attr]
+            else:
+                return None
+    return names
+
+
 def parents_of(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
     found: dict[int, cst.CSTNode] = {}
     todo = [root]

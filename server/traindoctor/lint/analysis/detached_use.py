@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..walk import child_nodes
-from .def_use import parents_of, uses_by_node
+from .def_use import assigned_names, parents_of, uses_by_node
 from .flow import FlowGraph
 from .vocab import vocab
 
@@ -33,7 +33,7 @@ def only_detached(function: cst.FunctionDef, call: cst.Call, flow: FlowGraph,
     stmt = parents.get(id(top))
     if type(stmt) is not cst.Assign or stmt.value is not top:
         return False
-    names = _target_names(stmt)
+    names = assigned_names(stmt, starred=False)
     if names is None:
         return False
     uses = uses_by_node(flow)
@@ -80,7 +80,7 @@ def _chain_top(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> tuple[cst.
 
 
 def _bound_by(expr: cst.CSTNode, stmt: cst.CSTNode, parents: dict[int, cst.CSTNode],
-              opaque: frozenset[str]) -> set[str] | None:
+              opaque: frozenset[str]) -> list[str] | None:
     """The local names `stmt` (an assignment) binds to a value computed from `expr`: `expr` lies in
     its value, inside nothing but arithmetic, calls (as an argument) and containers. None when the
     value may go anywhere else."""
@@ -94,26 +94,7 @@ def _bound_by(expr: cst.CSTNode, stmt: cst.CSTNode, parents: dict[int, cst.CSTNo
                 (type(parent) is cst.Call and type(parent.func) is cst.Name and parent.func.value in opaque):
             return None
         node = parent
-    return _target_names(stmt)
-
-
-def _target_names(stmt: cst.Assign) -> set[str] | None:
-    """The plain local names an assignment binds (also in tuple targets), None when it stores
-    into an attribute, a subscript or a starred target."""
-    names: set[str] = set()
-    for target in stmt.targets:
-        todo: list[cst.CSTNode] = [target.target]
-        while todo:
-            node = todo.pop()
-            if type(node) is cst.Name:
-                names.add(node.value)
-            elif type(node) in (cst.Tuple, cst.List):
-                todo.extend(e.value for e in node.elements if type(e) is cst.Element)  # type: ignore[union-attr]
-                if any(type(e) is not cst.Element for e in node.elements):  # type: ignore[union-attr]
-                    return None
-            else:
-                return None
-    return names
+    return assigned_names(stmt, starred=False)
 
 
 def _read_in_closures(function: cst.FunctionDef) -> set[str]:

@@ -17,7 +17,7 @@ from typing import Callable
 import libcst as cst
 
 from ..walk import iter_nodes
-from .def_use import parents_of, uses_by_node
+from .def_use import assigned_names, parents_of, uses_by_node
 from .flow import FlowGraph
 from .vocab import vocab
 
@@ -40,7 +40,7 @@ def stays_in_iteration(function: cst.FunctionDef, loop: cst.For | cst.While, cal
     statement = _enclosing_statement(call, parents)
     if type(statement) is not cst.Assign or not _carried_to(call, statement.value, parents):
         return False
-    names = _plain_targets(statement)
+    names = assigned_names(statement, starred=True)
     if not names:
         return False
     uses = uses_by_node(flow)
@@ -115,7 +115,7 @@ def _where_it_goes(load: cst.Name, statement: cst.CSTNode, parents: dict[int, cs
             node = parent
             continue
         if kind is cst.Assign and parent.value is node:  # type: ignore[union-attr]
-            names = _plain_targets(parent)  # type: ignore[arg-type]
+            names = assigned_names(parent, starred=True)  # type: ignore[arg-type]
             return [(parent, name) for name in names] if names is not None else None
         return None  # returned, yielded, stored in an attribute or subscript, augmented, awaited...
     if type(parent) is cst.Expr or (parent is statement and type(statement) in (cst.If, cst.While)):
@@ -159,22 +159,3 @@ def _enclosing_statement(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> 
     while node is not None and not isinstance(node, cst.BaseSmallStatement):
         node = parents.get(id(node))  # type: ignore[assignment]
     return node
-
-
-def _plain_targets(statement: cst.Assign) -> list[str] | None:
-    """The local names an assignment binds (tuple targets and a starred name too); None when it
-    stores into an attribute or a subscript."""
-    names: list[str] = []
-    for target in statement.targets:
-        todo: list[cst.CSTNode] = [target.target]
-        while todo:
-            node = todo.pop()
-            if type(node) is cst.Name:
-                names.append(node.value)
-            elif type(node) in (cst.Tuple, cst.List):
-                todo.extend(e.value for e in node.elements)  # type: ignore[union-attr]
-            elif type(node) is cst.StarredElement:
-                todo.append(node.value)  # type: ignore[union-attr]
-            else:
-                return None
-    return names

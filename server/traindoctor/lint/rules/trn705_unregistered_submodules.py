@@ -211,22 +211,26 @@ class UnregisteredSubmodules(Rule):
         return False
 
 
-def _loop_element(loop: cst.For, target: str) -> str | None:
-    """The name a loop binds to each item of `target` (`for m in self.x`, `for i, m in enumerate(self.x)`)."""
+def _iterated(loop: cst.For) -> tuple[cst.BaseExpression, cst.Name | None]:
+    """What a loop iterates and the name it binds to each item: `for m in X` and
+    `for i, m in enumerate(X)` both give (X, m); the name is None for any other target."""
     iterable, names = loop.iter, loop.target
     if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate" and len(iterable.args) == 1:
         iterable = iterable.args[0].value
         names = names.elements[1].value if isinstance(names, cst.Tuple) and len(names.elements) == 2 else None
-    return names.value if dotted_name(iterable) == target and isinstance(names, cst.Name) else None
+    return iterable, names if isinstance(names, cst.Name) else None
+
+
+def _loop_element(loop: cst.For, target: str) -> str | None:
+    """The name a loop binds to each item of `target` (`for m in self.x`, `for i, m in enumerate(self.x)`)."""
+    iterable, name = _iterated(loop)
+    return name.value if name is not None and dotted_name(iterable) == target else None
 
 
 def _registers_each(loop: cst.For, source: cst.BaseExpression) -> bool:
     """`for p in <source>:` (or `enumerate(<source>)`) whose body calls `self.register_parameter(..., p)`."""
-    iterable, names = loop.iter, loop.target
-    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate" and len(iterable.args) == 1:
-        iterable = iterable.args[0].value
-        names = names.elements[1].value if isinstance(names, cst.Tuple) and len(names.elements) == 2 else None
-    if not isinstance(names, cst.Name) or not (iterable is source or code(iterable) == code(source)):
+    iterable, names = _iterated(loop)
+    if names is None or not (iterable is source or code(iterable) == code(source)):
         return False
     return any(isinstance(node, cst.Call) and dotted_name(node.func) == "self.register_parameter"
                and isinstance(arg(node, 1, "param"), cst.Name) and arg(node, 1, "param").value == names.value
