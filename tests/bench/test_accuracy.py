@@ -4,18 +4,13 @@ No network, no extracted sources: the measurement itself is not run here."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "accuracy.py"
-_spec = importlib.util.spec_from_file_location("accuracy", _PATH)
-acc = importlib.util.module_from_spec(_spec)
-sys.modules["accuracy"] = acc
-_spec.loader.exec_module(acc)
+from bench_scripts import load_bench_script
+
+acc = load_bench_script("accuracy.py", "accuracy")
 eco = acc.eco
 
 RULE_SETS = {"TRN101": "default", "TRN204": "default", "TRN406": "strict"}

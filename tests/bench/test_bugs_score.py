@@ -5,19 +5,14 @@ run here."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import yaml
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "bugs" / "score.py"
-_spec = importlib.util.spec_from_file_location("bugs_score", _PATH)
-score = importlib.util.module_from_spec(_spec)
-sys.modules["bugs_score"] = score  # dataclasses look the module up by name
-_spec.loader.exec_module(score)
+from bench_scripts import load_bench_script
+
+score = load_bench_script("bugs/score.py", "bugs_score")
 
 SOURCE = textwrap.dedent("""\
     import torch

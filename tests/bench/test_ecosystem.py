@@ -4,17 +4,13 @@ the extracted repositories and is not run here)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "ecosystem.py"
-_spec = importlib.util.spec_from_file_location("ecosystem", _PATH)
-eco = importlib.util.module_from_spec(_spec)
-sys.modules["ecosystem"] = eco  # dataclasses look the module up by name
-_spec.loader.exec_module(eco)
+from bench_scripts import load_bench_script
+
+eco = load_bench_script("ecosystem.py", "ecosystem")
 
 
 def hit(line: int, text: str, code: str = "TRN401", path: str = "train.py") -> "eco.Hit":

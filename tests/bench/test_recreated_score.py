@@ -5,18 +5,13 @@ linter is never run on the cases here: they are scored by the integrator, before
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "bench" / "recreated" / "score.py"
-_spec = importlib.util.spec_from_file_location("recreated_score", _PATH)
-score = importlib.util.module_from_spec(_spec)
-sys.modules["recreated_score"] = score  # dataclasses look the module up by name
-_spec.loader.exec_module(score)
+from bench_scripts import load_bench_script
+
+score = load_bench_script("recreated/score.py", "recreated_score")
 
 SOURCE = textwrap.dedent("""\
     import torch
