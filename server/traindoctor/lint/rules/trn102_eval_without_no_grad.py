@@ -221,28 +221,25 @@ class EvalWithoutNoGrad(RoutineRule):
         switches = [e for e in routine.events if e.kind in ("eval", "train") and not e.no_grad]
         evaluated = [e.receiver for at, e in enumerate(switches) if e.kind == "eval" and
                      not any(t.kind == "train" and t.receiver == e.receiver for t in switches[at:])]
+        # Only a forward that something marks as inference: the module put in eval mode here (and
+        # not back), or a run inside a loop's body here (a pass over many inputs). One forward per
+        # call of a module trained in the same program (an RL agent's action selection each
+        # environment step) builds a graph that is freed at once: waste, not a bug a reviewer must fix.
         runs = []
-        todo = list(reversed(list(child_nodes(function.body))))
+        todo = [(child, False) for child in reversed(list(child_nodes(function.body)))]
         while todo:
-            node = todo.pop()
+            node, looping = todo.pop()
             kind = type(node)
             if kind in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
                 continue
             if kind is cst.With and any(disables_grad(self.names, item.item) for item in node.items):
                 continue
-            todo.extend(reversed(list(child_nodes(node))))
+            body = node.body if kind is cst.For or kind is cst.While else None  # type: ignore[union-attr]
+            todo.extend((child, looping or child is body) for child in reversed(list(child_nodes(node))))
             if kind is cst.Call:
                 model = self._module_run(node, evaluated, routine.klass)  # type: ignore[arg-type]
-                if model:
+                if model and (looping or any(same_object(model, m) for m in evaluated)):
                     runs.append((node, model))
-        # Only a forward that something marks as inference: the module put in eval mode here (and
-        # not back), or a run inside a loop here (a pass over many inputs). One forward per call of
-        # a module trained in the same program (an RL agent's action selection each environment
-        # step) builds a graph that is freed at once: waste, not a bug a reviewer must fix.
-        looped = {id(n) for loop in iter_nodes(function.body) if type(loop) in (cst.For, cst.While)
-                  for n in iter_nodes(loop.body)}
-        runs = [(node, model) for node, model in runs
-                if id(node) in looped or any(same_object(model, m) for m in evaluated)]
         if not runs:
             return []  # most functions: nothing below (source text, flow graph) is built for them
         text = code(function)
