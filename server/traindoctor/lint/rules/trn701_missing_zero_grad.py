@@ -82,14 +82,11 @@ class MissingZeroGrad(RoutineRule):
                 if module is None:
                     return  # a zeroing we cannot place may reach every model
                 zeroed.append(module)
-        steps = [e for e in events if e.kind in STEP]
-        for step in steps:
-            name = self.optimizer_of(step)
-            module = self._optimized_module(name, routine.klass) if name else None
-            if module is None or self._step_zeroes(name, routine.klass) or not all(self._apart(module, other, routine.klass) for other in zeroed):
+        for step in (e for e in events if e.kind in STEP):
+            stepped = self._steps_another_model(step, zeroed, routine, index)
+            if stepped is None:
                 continue
-            if step.kind == "step" and step.arg or self.training.unresolved_calls_with(routine, index, name):
-                continue
+            name, module = stepped
             backward = next(e for e in events if e.kind in BACKWARD)
             message = (f"`{name}` steps `{module}` every iteration but `{module}`'s gradients are never zeroed "
                        f"(this loop zeroes only {', '.join(f'`{m}`' for m in sorted(set(zeroed)))}'s): "
@@ -113,18 +110,29 @@ class MissingZeroGrad(RoutineRule):
         if None in zeroed or any(e.kind == "build_model" for e in events):
             return  # a zeroing we cannot place may reach every model
         for step in (e for e in events if e.kind in STEP):
-            name = self.optimizer_of(step)
-            module = self._optimized_module(name, routine.klass) if name else None
-            if module is None or (step.kind == "step" and step.arg) or self._step_zeroes(name, routine.klass) or \
-                    not all(self._apart(module, other, routine.klass) for other in zeroed) or \
-                    self.training.unresolved_calls_with(routine, None, name):
+            stepped = self._steps_another_model(step, zeroed, routine, None)
+            if stepped is None:
                 continue
+            name, module = stepped
             message = (f"`{routine.qualname}` zeroes the gradients of {', '.join(f'`{m}`' for m in sorted(set(zeroed)))} "
                        f"only, so it runs once per batch, but `{name}` steps `{module}` here and nothing in the file "
                        f"zeroes `{module}`'s gradients: `backward()` adds to `.grad`, so each step applies the sum of "
                        f"all gradients so far. Call `{name}.zero_grad()` before its backward.")
             self.report(step.node if step in routine.events else routine.node.name, message)
             return
+
+    def _steps_another_model(self, step, zeroed: list[str], routine: Routine,
+                             index: int | None) -> tuple[str, str] | None:
+        """(optimizer, model) when `step` steps an optimizer over one named model built apart from
+        every zeroed one, whose own `step` does not zero, with no closure argument and no call we
+        cannot see that receives the optimizer; None otherwise."""
+        name = self.optimizer_of(step)
+        module = self._optimized_module(name, routine.klass) if name else None
+        if module is None or (step.kind == "step" and step.arg) or self._step_zeroes(name, routine.klass) or \
+                not all(self._apart(module, other, routine.klass) for other in zeroed) or \
+                self.training.unresolved_calls_with(routine, index, name):
+            return None
+        return name, module
 
     def _optimized_module(self, name: str, klass: str) -> str | None:
         """The model an optimizer object was built over (`Adam(d.parameters())`,
