@@ -8,7 +8,7 @@
 Each label names a fix commit, its parent, a file and the buggy lines in the parent. The
 repositories come from the git snapshots that the session tool `fetch` brings to
 /work/.mirror/owner+name/ (a script cannot fetch; missing ones are listed). Both commits are
-extracted (their Python and pyproject.toml files) into a cache outside this repository
+extracted (their Python, pyproject.toml and torch-pin files) into a cache outside this repository
 (TRAINDOCTOR_BUGS_CACHE, default /work/bugs-cache), and `traindoctor check --select strict`
 runs with its working directory at the repository root on the labelled file and the Python
 files of its package (its folder and the folder above, at most MAX_FILES), so the project's
@@ -290,9 +290,15 @@ def git(gd: Path, *args: str, data: bytes | None = None) -> bytes:
                           capture_output=True, timeout=900).stdout
 
 
-# What the linter reads of a tree: the Python sources and the configuration files that hold a
-# [tool.traindoctor] table. The rest (data, notebooks, weights) would only cost disk.
-EXTRACTED = ("*.py", "*.pyi", "*pyproject.toml")
+# What the linter reads of a tree: the Python sources, the configuration files that hold a
+# [tool.traindoctor] table, and the files where a project pins its torch version (what
+# lint/analysis/environment.py reads: without them a version claim is made for our torch, not the
+# project's). The rest (data, notebooks, weights) would only cost disk.
+EXTRACTED = ("*.py", "*.pyi", "*pyproject.toml", "*requirements*.txt", "*setup.cfg", "*environment.yml",
+             "*environment.yaml")
+# Trees and findings are cached under a name that changes with EXTRACTED, so that a tree extracted
+# with fewer files is never linted again as if it were whole.
+EXTRACTION = hashlib.sha256("\0".join(EXTRACTED).encode()).hexdigest()[:8]
 
 
 def extract(gd: Path, commit: str, dest: Path) -> Path:
@@ -399,12 +405,12 @@ def score_case(label: Label, tool: str, jobs: int) -> dict:
         case["error"] = "repository not fetched"
         return case
     try:
-        parent_root = extract(gd, label.parent, CACHE / "src" / label.slug / label.parent)
+        parent_root = extract(gd, label.parent, CACHE / f"src-{EXTRACTION}" / label.slug / label.parent)
         files = package_files(parent_root, label.path)
         if label.path not in files:
             raise RuntimeError(f"{label.path} is not in the parent commit")
         fkey = hashlib.sha256("\0".join(files).encode()).hexdigest()[:12]
-        findings = lint(parent_root, files, CACHE / "results" / label.slug / f"{label.parent}-{tool}-{fkey}.json", jobs)
+        findings = lint(parent_root, files, CACHE / f"results-{EXTRACTION}" / label.slug / f"{label.parent}-{tool}-{fkey}.json", jobs)
         source = (parent_root / label.path).read_text(encoding="utf-8-sig", errors="replace")
         hits = hit_findings(label, findings, source)
         case["hit"] = bool(hits)
@@ -414,10 +420,10 @@ def score_case(label: Label, tool: str, jobs: int) -> dict:
             if fix_path is None:
                 case["quiet_after"] = True
             else:
-                fix_root = extract(gd, label.fix, CACHE / "src" / label.slug / label.fix)
+                fix_root = extract(gd, label.fix, CACHE / f"src-{EXTRACTION}" / label.slug / label.fix)
                 fix_files = package_files(fix_root, fix_path)
                 gkey = hashlib.sha256("\0".join(fix_files).encode()).hexdigest()[:12]
-                after = lint(fix_root, fix_files, CACHE / "results" / label.slug / f"{label.fix}-{tool}-{gkey}.json", jobs)
+                after = lint(fix_root, fix_files, CACHE / f"results-{EXTRACTION}" / label.slug / f"{label.fix}-{tool}-{gkey}.json", jobs)
                 fix_source = (fix_root / fix_path).read_text(encoding="utf-8-sig", errors="replace") \
                     if (fix_root / fix_path).is_file() else ""
                 case["quiet_after"] = quiet_after(label, hits, source, after, fix_source, fix_path)
@@ -461,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
             if gd is not None:
                 for commit in (label.parent, label.fix):
                     try:
-                        extract(gd, commit, CACHE / "src" / label.slug / commit)
+                        extract(gd, commit, CACHE / f"src-{EXTRACTION}" / label.slug / commit)
                     except (subprocess.SubprocessError, OSError) as exc:
                         print(f"{label.id}: {commit[:10]} not extracted: {exc}", file=sys.stderr)
         return 0
