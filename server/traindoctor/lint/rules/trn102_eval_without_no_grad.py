@@ -81,16 +81,16 @@ class EvalWithoutNoGrad(RoutineRule):
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             nodes = [e.node for e in calls] or \
-                ([] if _under_no_grad(self.names, root, loop.node) else self._method_runs(loop.node, models)) or \
-                self._helper_runs(routine, inside, models)
+                ([] if _under_no_grad(self.names, root, loop.node) else self._method_runs(loop.node, models))
+            through_helper = not nodes
+            nodes = nodes or self._helper_runs(routine, inside, models)
             if not nodes:
                 continue
             if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
                 return
             first = nodes[0]
             model = calls[0].receiver.removesuffix(".forward") if calls else \
-                code(first.func.value) if type(first) is cst.Call and type(first.func) is cst.Attribute else \
-                models[0]  # run through an in-file helper
+                models[0] if through_helper else code(first.func.value)  # type: ignore[attr-defined]
             when = f"it is trained in `{trainer}()`, not here" if trainer else \
                 "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
             message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
@@ -389,6 +389,9 @@ class EvalWithoutNoGrad(RoutineRule):
             if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names)
                    for param, argument in passed.items() if argument):
                 found.append(event.node)
+            elif event.receiver.startswith("self.") and helper.qualname.startswith(f"{routine.klass}.") and \
+                    any(m.startswith("self.") and _runs(helper.node, m, self.names) for m in models):
+                found.append(event.node)  # a method of this class that runs the instance's evaluated model
         return found
 
     def _method_runs(self, loop: cst.CSTNode | None, models: list[str]) -> list[cst.Call]:
@@ -440,12 +443,16 @@ class EvalWithoutNoGrad(RoutineRule):
 
     def _evaluated_by_callers(self, routine: Routine) -> list[str]:
         """Parameters that every in-file caller fills with a model it has put in eval mode (no
-        `train()` since), outside no_grad, from a routine that does not train through this call."""
+        `train()` since), outside no_grad, from a routine that does not train through this call;
+        for a method, also the attributes of the instance (`self.model`) that every caller, a
+        method of the same class, has put in eval mode before calling it (`self.model.eval();
+        self.validate(...)`): the object is the same one in the caller and here."""
         training = self.training
         params = [p for p in routine.params if p not in ("self", "cls")]
-        if routine.node is None or not params:
+        if routine.node is None:
             return []
         evaluated: dict[str, bool] = {}
+        attributes: set[str] | None = None  # the attributes every caller left in eval mode
         for caller in training.all:
             if caller is routine:
                 continue
@@ -460,7 +467,13 @@ class EvalWithoutNoGrad(RoutineRule):
                     switches = [e for e in before if argument and same_object(e.receiver, argument)]
                     evaluated[param] = evaluated.get(param, True) and not event.no_grad and \
                         bool(switches) and switches[-1].kind == "eval"
-        return [p for p, ok in evaluated.items() if ok]
+                left = set()
+                if routine.klass and caller.klass == routine.klass and not event.no_grad:
+                    for switch in before:
+                        if switch.receiver.startswith("self.") and switch.receiver.count(".") == 1:
+                            left.add(switch.receiver) if switch.kind == "eval" else left.discard(switch.receiver)
+                attributes = left if attributes is None else attributes & left
+        return [p for p, ok in evaluated.items() if ok] + sorted(attributes or ())
 
     def _mode(self, event: Event, routine: Routine | None = None) -> Event | None:
         """A train/eval switch; `model = load()` where the helper (in another project file, or in
