@@ -69,10 +69,14 @@ class EvalWithoutNoGrad(RoutineRule):
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             by_callers = not modes
             trainer = ""
+            restored = False
             if by_callers:  # no mode switch here: the callers' (every one evaluates the model it passes)
                 models = self._evaluated_by_callers(routine)
                 if not models:  # or a model that another function of the file trains
                     models, trainer = self._trained_elsewhere(routine, loop)
+                if not models:  # or a model given trained weights here, in a file that trains nothing
+                    models = self._restored_untrained(routine, loop)
+                    restored = bool(models)
             if not models:
                 continue
             root = routine.node if routine.node is not None else self._file_statements()
@@ -92,6 +96,7 @@ class EvalWithoutNoGrad(RoutineRule):
             model = calls[0].receiver.removesuffix(".forward") if calls else \
                 models[0] if through_helper else code(first.func.value)  # type: ignore[attr-defined]
             when = f"it is trained in `{trainer}()`, not here" if trainer else \
+                "its trained weights are loaded and nothing in this file trains it" if restored else \
                 "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
             message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
                        f"`torch.inference_mode()`: every forward pass records an autograd graph and keeps its "
@@ -304,6 +309,43 @@ class EvalWithoutNoGrad(RoutineRule):
                 if _runs(other.node, model, self.names):
                     return [model], other.qualname.rsplit(".", 1)[-1]
         return [], ""
+
+    def _restored_untrained(self, routine: Routine, loop) -> list[str]:
+        """An evaluation that no mode switch marks: the loop runs a model that holds trained
+        weights (`m.load_state_dict(...)` earlier in the function or script, or an attribute built
+        by a `from_pretrained`-style factory) in a file that trains nothing (no backward, optimizer
+        step or optimizer construction anywhere), and the model never leaves the code that can
+        see it (it is not passed to a call, returned, stored elsewhere, nor are its parameters
+        handed out: `train(model)` in another file could train it). The function's results must
+        stay out of any backward as for `_trained_elsewhere`."""
+        training = self.training
+        if training.event_kinds & {*BACKWARD, *STEP, "build_optimizer"} or routine.klass in self.model.model_classes:
+            return []  # a model's own method: a training loop elsewhere may run it
+        function = routine.node
+        if function is not None and (not isinstance(function, cst.FunctionDef) or
+                                     any(isinstance(n, cst.Yield) for n in iter_nodes(function)) or
+                                     self._stores_outside(loop.node, routine) or not self._results_stay(routine)):
+            return []
+        root = function if function is not None else self._file_statements()
+        found = []
+        for event in routine.events_in(loop.index):
+            model = event.receiver.removesuffix(".forward")
+            if event.kind != "call" or event.no_grad or model in found or training.callee(event, routine) is not None:
+                continue
+            if model.startswith("self."):
+                obj = self.model.object(model, routine.klass)
+                restored = obj is not None and obj.callee.endswith(tuple(vocab().model_factory_suffixes)) and \
+                    self.model.object_kind(model, routine.klass) == "model"
+                scope: cst.CSTNode | None = self.model.classes[routine.klass].node \
+                    if routine.klass in self.model.classes else None
+            elif "." not in model and model not in routine.params:
+                restored = _restores_weights(root, model, loop.node)
+                scope = root
+            else:
+                continue
+            if restored and scope is not None and _stays_here(scope, model):
+                found.append(model)
+        return found
 
     def _optimized(self, model: str, routine: Routine) -> bool:
         """An optimizer of the file is built over `model`'s parameters (in this class, for `self.` ones)."""
@@ -531,6 +573,40 @@ class EvalWithoutNoGrad(RoutineRule):
         safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history
         return FixSpec(f"Decorate `{function.name.value}` with `@{torch}.no_grad()`",
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
+
+
+def _restores_weights(root: cst.CSTNode, model: str, before: cst.CSTNode | None) -> bool:
+    """`model.load_state_dict(...)` runs in `root` before `before` (source order), outside a
+    nested function: the module gets weights someone trained."""
+    for node in iter_nodes(root):
+        if node is before:
+            return False
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                node.func.attr.value == "load_state_dict" and dotted_name(node.func.value) == model:
+            return True
+    return False
+
+
+def _stays_here(scope: cst.CSTNode, model: str) -> bool:
+    """`model` (a name or `self.x`) is used in `scope` only by running it, by its own methods other
+    than those that hand out its parameters or switch it to training, and as an assignment target:
+    never passed to a call, returned, yielded, aliased or put in a container."""
+    handing_out = ("parameters", "named_parameters", "train", "requires_grad_", "register_hook", "state_dict")
+    todo: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(scope, None)]
+    while todo:
+        node, parent = todo.pop()
+        if type(node) in (cst.Name, cst.Attribute) and dotted_name(node) == model:
+            if type(parent) is cst.Call and parent.func is node:
+                continue  # run on an input
+            if type(parent) is cst.Attribute and parent.value is node:
+                if parent.attr.value in handing_out:
+                    return False
+                continue  # one of its own methods or attributes (`model.load_state_dict`, `model.config`)
+            if type(parent) is cst.AssignTarget:
+                continue
+            return False
+        todo.extend((child, node) for child in child_nodes(node))
+    return True
 
 
 def _returns_evaluated(routine: Routine) -> int | None:
