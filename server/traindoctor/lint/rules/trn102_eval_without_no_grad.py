@@ -3,8 +3,10 @@ calling backward or an optimizer step) calls the model outside no_grad/
 inference_mode, so every forward pass records an autograd graph it never uses.
 
 The evaluated model may be a parameter that every in-file caller fills with a model it has
-put in eval mode (`model.eval(); evaluate(model, loader)`), or a model another project file
-returns in eval mode. Quiet in functions decorated with or only called under no_grad (or a
+put in eval mode (`model.eval(); evaluate(model, loader)`), an attribute that every calling
+method of the class has put in eval mode (`self.model.eval(); self._validate(loader)`), a model
+another project file returns in eval mode, or a model given trained weights (`load_state_dict`,
+`from_pretrained`) in a file that trains nothing and never hands the model out. Quiet in functions decorated with or only called under no_grad (or a
 decorator, here or in another project file, that runs them under it), for a model whose
 parameters were all frozen before the loop (`requires_grad_(False)`: no graph is recorded),
 in Lightning's
@@ -334,7 +336,7 @@ class EvalWithoutNoGrad(RoutineRule):
                 continue
             if model.startswith("self."):
                 obj = self.model.object(model, routine.klass)
-                restored = obj is not None and obj.callee.endswith(tuple(vocab().model_factory_suffixes)) and \
+                restored = obj is not None and obj.callee.endswith(tuple(vocab().pretrained_factory_suffixes)) and \
                     self.model.object_kind(model, routine.klass) == "model"
                 scope: cst.CSTNode | None = self.model.classes[routine.klass].node \
                     if routine.klass in self.model.classes else None
@@ -576,13 +578,13 @@ class EvalWithoutNoGrad(RoutineRule):
 
 
 def _restores_weights(root: cst.CSTNode, model: str, before: cst.CSTNode | None) -> bool:
-    """`model.load_state_dict(...)` runs in `root` before `before` (source order), outside a
-    nested function: the module gets weights someone trained."""
+    """`model.load_state_dict(...)` (`weight_loading_methods`) runs in `root` before `before` (source
+    order): the module gets weights someone trained."""
     for node in iter_nodes(root):
         if node is before:
             return False
         if type(node) is cst.Call and type(node.func) is cst.Attribute and \
-                node.func.attr.value == "load_state_dict" and dotted_name(node.func.value) == model:
+                node.func.attr.value in vocab().weight_loading_methods and dotted_name(node.func.value) == model:
             return True
     return False
 
