@@ -73,9 +73,11 @@ class EvalWithoutNoGrad(RoutineRule):
             trainer = ""
             restored = False
             if by_callers:  # no mode switch here: the callers' (every one evaluates the model it passes)
-                models = self._evaluated_by_callers(routine)
+                models, attributes = self._evaluated_by_callers(routine)
                 if not models:  # or a model that another function of the file trains
                     models, trainer = self._trained_elsewhere(routine, loop)
+                if not models:  # or an attribute every calling method of the class evaluates
+                    models = attributes
                 if not models:  # or a model given trained weights here, in a file that trains nothing
                     models = self._restored_untrained(routine, loop)
                     restored = bool(models)
@@ -341,7 +343,7 @@ class EvalWithoutNoGrad(RoutineRule):
                 scope: cst.CSTNode | None = self.model.classes[routine.klass].node \
                     if routine.klass in self.model.classes else None
             elif "." not in model and model not in routine.params:
-                restored = _restores_weights(root, model, loop.node)
+                restored = _restores_weights(root, model, loop.node, self.names)
                 scope = root
             else:
                 continue
@@ -485,16 +487,16 @@ class EvalWithoutNoGrad(RoutineRule):
                 return True
         return False
 
-    def _evaluated_by_callers(self, routine: Routine) -> list[str]:
+    def _evaluated_by_callers(self, routine: Routine) -> tuple[list[str], list[str]]:
         """Parameters that every in-file caller fills with a model it has put in eval mode (no
         `train()` since), outside no_grad, from a routine that does not train through this call;
-        for a method, also the attributes of the instance (`self.model`) that every caller, a
+        and, for a method, the attributes of the instance (`self.model`) that every caller, a
         method of the same class, has put in eval mode before calling it (`self.model.eval();
         self.validate(...)`): the object is the same one in the caller and here."""
         training = self.training
         params = [p for p in routine.params if p not in ("self", "cls")]
         if routine.node is None:
-            return []
+            return [], []
         evaluated: dict[str, bool] = {}
         attributes: set[str] | None = None  # the attributes every caller left in eval mode
         for caller in training.all:
@@ -517,7 +519,7 @@ class EvalWithoutNoGrad(RoutineRule):
                         if switch.receiver.startswith("self.") and switch.receiver.count(".") == 1:
                             left.add(switch.receiver) if switch.kind == "eval" else left.discard(switch.receiver)
                 attributes = left if attributes is None else attributes & left
-        return [p for p, ok in evaluated.items() if ok] + sorted(attributes or ())
+        return [p for p, ok in evaluated.items() if ok], sorted(attributes or ())
 
     def _mode(self, event: Event, routine: Routine | None = None) -> Event | None:
         """A train/eval switch; `model = load()` where the helper (in another project file, or in
@@ -577,14 +579,20 @@ class EvalWithoutNoGrad(RoutineRule):
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
 
 
-def _restores_weights(root: cst.CSTNode, model: str, before: cst.CSTNode | None) -> bool:
-    """`model.load_state_dict(...)` (`weight_loading_methods`) runs in `root` before `before` (source
-    order): the module gets weights someone trained."""
+def _restores_weights(root: cst.CSTNode, model: str, before: cst.CSTNode | None, names) -> bool:
+    """Before `before` (source order) in `root`, `model.load_state_dict(...)` runs
+    (`weight_loading_methods`) or `model = torch.load(...)` binds it (`weight_loading_functions`: a
+    whole pickled module): the module holds weights someone trained."""
+    v = vocab()
     for node in iter_nodes(root):
         if node is before:
             return False
         if type(node) is cst.Call and type(node.func) is cst.Attribute and \
-                node.func.attr.value in vocab().weight_loading_methods and dotted_name(node.func.value) == model:
+                node.func.attr.value in v.weight_loading_methods and dotted_name(node.func.value) == model:
+            return True
+        if type(node) is cst.Assign and type(node.value) is cst.Call and len(node.targets) == 1 and \
+                dotted_name(node.targets[0].target) == model and \
+                (names.qualify(node.value.func) or "") in v.weight_loading_functions:
             return True
     return False
 
