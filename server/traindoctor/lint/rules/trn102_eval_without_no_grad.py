@@ -6,14 +6,13 @@ The evaluated model may be a parameter that every in-file caller fills with a mo
 put in eval mode (`model.eval(); evaluate(model, loader)`), an attribute that every calling
 method of the class has put in eval mode (`self.model.eval(); self._validate(loader)`), a model
 another project file returns in eval mode, or a model given trained weights (`load_state_dict`,
-`from_pretrained`) in a file that trains nothing and never hands the model out. Quiet in functions decorated with or only called under no_grad (or a
-decorator, here or in another project file, that runs them under it), for a model whose
-parameters were all frozen before the loop (`requires_grad_(False)`: no graph is recorded),
-in Lightning's
-validation/test/predict hooks (Lightning disables grad), in unit tests (a script's
-own `def test(model, loader)` loop is not one), and where the
-code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
-`autograd.grad`)."""
+`torch.load`, `from_pretrained`) in a file that trains nothing and never hands the model out.
+Quiet in functions decorated with or only called under no_grad (or a decorator, here or in
+another project file, that runs them under it), for a model whose parameters were all frozen
+before the loop (`requires_grad_(False)`: no graph is recorded), in Lightning's
+validation/test/predict hooks (Lightning disables grad), in unit tests (a script's own
+`def test(model, loader)` loop is not one), and where the code asks for gradients itself
+(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`)."""
 
 from __future__ import annotations
 
