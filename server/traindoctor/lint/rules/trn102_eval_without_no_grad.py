@@ -3,15 +3,16 @@ calling backward or an optimizer step) calls the model outside no_grad/
 inference_mode, so every forward pass records an autograd graph it never uses.
 
 The evaluated model may be a parameter that every in-file caller fills with a model it has
-put in eval mode (`model.eval(); evaluate(model, loader)`), or a model another project file
-returns in eval mode. Quiet in functions decorated with or only called under no_grad (or a
-decorator, here or in another project file, that runs them under it), for a model whose
-parameters were all frozen before the loop (`requires_grad_(False)`: no graph is recorded),
-in Lightning's
-validation/test/predict hooks (Lightning disables grad), in unit tests (a script's
-own `def test(model, loader)` loop is not one), and where the
-code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
-`autograd.grad`)."""
+put in eval mode (`model.eval(); evaluate(model, loader)`), an attribute that every calling
+method of the class has put in eval mode (`self.model.eval(); self._validate(loader)`), a model
+another project file returns in eval mode, or a model given trained weights (`load_state_dict`,
+`torch.load`, `from_pretrained`) in a file that trains nothing and never hands the model out.
+Quiet in functions decorated with or only called under no_grad (or a decorator, here or in
+another project file, that runs them under it), for a model whose parameters were all frozen
+before the loop (`requires_grad_(False)`: no graph is recorded), in Lightning's
+validation/test/predict hooks (Lightning disables grad), in unit tests (a script's own
+`def test(model, loader)` loop is not one), and where the code asks for gradients itself
+(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`)."""
 
 from __future__ import annotations
 
@@ -69,10 +70,16 @@ class EvalWithoutNoGrad(RoutineRule):
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             by_callers = not modes
             trainer = ""
+            restored = False
             if by_callers:  # no mode switch here: the callers' (every one evaluates the model it passes)
-                models = self._evaluated_by_callers(routine)
+                models, attributes = self._evaluated_by_callers(routine)
                 if not models:  # or a model that another function of the file trains
                     models, trainer = self._trained_elsewhere(routine, loop)
+                if not models:  # or an attribute every calling method of the class evaluates
+                    models = attributes
+                if not models:  # or a model given trained weights here, in a file that trains nothing
+                    models = self._restored_untrained(routine, loop)
+                    restored = bool(models)
             if not models:
                 continue
             root = routine.node if routine.node is not None else self._file_statements()
@@ -81,17 +88,18 @@ class EvalWithoutNoGrad(RoutineRule):
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             nodes = [e.node for e in calls] or \
-                ([] if _under_no_grad(self.names, root, loop.node) else self._method_runs(loop.node, models)) or \
-                self._helper_runs(routine, inside, models)
+                ([] if _under_no_grad(self.names, root, loop.node) else self._method_runs(loop.node, models))
+            through_helper = not nodes
+            nodes = nodes or self._helper_runs(routine, inside, models)
             if not nodes:
                 continue
             if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
                 return
             first = nodes[0]
             model = calls[0].receiver.removesuffix(".forward") if calls else \
-                code(first.func.value) if type(first) is cst.Call and type(first.func) is cst.Attribute else \
-                models[0]  # run through an in-file helper
+                models[0] if through_helper else code(first.func.value)  # type: ignore[attr-defined]
             when = f"it is trained in `{trainer}()`, not here" if trainer else \
+                "its trained weights are loaded and nothing in this file trains it" if restored else \
                 "every caller puts it in eval mode first" if by_callers else "after `.eval()`"
             message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
                        f"`torch.inference_mode()`: every forward pass records an autograd graph and keeps its "
@@ -305,6 +313,43 @@ class EvalWithoutNoGrad(RoutineRule):
                     return [model], other.qualname.rsplit(".", 1)[-1]
         return [], ""
 
+    def _restored_untrained(self, routine: Routine, loop) -> list[str]:
+        """An evaluation that no mode switch marks: the loop runs a model that holds trained
+        weights (`m.load_state_dict(...)` earlier in the function or script, or an attribute built
+        by a `from_pretrained`-style factory) in a file that trains nothing (no backward, optimizer
+        step or optimizer construction anywhere), and the model never leaves the code that can
+        see it (it is not passed to a call, returned, stored elsewhere, nor are its parameters
+        handed out: `train(model)` in another file could train it). The function's results must
+        stay out of any backward as for `_trained_elsewhere`."""
+        training = self.training
+        if training.event_kinds & {*BACKWARD, *STEP, "build_optimizer"} or routine.klass in self.model.model_classes:
+            return []  # a model's own method: a training loop elsewhere may run it
+        function = routine.node
+        if function is not None and (not isinstance(function, cst.FunctionDef) or
+                                     any(isinstance(n, cst.Yield) for n in iter_nodes(function)) or
+                                     self._stores_outside(loop.node, routine) or not self._results_stay(routine)):
+            return []
+        root = function if function is not None else self._file_statements()
+        found = []
+        for event in routine.events_in(loop.index):
+            model = event.receiver.removesuffix(".forward")
+            if event.kind != "call" or event.no_grad or model in found or training.callee(event, routine) is not None:
+                continue
+            if model.startswith("self."):
+                obj = self.model.object(model, routine.klass)
+                restored = obj is not None and obj.callee.endswith(tuple(vocab().pretrained_factory_suffixes)) and \
+                    self.model.object_kind(model, routine.klass) == "model"
+                scope: cst.CSTNode | None = self.model.classes[routine.klass].node \
+                    if routine.klass in self.model.classes else None
+            elif "." not in model and model not in routine.params:
+                restored = _restores_weights(root, model, loop.node, self.names)
+                scope = root
+            else:
+                continue
+            if restored and scope is not None and _stays_here(scope, model):
+                found.append(model)
+        return found
+
     def _optimized(self, model: str, routine: Routine) -> bool:
         """An optimizer of the file is built over `model`'s parameters (in this class, for `self.` ones)."""
         for other in self.training.all:
@@ -389,6 +434,9 @@ class EvalWithoutNoGrad(RoutineRule):
             if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names)
                    for param, argument in passed.items() if argument):
                 found.append(event.node)
+            elif event.receiver.startswith("self.") and helper.qualname.startswith(f"{routine.klass}.") and \
+                    any(m.startswith("self.") and _runs(helper.node, m, self.names) for m in models):
+                found.append(event.node)  # a method of this class that runs the instance's evaluated model
         return found
 
     def _method_runs(self, loop: cst.CSTNode | None, models: list[str]) -> list[cst.Call]:
@@ -438,14 +486,18 @@ class EvalWithoutNoGrad(RoutineRule):
                 return True
         return False
 
-    def _evaluated_by_callers(self, routine: Routine) -> list[str]:
+    def _evaluated_by_callers(self, routine: Routine) -> tuple[list[str], list[str]]:
         """Parameters that every in-file caller fills with a model it has put in eval mode (no
-        `train()` since), outside no_grad, from a routine that does not train through this call."""
+        `train()` since), outside no_grad, from a routine that does not train through this call;
+        and, for a method, the attributes of the instance (`self.model`) that every caller, a
+        method of the same class, has put in eval mode before calling it (`self.model.eval();
+        self.validate(...)`): the object is the same one in the caller and here."""
         training = self.training
         params = [p for p in routine.params if p not in ("self", "cls")]
-        if routine.node is None or not params:
-            return []
+        if routine.node is None:
+            return [], []
         evaluated: dict[str, bool] = {}
+        attributes: set[str] | None = None  # the attributes every caller left in eval mode
         for caller in training.all:
             if caller is routine:
                 continue
@@ -460,7 +512,13 @@ class EvalWithoutNoGrad(RoutineRule):
                     switches = [e for e in before if argument and same_object(e.receiver, argument)]
                     evaluated[param] = evaluated.get(param, True) and not event.no_grad and \
                         bool(switches) and switches[-1].kind == "eval"
-        return [p for p, ok in evaluated.items() if ok]
+                left = set()
+                if routine.klass and caller.klass == routine.klass and not event.no_grad:
+                    for switch in before:
+                        if switch.receiver.startswith("self.") and switch.receiver.count(".") == 1:
+                            left.add(switch.receiver) if switch.kind == "eval" else left.discard(switch.receiver)
+                attributes = left if attributes is None else attributes & left
+        return [p for p, ok in evaluated.items() if ok], sorted(attributes or ())
 
     def _mode(self, event: Event, routine: Routine | None = None) -> Event | None:
         """A train/eval switch; `model = load()` where the helper (in another project file, or in
@@ -518,6 +576,46 @@ class EvalWithoutNoGrad(RoutineRule):
         safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history
         return FixSpec(f"Decorate `{function.name.value}` with `@{torch}.no_grad()`",
                        (InsertBefore(function, f"@{torch}.no_grad()"),), safe=safe)
+
+
+def _restores_weights(root: cst.CSTNode, model: str, before: cst.CSTNode | None, names) -> bool:
+    """Before `before` (source order) in `root`, `model.load_state_dict(...)` runs
+    (`weight_loading_methods`) or `model = torch.load(...)` binds it (`weight_loading_functions`: a
+    whole pickled module): the module holds weights someone trained."""
+    v = vocab()
+    for node in iter_nodes(root):
+        if node is before:
+            return False
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                node.func.attr.value in v.weight_loading_methods and dotted_name(node.func.value) == model:
+            return True
+        if type(node) is cst.Assign and type(node.value) is cst.Call and len(node.targets) == 1 and \
+                dotted_name(node.targets[0].target) == model and \
+                (names.qualify(node.value.func) or "") in v.weight_loading_functions:
+            return True
+    return False
+
+
+def _stays_here(scope: cst.CSTNode, model: str) -> bool:
+    """`model` (a name or `self.x`) is used in `scope` only by running it, by its own methods other
+    than those that hand out its parameters or switch it to training, and as an assignment target:
+    never passed to a call, returned, yielded, aliased or put in a container."""
+    handing_out = ("parameters", "named_parameters", "train", "requires_grad_", "register_hook", "state_dict")
+    todo: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(scope, None)]
+    while todo:
+        node, parent = todo.pop()
+        if type(node) in (cst.Name, cst.Attribute) and dotted_name(node) == model:
+            if type(parent) is cst.Call and parent.func is node:
+                continue  # run on an input
+            if type(parent) is cst.Attribute and parent.value is node:
+                if parent.attr.value in handing_out:
+                    return False
+                continue  # one of its own methods or attributes (`model.load_state_dict`, `model.config`)
+            if type(parent) is cst.AssignTarget:
+                continue
+            return False
+        todo.extend((child, node) for child in child_nodes(node))
+    return True
 
 
 def _returns_evaluated(routine: Routine) -> int | None:
