@@ -369,6 +369,11 @@ def lint(root: Path, files: list[str], key: Path, jobs: int) -> list[dict]:
                           cwd=root, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise RuntimeError(f"traindoctor check failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
+    # The key names the code the run started with; findings of code edited since (a merge, a
+    # rule being tuned in this checkout) must not be cached, or scored, under that name.
+    if tool_hash() not in key.name:
+        raise SystemExit("score.py: traindoctor's server/ or rules/ changed during the run; "
+                         "score a checkout nobody edits (a git worktree at the commit)")
     findings = [{"code": f["code"], "path": Path(f["path"]).as_posix().removeprefix("./"), "line": f["line"],
                  "end_line": f.get("end_line", f["line"]), "message": f["message"]}
                 for f in json.loads(proc.stdout or "[]")]
