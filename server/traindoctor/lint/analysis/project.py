@@ -79,6 +79,7 @@ class ProjectIndex:
         self._roots: dict[str, str] = {}  # folder -> its project root (memo)
         self._lock = threading.RLock()
         self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None
+        self._no_grad_methods: dict[str, tuple[str, ...]] | None = None  # root -> method names (memo)
         self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
         self._bases_known: dict[tuple[str, str], bool] = {}  # (file, "class:" name) -> a model class by its bases
 
@@ -109,6 +110,7 @@ class ProjectIndex:
             old = self._summaries.get(path)
             self._summaries[path] = summary
             self._saves = None  # what a save writes may depend on any file it imports
+            self._no_grad_methods = None
             self._expansions.clear()
             self._bases_known.clear()
             return True
@@ -116,6 +118,7 @@ class ProjectIndex:
     def remove(self, path: str) -> bool:
         with self._lock:
             self._saves = None
+            self._no_grad_methods = None
             self._expansions.clear()
             self._bases_known.clear()
             return self._summaries.pop(os.path.abspath(path), None) is not None
@@ -284,6 +287,7 @@ class ProjectIndex:
             imports = tuple(imports)
             symbols = self._symbols_for(path, imports, spelled)
             saves = tuple(s for s in self._project_saves(self.root_of(path)) if s[2] != path)
+            no_grad_methods = self._project_no_grad_methods(self.root_of(path))
             aliases: dict[str, str] = {}
             for fact in imports:
                 target = self.resolve(path, fact.module, fact.level) if fact.name == "*" else None
@@ -293,7 +297,8 @@ class ProjectIndex:
             symbols = {key: symbol for key, symbol in symbols.items() if _used(text, spelled[key], symbol)}
             saves = saves if "load(" in text else ()
             aliases = {local: full for local, full in aliases.items() if re.search(rf"(?<![\w.]){local}\.", text)}
-        return self._facts(symbols, saves, tuple(sorted(aliases.items())))
+            no_grad_methods = tuple(m for m in no_grad_methods if re.search(rf"\.{m}\s*\(", text))
+        return self._facts(symbols, saves, tuple(sorted(aliases.items())), no_grad_methods)
 
     def _symbols_for(self, path: str, imports: Iterable[ImportFact],
                      spelled: dict[str, str] | None = None) -> dict[str, Symbol]:
@@ -333,13 +338,14 @@ class ProjectIndex:
         return symbols
 
     @staticmethod
-    def _facts(symbols: dict[str, Symbol], saves=(), aliases=()) -> ImportedFacts:
+    def _facts(symbols: dict[str, Symbol], saves=(), aliases=(), no_grad_methods=()) -> ImportedFacts:
         plain = tuple(sorted(key for key, symbol in symbols.items()
                              if isinstance(symbol, FunctionSummary) and not informative(symbol)))
         symbols = {key: symbol for key, symbol in symbols.items() if informative(symbol)}
-        if not symbols and not saves and not aliases and not plain:
+        if not symbols and not saves and not aliases and not plain and not no_grad_methods:
             return EMPTY_IMPORTS
-        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases, plain)
+        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases, plain,
+                             tuple(no_grad_methods))
 
     def _exported_aliases(self, path: str, depth: int = 0) -> dict[str, str]:
         """The module aliases `from module import *` binds (`F` -> `torch.nn.functional`), through
@@ -368,6 +374,23 @@ class ProjectIndex:
                         by_root.setdefault(self.root_of(where), []).append((saved, kind, where, obj))
             self._saves = {r: tuple(sorted(v)) for r, v in by_root.items()}
         return self._saves.get(root, ())
+
+    def _project_no_grad_methods(self, root: str) -> tuple[str, ...]:
+        """The method names (not `forward`) that the project's classes define, each definition
+        under a no_grad/inference_mode decorator: a call of one on a model whose class is not known
+        here runs without autograd whichever of them the model is."""
+        if self._no_grad_methods is None:
+            by_root: dict[str, dict[str, bool]] = {}
+            for where, summary in self._summaries.items():
+                seen = by_root.setdefault(self.root_of(where), {})
+                for klass in summary.classes:
+                    for method in klass.methods:
+                        name = method.qualname.rsplit(".", 1)[-1]
+                        seen[name] = seen.get(name, True) and method.no_grad
+            self._no_grad_methods = {r: tuple(sorted(n for n, off in v.items() if off and n not in
+                                                     ("forward", "__call__")))
+                                     for r, v in by_root.items()}
+        return self._no_grad_methods.get(root, ())
 
     def dependants(self, path: str) -> set[str]:
         """Indexed files that import `path`, and those that import a file re-exporting it."""

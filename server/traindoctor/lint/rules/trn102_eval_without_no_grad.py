@@ -426,7 +426,10 @@ class EvalWithoutNoGrad(RoutineRule):
         return found
 
     def _no_grad_method(self, method: str) -> bool:
-        """A class of this file, or an imported project class, defines `method` under no_grad."""
+        """A class of this file, or an imported project class, defines `method` under no_grad; or
+        every class of the project that defines it does (the model's class is not known here)."""
+        if self.model.imported.no_grad_method(method):
+            return True
         for qualname, (info, _) in self.model.function_home.items():
             if qualname.rsplit(".", 1)[-1] == method and "." in qualname and \
                     (self.model.only_called_without_grad(info) or _decorated_no_grad(self.names, info.node) or
