@@ -164,3 +164,49 @@ def test_torch_a_method_decorated_with_no_grad_records_no_graph():
     model.fc.register_forward_hook(lambda m, i, o: inner.append(o))
     model.recognize(x, None)
     assert not inner[-1].requires_grad  # the forward inside recognize built no graph
+
+
+# -- TRN102: a project that pins torch < 0.4 -----------------------------------------------------------
+
+VOLATILE_EVAL = """\
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.autograd import Variable
+    model = nn.Linear(4, 2)
+    test_loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]
+    def test(model):
+        model.eval()
+        correct = 0
+        for data, target in test_loader:
+            data, target = Variable(data, volatile=True), Variable(target)
+            output = model(data)
+            pred = output.data.max(1, keepdim=True)[1]
+            correct += pred.eq(target.data.view_as(pred)).cpu().sum()
+        return correct
+"""
+
+
+def test_no_eval_finding_where_the_project_pins_a_torch_without_no_grad(tmp_path):
+    _write(tmp_path, {"mnist/teacher.py": VOLATILE_EVAL})
+    (tmp_path / "pyproject.toml").unlink()
+    (tmp_path / "requirements.txt").write_text("numpy==1.14.0\ntorch==0.3.0.post4\ntorchvision==0.2.0\n")
+    assert _check(tmp_path, "TRN102") == []
+    (tmp_path / "requirements.txt").write_text("numpy==1.14.0\ntorch==1.0.0\ntorchvision==0.2.0\n")
+    assert _check(tmp_path, "TRN102") == [("TRN102", "teacher.py", 12)]
+
+
+def test_torch_volatile_no_longer_turns_recording_off():
+    """Why the pin decides: since 0.4 `volatile=True` is ignored (with a warning) and the forward
+    records a graph, so on a later torch the same loop is the bug; before 0.4 it was the way to run
+    without one, and `torch.no_grad` did not exist."""
+    import warnings
+
+    from torch.autograd import Variable
+
+    layer = nn.Linear(4, 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        x = Variable(torch.randn(3, 4), volatile=True)
+    assert any("volatile" in str(w.message) for w in caught)
+    assert layer(x).grad_fn is not None

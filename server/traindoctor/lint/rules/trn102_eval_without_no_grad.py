@@ -11,7 +11,8 @@ in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's
 own `def test(model, loader)` loop is not one), and where the
 code asks for gradients itself (saliency maps, attacks: `.grad`, `requires_grad`,
-`autograd.grad`)."""
+`autograd.grad`). Quiet, too, where the project pins torch < 0.4: `torch.no_grad()` does not
+exist there, and inference without a graph was `Variable(x, volatile=True)`."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import libcst as cst
 
 from ..analysis.autograd_off import frozen_before, runs_without_grad
 from ..analysis.detached_use import only_detached
+from ..analysis.environment import torch_version
 from ..analysis.events import Event, disables_grad
 from ..analysis.iteration_output import stays_in_iteration
 from ..analysis.names import dotted_name
@@ -33,11 +35,17 @@ from ..walk import child_nodes, iter_nodes
 from .trn7xx_training_base import RoutineRule
 
 
+NO_GRAD_SINCE = (0, 4)  # torch.no_grad() was added in 0.4, which also made `volatile=True` a no-op
+
+
 class EvalWithoutNoGrad(RoutineRule):
     CODE = "TRN102"
     READS = ("names", "objects", "classes", "functions", "calls", "globals", "training", "project", "layout")
 
     def check(self, routine: Routine) -> None:
+        version = torch_version(self.model.path)
+        if version is not None and version < NO_GRAD_SINCE:
+            return  # the advice cannot be followed on the project's torch
         training = self.training
         if routine.no_grad or self._decorated_no_grad(routine) or \
                 (routine.node is not None and runs_without_grad(self.model, routine.node)) or \
