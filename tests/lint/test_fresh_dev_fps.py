@@ -210,3 +210,81 @@ def test_torch_volatile_no_longer_turns_recording_off():
         x = Variable(torch.randn(3, 4), volatile=True)
     assert any("volatile" in str(w.message) for w in caught)
     assert layer(x).grad_fn is not None
+
+
+# -- TRN102: a helper that may fit something through the model's methods -----------------------------
+
+FINETUNE = """\
+    import torch
+    import torch.nn as nn
+    class MetaTemplate(nn.Module):
+        def __init__(self, n_way):
+            super().__init__()
+            self.n_way = n_way
+            self.feature = nn.Linear(16, 8)
+    class ProtoNet(MetaTemplate):
+        def set_forward(self, z, is_feature=True):
+            return -torch.cdist(z[:, 1:].reshape(-1, z.size(-1)), z[:, :1].mean(1))
+    class BaselineFinetune(MetaTemplate):
+        def set_forward(self, z, is_feature=True):
+            return self.set_forward_adaptation(z, is_feature)
+        def set_forward_adaptation(self, z, is_feature=True):
+            clf = nn.Linear(z.size(-1), self.n_way)
+            opt = torch.optim.SGD(clf.parameters(), lr=0.01)
+            support = z[:, :1].reshape(-1, z.size(-1))
+            labels = torch.arange(self.n_way)
+            for _ in range(10):
+                opt.zero_grad()
+                loss = nn.functional.cross_entropy(clf(support), labels)
+                loss.backward()
+                opt.step()
+            return clf(z[:, 1:].reshape(-1, z.size(-1)))
+"""
+
+EVALUATE = """\
+    import torch
+    from methods.template import BaselineFinetune, ProtoNet
+    def feature_evaluation(features, model, adaptation=False):
+        z_all = torch.from_numpy(features)
+        if adaptation:
+            scores = model.set_forward_adaptation(z_all, is_feature=True)
+        else:
+            scores = model.set_forward(z_all, is_feature=True)
+        return scores.data.cpu().numpy().argmax(axis=1)
+    def main(files, method):
+        model = BaselineFinetune(5) if method == "baseline" else ProtoNet(5)
+        model.eval()
+        acc = []
+        for features in files:
+            acc.append(feature_evaluation(features, model, adaptation=False))
+        return acc
+"""
+
+
+def test_a_helper_calling_a_method_that_a_project_class_trains_in_is_not_an_evaluation(tmp_path):
+    _write(tmp_path, {"methods/template.py": FINETUNE, "methods/__init__.py": "", "test.py": EVALUATE})
+    assert _check(tmp_path, "TRN102") == []
+
+
+def test_the_same_helper_is_reported_when_no_project_class_trains_in_its_methods(tmp_path):
+    inference_only = FINETUNE.replace("""            for _ in range(10):
+                opt.zero_grad()
+                loss = nn.functional.cross_entropy(clf(support), labels)
+                loss.backward()
+                opt.step()
+""", "")
+    _write(tmp_path, {"methods/template.py": inference_only, "methods/__init__.py": "", "test.py": EVALUATE})
+    assert _check(tmp_path, "TRN102") == [("TRN102", "test.py", 15)]
+
+
+def test_torch_no_grad_breaks_a_probe_fitted_inside_the_evaluation():
+    """Why quiet: under the no_grad the rule would ask for, fitting the probe raises."""
+    import pytest
+
+    namespace: dict = {}
+    exec(textwrap.dedent(FINETUNE), namespace)
+    model = namespace["BaselineFinetune"](5).eval()
+    z = torch.randn(5, 3, 16)
+    assert model.set_forward(z).shape == (10, 5)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="does not require grad"):
+        model.set_forward(z)

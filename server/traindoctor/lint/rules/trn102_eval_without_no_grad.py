@@ -394,7 +394,8 @@ class EvalWithoutNoGrad(RoutineRule):
             params = [p for p in helper.params if p not in ("self", "cls")]
             passed = dict(zip(params, event.args))
             passed.update((k, a) for k, a in event.keywords if k in params)
-            if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names)
+            if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names) and
+                   not self._trains_through_methods(helper.node, param)
                    for param, argument in passed.items() if argument):
                 found.append(event.node)
         return found
@@ -432,6 +433,19 @@ class EvalWithoutNoGrad(RoutineRule):
                     found.append(node)
             todo.extend(reversed(list(child_nodes(node))))
         return found
+
+    def _trains_through_methods(self, helper: cst.CSTNode, model: str) -> bool:
+        """The helper calls a method of `model` that a class of this file or of the project
+        trains in (backward, an optimizer step): it may be fitting something, not evaluating."""
+        for node in iter_nodes(helper):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    dotted_name(node.func.value) == model:
+                method = node.func.attr.value
+                if self.model.imported.training_method(method) or any(
+                        q.rsplit(".", 1)[-1] == method and "." in q and info.trains
+                        for q, (info, _) in self.model.function_home.items()):
+                    return True
+        return False
 
     def _no_grad_method(self, method: str) -> bool:
         """A class of this file, or an imported project class, defines `method` under no_grad; or
