@@ -79,6 +79,8 @@ class ProjectIndex:
         self._roots: dict[str, str] = {}  # folder -> its project root (memo)
         self._lock = threading.RLock()
         self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None
+        self._no_grad_methods: dict[str, tuple[str, ...]] | None = None  # root -> method names (memo)
+        self._training_methods: dict[str, tuple[str, ...]] | None = None  # root -> method names (memo)
         self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
         self._bases_known: dict[tuple[str, str], bool] = {}  # (file, "class:" name) -> a model class by its bases
 
@@ -109,6 +111,8 @@ class ProjectIndex:
             old = self._summaries.get(path)
             self._summaries[path] = summary
             self._saves = None  # what a save writes may depend on any file it imports
+            self._no_grad_methods = None
+            self._training_methods = None
             self._expansions.clear()
             self._bases_known.clear()
             return True
@@ -116,6 +120,8 @@ class ProjectIndex:
     def remove(self, path: str) -> bool:
         with self._lock:
             self._saves = None
+            self._no_grad_methods = None
+            self._training_methods = None
             self._expansions.clear()
             self._bases_known.clear()
             return self._summaries.pop(os.path.abspath(path), None) is not None
@@ -284,6 +290,8 @@ class ProjectIndex:
             imports = tuple(imports)
             symbols = self._symbols_for(path, imports, spelled)
             saves = tuple(s for s in self._project_saves(self.root_of(path)) if s[2] != path)
+            no_grad_methods = self._project_no_grad_methods(self.root_of(path))
+            training_methods = self._project_training_methods(self.root_of(path))
             aliases: dict[str, str] = {}
             for fact in imports:
                 target = self.resolve(path, fact.module, fact.level) if fact.name == "*" else None
@@ -293,7 +301,9 @@ class ProjectIndex:
             symbols = {key: symbol for key, symbol in symbols.items() if _used(text, spelled[key], symbol)}
             saves = saves if "load(" in text else ()
             aliases = {local: full for local, full in aliases.items() if re.search(rf"(?<![\w.]){local}\.", text)}
-        return self._facts(symbols, saves, tuple(sorted(aliases.items())))
+            no_grad_methods = tuple(m for m in no_grad_methods if re.search(rf"\.{m}\s*\(", text))
+            training_methods = tuple(m for m in training_methods if re.search(rf"\.{m}\s*\(", text))
+        return self._facts(symbols, saves, tuple(sorted(aliases.items())), no_grad_methods, training_methods)
 
     def _symbols_for(self, path: str, imports: Iterable[ImportFact],
                      spelled: dict[str, str] | None = None) -> dict[str, Symbol]:
@@ -333,13 +343,15 @@ class ProjectIndex:
         return symbols
 
     @staticmethod
-    def _facts(symbols: dict[str, Symbol], saves=(), aliases=()) -> ImportedFacts:
+    def _facts(symbols: dict[str, Symbol], saves=(), aliases=(), no_grad_methods=(),
+               training_methods=()) -> ImportedFacts:
         plain = tuple(sorted(key for key, symbol in symbols.items()
                              if isinstance(symbol, FunctionSummary) and not informative(symbol)))
         symbols = {key: symbol for key, symbol in symbols.items() if informative(symbol)}
-        if not symbols and not saves and not aliases and not plain:
+        if not symbols and not saves and not aliases and not plain and not no_grad_methods and not training_methods:
             return EMPTY_IMPORTS
-        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases, plain)
+        return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases, plain,
+                             tuple(no_grad_methods), tuple(training_methods))
 
     def _exported_aliases(self, path: str, depth: int = 0) -> dict[str, str]:
         """The module aliases `from module import *` binds (`F` -> `torch.nn.functional`), through
@@ -368,6 +380,40 @@ class ProjectIndex:
                         by_root.setdefault(self.root_of(where), []).append((saved, kind, where, obj))
             self._saves = {r: tuple(sorted(v)) for r, v in by_root.items()}
         return self._saves.get(root, ())
+
+    def _under(self, root: str) -> list[FileSummary]:
+        """The summaries of the indexed files in `root` or below it (a repository without a project
+        marker has a root per folder: its entry script's root holds the packages beneath it)."""
+        prefix = root.rstrip(os.sep) + os.sep
+        return [summary for where, summary in self._summaries.items() if where.startswith(prefix)]
+
+    def _project_no_grad_methods(self, root: str) -> tuple[str, ...]:
+        """The method names (not `forward`) that the project's classes define, each definition
+        under a no_grad/inference_mode decorator: a call of one on a model whose class is not known
+        here runs without autograd whichever of them the model is."""
+        if self._no_grad_methods is None:
+            self._no_grad_methods = {}
+        if root not in self._no_grad_methods:
+            seen: dict[str, bool] = {}
+            for summary in self._under(root):
+                for klass in summary.classes:
+                    for method in klass.methods:
+                        name = method.qualname.rsplit(".", 1)[-1]
+                        seen[name] = seen.get(name, True) and method.no_grad
+            self._no_grad_methods[root] = tuple(sorted(n for n, off in seen.items()
+                                                       if off and n not in ("forward", "__call__")))
+        return self._no_grad_methods[root]
+
+    def _project_training_methods(self, root: str) -> tuple[str, ...]:
+        """The method names (not `forward`) that some project class defines with a backward or an
+        optimizer step in its body."""
+        if self._training_methods is None:
+            self._training_methods = {}
+        if root not in self._training_methods:
+            found = {m.qualname.rsplit(".", 1)[-1] for summary in self._under(root) for klass in summary.classes
+                     for m in klass.methods if m.backward}
+            self._training_methods[root] = tuple(sorted(found - {"forward", "__call__"}))
+        return self._training_methods[root]
 
     def dependants(self, path: str) -> set[str]:
         """Indexed files that import `path`, and those that import a file re-exporting it."""

@@ -141,6 +141,12 @@ class ImportedFacts:
     # Imported project functions whose summary says nothing: known to train, zero, seed, draw,
     # switch modes and keep their arguments in no state (a logging helper).
     plain: tuple[str, ...] = ()
+    # Method names that every project class defining them runs under no_grad (its decorator):
+    # `model.recognize(x)` on a model of any of those classes records no graph.
+    no_grad_methods: tuple[str, ...] = ()
+    # Method names that some project class's definition trains in (backward or an optimizer step):
+    # a helper calling one on a model may be training it (a probe fitted on features), not evaluating.
+    training_methods: tuple[str, ...] = ()
 
     @functools.cached_property
     def _by_key(self) -> dict[str, Symbol]:
@@ -152,11 +158,20 @@ class ImportedFacts:
         return state
 
     def __bool__(self) -> bool:
-        return bool(self.symbols or self.saves or self.aliases or self.plain)
+        return bool(self.symbols or self.saves or self.aliases or self.plain or self.no_grad_methods or
+                    self.training_methods)
 
     def plain_function(self, qualified: str | None) -> bool:
         """`qualified` is a project function known to do none of what a summary records."""
         return bool(qualified) and qualified in self.plain
+
+    def no_grad_method(self, name: str) -> bool:
+        """Every project class that defines the method `name` runs it under no_grad."""
+        return name in self.no_grad_methods
+
+    def training_method(self, name: str) -> bool:
+        """Some project class that defines the method `name` calls backward or steps an optimizer in it."""
+        return name in self.training_methods
 
     def star_aliases(self) -> tuple[tuple[str, str], ...]:
         """The module aliases the file's star imports of project modules bind (`F`, `nn`)."""
@@ -232,7 +247,8 @@ class ImportedFacts:
 EMPTY_IMPORTS = ImportedFacts()
 # What rules and values ask of the imported facts (AskedFacts notes each).
 QUERIES = ("get", "function", "klass", "object_kind", "binding", "randomness", "returns", "fact", "has_kind", "saved",
-           "star_aliases", "plain_function")
+           "star_aliases", "plain_function", "no_grad_method",
+           "training_method")
 
 
 class AskedFacts(ImportedFacts):

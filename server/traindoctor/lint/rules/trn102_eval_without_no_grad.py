@@ -12,7 +12,9 @@ another project file, that runs them under it), for a model whose parameters wer
 before the loop (`requires_grad_(False)`: no graph is recorded), in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's own
 `def test(model, loader)` loop is not one), and where the code asks for gradients itself
-(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`)."""
+(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`). Quiet, too, where the
+project pins torch < 0.4: `torch.no_grad()` does not exist there, and inference without a graph
+was `Variable(x, volatile=True)`."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import libcst as cst
 
 from ..analysis.autograd_off import frozen_before, runs_without_grad
 from ..analysis.detached_use import only_detached
+from ..analysis.environment import torch_version
 from ..analysis.events import Event, disables_grad
 from ..analysis.iteration_output import stays_in_iteration
 from ..analysis.names import dotted_name
@@ -34,11 +37,17 @@ from ..walk import child_nodes, iter_nodes
 from .trn7xx_training_base import RoutineRule
 
 
+NO_GRAD_SINCE = (0, 4)  # torch.no_grad() was added in 0.4, which also made `volatile=True` a no-op
+
+
 class EvalWithoutNoGrad(RoutineRule):
     CODE = "TRN102"
     READS = ("names", "objects", "classes", "functions", "calls", "globals", "training", "project", "layout")
 
     def check(self, routine: Routine) -> None:
+        version = torch_version(self.model.path)
+        if version is not None and version < NO_GRAD_SINCE:
+            return  # the advice cannot be followed on the project's torch
         training = self.training
         if routine.no_grad or self._decorated_no_grad(routine) or \
                 (routine.node is not None and runs_without_grad(self.model, routine.node)) or \
@@ -431,7 +440,8 @@ class EvalWithoutNoGrad(RoutineRule):
             params = [p for p in helper.params if p not in ("self", "cls")]
             passed = dict(zip(params, event.args))
             passed.update((k, a) for k, a in event.keywords if k in params)
-            if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names)
+            if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names) and
+                   not self._trains_through_methods(helper.node, param)
                    for param, argument in passed.items() if argument):
                 found.append(event.node)
             elif event.receiver.startswith("self.") and helper.qualname.startswith(f"{routine.klass}.") and \
@@ -473,8 +483,24 @@ class EvalWithoutNoGrad(RoutineRule):
             todo.extend(reversed(list(child_nodes(node))))
         return found
 
+    def _trains_through_methods(self, helper: cst.CSTNode, model: str) -> bool:
+        """The helper calls a method of `model` that a class of this file or of the project
+        trains in (backward, an optimizer step): it may be fitting something, not evaluating."""
+        for node in iter_nodes(helper):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and \
+                    dotted_name(node.func.value) == model:
+                method = node.func.attr.value
+                if self.model.imported.training_method(method) or any(
+                        q.rsplit(".", 1)[-1] == method and "." in q and info.trains
+                        for q, (info, _) in self.model.function_home.items()):
+                    return True
+        return False
+
     def _no_grad_method(self, method: str) -> bool:
-        """A class of this file, or an imported project class, defines `method` under no_grad."""
+        """A class of this file, or an imported project class, defines `method` under no_grad; or
+        every class of the project that defines it does (the model's class is not known here)."""
+        if self.model.imported.no_grad_method(method):
+            return True
         for qualname, (info, _) in self.model.function_home.items():
             if qualname.rsplit(".", 1)[-1] == method and "." in qualname and \
                     (self.model.only_called_without_grad(info) or _decorated_no_grad(self.names, info.node) or

@@ -143,8 +143,65 @@ class UnregisteredSubmodules(Rule):
             return False  # no weights and no train/eval behaviour: nothing is lost unregistered
         if callee.startswith("torch.nn.") and callee.count(".") == 2 and last[:1].isupper():
             return True
+        if callee == last and self._stateless_class(last, frozenset()):
+            return False  # an in-file Module that holds nothing unregistered could lose
         return self.model.kind_of_callee(callee) in ("model", "sequential", "softmax", "sigmoid") and \
             not callee.startswith("torch.nn.functional")
+
+    def _stateless_class(self, name: str, seen: frozenset[str]) -> bool:
+        """An in-file class deriving from nn.Module (or from such a class) whose instances hold
+        no state a registration would reach: every `self.x = ...` binds a stateless torch module,
+        an instance of such a class, a constant, or a value the class only uses in arithmetic (a
+        number: a Module or a Parameter there would be another thing); it registers nothing by
+        hand and never reads `self.training`. A plain list of them loses nothing."""
+        info = self.model.classes.get(name)
+        if info is None or name in seen or not info.bases:
+            return False
+        seen = seen | {name}
+        if not all(b == "torch.nn.Module" or (b in self.model.classes and self._stateless_class(b, seen))
+                   for b in info.bases):
+            return False
+        klass = info.node
+        for node in iter_nodes(klass):
+            if isinstance(node, cst.Attribute) and dotted_name(node) == "self.training":
+                return False
+            if isinstance(node, cst.Call) and (dotted_name(node.func) or "").split(".")[-1] in (
+                    "register_buffer", "register_parameter", "add_module", "register_module", "__setattr__",
+                    "setattr"):
+                return False
+            if isinstance(node, (cst.AugAssign, cst.AnnAssign)) and (dotted_name(node.target) or "").startswith("self."):
+                return False
+            if isinstance(node, cst.Assign) and any(
+                    isinstance(t.target, (cst.Tuple, cst.List, cst.Subscript)) and "self." in code(t.target)
+                    for t in node.targets):
+                return False
+            if isinstance(node, cst.Assign):
+                for t in node.targets:
+                    attr = dotted_name(t.target) or ""
+                    if attr.startswith("self.") and not self._stateless_value(node.value, attr, klass, seen):
+                        return False
+        return True
+
+    def _stateless_value(self, value: cst.BaseExpression, attr: str, klass: cst.ClassDef,
+                         seen: frozenset[str]) -> bool:
+        if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)) or (
+                isinstance(value, cst.Name) and value.value in ("True", "False", "None")):
+            return True
+        if isinstance(value, cst.Call):
+            callee = self.names.qualify(value.func) or ""
+            last = callee.rsplit(".", 1)[-1]
+            return (callee.startswith("torch.nn.") and last in vocab().stateless_modules) or \
+                (callee == last and self._stateless_class(last, seen))
+        uses = [node for node in iter_nodes(klass) if isinstance(node, (cst.BinaryOperation, cst.Comparison,
+                                                                         cst.UnaryOperation))]
+        mentions = sum(1 for node in iter_nodes(klass) if isinstance(node, cst.Attribute) and dotted_name(node) == attr)
+        in_arithmetic = sum(1 for op in uses for child in op.children
+                            if isinstance(child, cst.Attribute) and dotted_name(child) == attr) + sum(
+            1 for op in uses if isinstance(op, cst.Comparison) for c in op.comparisons
+            if isinstance(c.comparator, cst.Attribute) and dotted_name(c.comparator) == attr)
+        bindings = sum(1 for node in iter_nodes(klass) if isinstance(node, cst.Assign)
+                       for t in node.targets if dotted_name(t.target) == attr)
+        return in_arithmetic >= 1 and in_arithmetic == mentions - bindings  # every read is arithmetic
 
     def _uses(self, klass: cst.ClassDef, attr: str, assign: cst.Assign) -> bool | None:
         """None when the class registers or rebinds the attribute elsewhere; else whether
