@@ -184,3 +184,28 @@ def test_a_shape_test_is_no_guard_but_a_value_test_is():
     assert _lines(source) == []
     source = DENSE_MEAN.replace("        out = out / adj", "        if adj.size(0) > 1:\n            out = out / adj")
     assert _lines(source) == [13]
+
+
+JACCARD = '''import torch
+
+
+def jaccard(confmat):
+    confmat = confmat.float()
+    return confmat[1, 1] / (confmat[0, 1] + confmat[1, 0] + confmat[1, 1])
+'''
+
+
+def test_a_sum_of_entries_of_the_input_is_reported_and_zero_without_positives():
+    assert _lines(JACCARD) == [6]
+    confmat = torch.bincount(torch.tensor([0, 0, 0]) * 2 + torch.tensor([0, 0, 0]), minlength=4).reshape(2, 2)
+    assert torch.isnan(_run(JACCARD)["jaccard"](confmat))  # neither preds nor target has a positive
+    fixed = fix_source(JACCARD, "t.py", CONFIG, unsafe=True)[0]
+    assert _lines(fixed) == [] and _run(fixed)["jaccard"](confmat) == 0
+
+
+@pytest.mark.parametrize("change", [
+    ("confmat[0, 1] + confmat[1, 0] + confmat[1, 1]", "confmat[0, 1] + other[1, 0]"),  # two tensors
+    ("(confmat[0, 1] + confmat[1, 0] + confmat[1, 1])", "(confmat[0, 1] + confmat[1, 0] + confmat[1, 1] + 1e-6)"),
+])
+def test_entries_of_two_tensors_or_guarded_are_quiet(change):
+    assert _lines(JACCARD.replace(*change).replace("def jaccard(confmat)", "def jaccard(confmat, other=None)")) == []

@@ -327,7 +327,11 @@ class Values:
             return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero", "selected", "rows") else "") \
                 if inner.kind != "object" else UNKNOWN
         if t is cst.BinaryOperation:
-            return self._binary(expr, sub)
+            value = self._binary(expr, sub)
+            if type(expr.operator) is cst.Add and not value.zero and \
+                    self._entries_of_input(expr, at, function, klass, depth):
+                return replace(value, zero="rows")  # confmat[0, 1] + confmat[1, 0] + confmat[1, 1]
+            return value
         if t is cst.UnaryOperation:
             inner = sub(expr.expression)
             return Value("tensor", zero="mask") if isinstance(expr.operator, cst.BitInvert) else \
@@ -621,6 +625,22 @@ class Values:
         if definition.how == "assign" and definition.index is None and definition.value is not None:
             return self._input_rows(definition.value, definition.order - 1, function, klass, depth - 1)
         return definition.how == "param" and self._callers_pass_data(expr.value, function, klass, depth)
+
+    def _entries_of_input(self, expr: cst.BinaryOperation, at: int, function, klass: str, depth: int) -> bool:
+        """`a[0, 1] + a[1, 0] + a[1, 1]`: a sum of entries of one tensor of data the function is given
+        (`_input_rows`), 0 where those entries all are, as a sum over a row is."""
+        terms: list[cst.BaseExpression] = []
+        pending: list[cst.BaseExpression] = [expr]
+        while pending:
+            term = pending.pop()
+            if type(term) is cst.BinaryOperation and type(term.operator) is cst.Add:
+                pending += [term.left, term.right]
+            else:
+                terms.append(term)
+        if any(type(term) is not cst.Subscript for term in terms):
+            return False
+        bases = {dotted_name(term.value) for term in terms}  # type: ignore[attr-defined]
+        return len(bases) == 1 and None not in bases and self._input_rows(terms[0], at, function, klass, depth)
 
     def _callers_pass_data(self, param: str, function, klass: str, depth: int) -> bool:
         """No in-file call of `function` passes a learned output or a tensor with history for `param`

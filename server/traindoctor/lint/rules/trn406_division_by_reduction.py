@@ -75,8 +75,9 @@ class DivisionByReduction(Rule):
             bare = denominator.with_changes(lpar=[], rpar=[]) if denominator.lpar else denominator
             fix = FixSpec("Add an epsilon to the std", (Replace(denominator, f"({code(bare)} + 1e-8)"),), safe=False)
         elif value.zero == "rows":
-            message = (f"division by `{short}`, a norm or sum over the rows of data this function is given: a row "
-                       f"that is all zeros (a padded position, an isolated node, an all-zero vector) makes it exactly 0, "
+            message = (f"division by `{short}`, a norm or sum over rows or entries of data this function is given: "
+                       f"a row that is all zeros (a padded position, an isolated node, an all-zero vector, no positive "
+                       f"count) makes it exactly 0, "
                        f"and the result there inf/NaN (0/0), with a NaN gradient")
             fix = self._zero_to_one(denominator)
         else:
