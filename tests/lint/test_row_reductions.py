@@ -209,3 +209,21 @@ def test_a_sum_of_entries_of_the_input_is_reported_and_zero_without_positives():
 ])
 def test_entries_of_two_tensors_or_guarded_are_quiet(change):
     assert _lines(JACCARD.replace(*change).replace("def jaccard(confmat)", "def jaccard(confmat, other=None)")) == []
+
+
+def test_rows_of_a_random_draw_passed_in_the_file_are_never_all_zero():
+    source = '''import torch
+
+
+def slerp(a, b, t):
+    a = a / a.norm(dim=-1, keepdim=True)
+    b = b / b.norm(dim=-1, keepdim=True)
+    return a * (1 - t) + b * t
+
+
+def sample(n, d):
+    z0, z1 = torch.randn([n * 2, d]).chunk(2)
+    return slerp(z0, z1, 0.5)
+'''
+    assert _lines(source) == []
+    assert _lines(source.replace("torch.randn([n * 2, d]).chunk(2)", "load(n), load(d)")) == [5, 6]

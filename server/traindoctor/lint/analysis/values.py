@@ -662,11 +662,31 @@ class Values:
                 if caller is None:
                     continue
                 value = self._argument(call, param, position, caller, lookup, depth)
-                if value.grad == "known" or value.kind == "object" or _learned_output(value):
+                if value.grad == "known" or value.kind == "object" or _learned_output(value) or \
+                        self._drawn_at_random(_argument_node(call, param, position), caller):
                     learned = True
                     break
             summaries[key] = UNKNOWN if learned else Value("tensor")
         return summaries[key] is not UNKNOWN
+
+    def _drawn_at_random(self, expr: cst.BaseExpression | None, caller) -> bool:
+        """`expr`, in `caller`, is a draw from a continuous distribution (`torch.randn(n, d)`, a chunk of
+        one, a local bound to one): none of its rows is all zeros."""
+        _, analysis = self.model.function_home[caller.qualname]
+        for _ in range(6):
+            if type(expr) is cst.Name:
+                definition = analysis.scope_of(caller.node).lookup(expr.value, 10**9)
+                expr = definition.value if definition is not None and definition.how == "assign" else None
+            elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
+                    (self.model.names.qualify(expr.func) or "") not in self.v.continuous_samplers:
+                expr = expr.func.value  # torch.randn(2 * n, d).chunk(2), .to(device), .view(...)
+            elif type(expr) is cst.Subscript:
+                expr = expr.value
+            elif type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Multiply:
+                expr = expr.left  # torch.randn(n, d) * sigma
+            else:
+                break
+        return type(expr) is cst.Call and (self.model.names.qualify(expr.func) or "") in self.v.continuous_samplers
 
     def _output_attribute(self, inner: Value, attr: str) -> Value:
         if inner.grad and attr in ("loss", "losses"):
@@ -1193,6 +1213,17 @@ def _summed(value: Value) -> str:
     if value.zero in _NONZERO:
         return "safe"  # a sum of positives
     return value.zero if value.zero in _ZERO_KEPT_BY_SUMS else ""
+
+
+def _argument_node(call: cst.Call, param: str, position: int) -> cst.BaseExpression | None:
+    """The expression `call` passes for `param` (by keyword, else at `position`), when it is plain."""
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == param:
+            return a.value
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional) or not 0 <= position < len(positional):
+        return None
+    return positional[position].value
 
 
 def _over_rows(call: cst.Call, dim_position: int) -> bool:
