@@ -1097,6 +1097,8 @@ class Values:
             return replace(base, prob="", zero=_product_zero(left, right))
         if isinstance(op, cst.MatrixMultiply):
             return replace(base, prob="", zero=_contracted([left, right]))
+        # a row reduction of input data is a divisor's fact (TRN406); in a sum or a quotient it says nothing
+        lzero, rzero = ("" if lzero == "rows" else lzero), ("" if rzero == "rows" else rzero)
         if isinstance(op, cst.Add):
             for value, constant in ((left, expr.right), (right, expr.left)):
                 if _number(constant) == 1.0 and value.zero in ZERO_POSSIBLE:
