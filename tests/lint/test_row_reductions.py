@@ -227,3 +227,16 @@ def sample(n, d):
 '''
     assert _lines(source) == []
     assert _lines(source.replace("torch.randn([n * 2, d]).chunk(2)", "load(n), load(d)")) == [5, 6]
+
+
+def test_a_norm_of_a_model_forward_input_with_no_caller_in_the_file_is_quiet():
+    """The features a forward normalises come from the layer before; a sum over adjacency rows is reported."""
+    source = '''import torch
+
+
+class Normalise(torch.nn.Module):
+    def forward(self, x):
+        return x / x.norm(dim=-1, keepdim=True)
+'''
+    assert _lines(source) == []
+    assert _lines(source.replace("x.norm(dim=-1, keepdim=True)", "x.sum(dim=-1, keepdim=True)")) == [6]

@@ -596,13 +596,16 @@ class Values:
             return UNKNOWN
         return at(positional[position].value)
 
-    def _input_rows(self, expr: cst.BaseExpression, at: int, function, klass: str, depth: int) -> bool:
+    def _input_rows(self, expr: cst.BaseExpression, at: int, function, klass: str, depth: int,
+                    norm: bool = False) -> bool:
         """`expr` is data this function was given: one of its parameters, through casts, shape changes,
         indexing, `abs` and local rebindings of those, that no in-file caller fills with a learned output
         or a tensor with autograd history. A row of such data can be all zeros (a padded position, an
         isolated node's adjacency row, an all-zero pixel or attribution), so a norm or sum over its rows is
         exactly 0 there. A learned layer's output (an embedding, a latent, a projection) is not: training
-        never makes a whole row of it 0."""
+        never makes a whole row of it 0. For a `norm`, a model's forward input that no in-file call fills
+        is taken to be such an output too: feature vectors are what norms are taken of, and a forward's
+        features come from the layer before (a sum over rows is of weights, masks, adjacency)."""
         for _ in range(12):
             kind = type(expr)
             if kind is cst.Subscript:
@@ -613,8 +616,8 @@ class Values:
             elif kind is cst.Call and (self.model.names.qualify(expr.func) or "") in ("abs", "torch.abs") and expr.args:
                 expr = expr.args[0].value
             elif kind is cst.IfExp:  # `adj.unsqueeze(0) if adj.dim() == 2 else adj`: data on both branches
-                return self._input_rows(expr.body, at, function, klass, depth - 1) and \
-                    self._input_rows(expr.orelse, at, function, klass, depth - 1)
+                return self._input_rows(expr.body, at, function, klass, depth - 1, norm) and \
+                    self._input_rows(expr.orelse, at, function, klass, depth - 1, norm)
             else:
                 break
         if type(expr) is not cst.Name or function is None or depth <= 2:
@@ -623,8 +626,8 @@ class Values:
         if definition is None:
             return False
         if definition.how == "assign" and definition.index is None and definition.value is not None:
-            return self._input_rows(definition.value, definition.order - 1, function, klass, depth - 1)
-        return definition.how == "param" and self._callers_pass_data(expr.value, function, klass, depth)
+            return self._input_rows(definition.value, definition.order - 1, function, klass, depth - 1, norm)
+        return definition.how == "param" and self._callers_pass_data(expr.value, function, klass, depth, norm)
 
     def _entries_of_input(self, expr: cst.BinaryOperation, at: int, function, klass: str, depth: int) -> bool:
         """`a[0, 1] + a[1, 0] + a[1, 1]`: a sum of entries of one tensor of data the function is given
@@ -642,23 +645,25 @@ class Values:
         bases = {dotted_name(term.value) for term in terms}  # type: ignore[attr-defined]
         return len(bases) == 1 and None not in bases and self._input_rows(terms[0], at, function, klass, depth)
 
-    def _callers_pass_data(self, param: str, function, klass: str, depth: int) -> bool:
-        """No in-file call of `function` passes a learned output or a tensor with history for `param`
-        (none at all: a library function, whose input is its user's data)."""
+    def _callers_pass_data(self, param: str, function, klass: str, depth: int, norm: bool = False) -> bool:
+        """No in-file call of `function` passes a learned output, a tensor with history or a random draw for
+        `param` (none at all: a library function, whose input is its user's data; for a `norm`, a model's
+        forward with no in-file call is fed by the layer before, see `_input_rows`)."""
         if param in ("self", "cls"):
             return False
         qualname = f"{klass}.{function.name.value}" if klass else function.name.value
         home = self.model.function_home.get(qualname)
         if home is None or home[0].node is not function or param not in home[0].params:
             return False
-        key = ("passed-data", qualname, param)
+        key = ("passed-data", qualname, param, norm)
         summaries = self.model.summaries
         if key not in summaries:
             summaries[key] = UNKNOWN  # recursion guard: a recursive call passes nothing new
             info = home[0]
             position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
-            learned = False
-            for call, caller, lookup in self._call_sites(info):
+            sites = self._call_sites(info)
+            learned = norm and not sites and function.name.value == "forward" and klass in self.model.model_classes
+            for call, caller, lookup in sites:
                 if caller is None:
                     continue
                 value = self._argument(call, param, position, caller, lookup, depth)
@@ -792,7 +797,8 @@ class Values:
                 return replace(receiver, prob="", zero="" if _learned_output(receiver) else "spread")
             if method == "norm":
                 return replace(receiver, prob="", zero="" if _learned_output(receiver) else
-                               "rows" if _over_rows(call, 1) and self._input_rows(func.value, at, function, klass, depth)
+                               "rows" if _over_rows(call, 1) and
+                               self._input_rows(func.value, at, function, klass, depth, norm=True)
                                else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
@@ -862,7 +868,8 @@ class Values:
             if qualified in v.norms:
                 first = arg(call, 0, "input")
                 inner = sub(first or call)
-                rows = first is not None and _over_rows(call, 2) and self._input_rows(first, at, function, klass, depth)
+                rows = first is not None and _over_rows(call, 2) and \
+                    self._input_rows(first, at, function, klass, depth, norm=True)
                 return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "rows" if rows else "norm")
             if qualified in v.counts:
                 return Value("tensor", zero="count")
