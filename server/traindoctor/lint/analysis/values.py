@@ -324,7 +324,8 @@ class Values:
                 return inner.items[int(position)]  # out[1] of `return logits, loss`
             if inner.elements is not None:
                 return inner.elements
-            return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero", "selected", "rows") else "") \
+            kept = inner.zero if inner.zero in ("mask", "squares", "zero", "selected", "rows") else ""
+            return replace(inner, zero=kept) \
                 if inner.kind != "object" else UNKNOWN
         if t is cst.BinaryOperation:
             value = self._binary(expr, sub)
