@@ -176,11 +176,12 @@ class Proj(torch.nn.Module):
     assert _lines(source) == []
 
 
-def test_a_shape_test_is_no_guard_but_a_value_test_is():
-    source = DENSE_MEAN.replace("        out = out / adj", "        if adj.sum() > 0:\n            out = out / adj")
-    assert _lines(source) == []
-    source = DENSE_MEAN.replace("        out = out / adj", "        if adj.size(0) > 1:\n            out = out / adj")
-    assert _lines(source) == [13]
+def test_a_rank_test_is_no_guard_but_a_value_or_size_test_is():
+    guarded = "        if {}:\n            out = out / adj"
+    for test in ("adj.sum() > 0", "adj.size(0) > 1"):  # a size test can rule out a batch of one
+        assert _lines(DENSE_MEAN.replace("        out = out / adj", guarded.format(test))) == []
+    for test in ("adj.dim() == 3", "isinstance(adj, torch.Tensor)"):
+        assert _lines(DENSE_MEAN.replace("        out = out / adj", guarded.format(test))) == [13]
 
 
 JACCARD = '''import torch

@@ -156,15 +156,16 @@ def names_in(expr: cst.CSTNode) -> set[str]:
 
 
 _NAMELESS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)
-# What a test reads of a tensor when it asks only for its shape or type, never its values.
-_SHAPE_METHODS = frozenset(("dim", "size", "numel", "ndimension"))
-_SHAPE_ATTRIBUTES = frozenset(("shape", "ndim", "dtype", "device", "is_cuda", "is_sparse"))
-_SHAPE_FUNCTIONS = frozenset(("len", "isinstance"))
+# What a test reads of a tensor when it asks only for its rank or type, never its values or sizes (a
+# size test, `len(x) > 1`, can rule out a batch of one, whose std is NaN: it stays a guard).
+_SHAPE_METHODS = frozenset(("dim", "ndimension"))
+_SHAPE_ATTRIBUTES = frozenset(("ndim", "dtype", "device", "is_cuda", "is_sparse"))
+_SHAPE_FUNCTIONS = frozenset(("isinstance",))
 
 
 def value_names_in(test: cst.CSTNode) -> set[str]:
-    """names_in(test) less the names it reads only for their shape or type: `adj.dim() == 2`,
-    `x.size(0) > 1`, `isinstance(mask, Tensor)` say nothing about which values are 0."""
+    """names_in(test) less the names it reads only for their rank or type: `adj.dim() == 2`,
+    `isinstance(mask, Tensor)`, `x.dtype == torch.bool` say nothing about which values are 0."""
     kind = type(test)
     if kind is cst.Attribute and test.attr.value in _SHAPE_ATTRIBUTES:  # type: ignore[attr-defined]
         return set()
