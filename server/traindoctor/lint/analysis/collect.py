@@ -14,7 +14,7 @@ from .padding import PaddingFacts
 from .program import ProgramFacts
 from .randomness import SeedingFacts
 from .scopes import (BUILTINS, DEFINITIONS, IMPORTS, NAME_BINDERS, SEQUENCES, Def, Scope, code,
-                     grad_disabled, names_in, returns, targets)
+                     grad_disabled, names_in, returns, targets, value_names_in)
 from .events import block_routine, training_facts
 from .vocab import vocab
 
@@ -165,13 +165,13 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             self.bind(node.asname.name, "other", None)
 
     def visit_If(self, node: cst.If) -> None:
-        self.scope().guarded |= names_in(node.test)
+        self.scope().guarded |= value_names_in(node.test)
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        self.scope().guarded |= names_in(node.test)
+        self.scope().guarded |= value_names_in(node.test)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        self.scope().guarded |= names_in(node.test)
+        self.scope().guarded |= value_names_in(node.test)
 
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None:

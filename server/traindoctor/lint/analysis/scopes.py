@@ -156,6 +156,33 @@ def names_in(expr: cst.CSTNode) -> set[str]:
 
 
 _NAMELESS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)
+# What a test reads of a tensor when it asks only for its rank or type, never its values or sizes (a
+# size test, `len(x) > 1`, can rule out a batch of one, whose std is NaN: it stays a guard).
+_SHAPE_METHODS = frozenset(("dim", "ndimension"))
+_SHAPE_ATTRIBUTES = frozenset(("ndim", "dtype", "device", "is_cuda", "is_sparse"))
+_SHAPE_FUNCTIONS = frozenset(("isinstance",))
+
+
+def value_names_in(test: cst.CSTNode) -> set[str]:
+    """names_in(test) less the names it reads only for their rank or type: `adj.dim() == 2`,
+    `isinstance(mask, Tensor)`, `x.dtype == torch.bool` say nothing about which values are 0."""
+    kind = type(test)
+    if kind is cst.Attribute and test.attr.value in _SHAPE_ATTRIBUTES:  # type: ignore[attr-defined]
+        return set()
+    if kind is cst.Call:
+        func = test.func  # type: ignore[attr-defined]
+        if (type(func) is cst.Attribute and func.attr.value in _SHAPE_METHODS) or \
+                (type(func) is cst.Name and func.value in _SHAPE_FUNCTIONS):
+            return set()
+    if kind is cst.Name or kind is cst.Attribute:
+        found = names_in(test) if kind is cst.Name else {n for n in (dotted_name(test),) if n is not None}
+        if kind is cst.Attribute:
+            found |= value_names_in(test.value)  # type: ignore[attr-defined]
+        return found
+    found: set[str] = set()
+    for child in child_nodes(test):
+        found |= value_names_in(child)
+    return found
 # Exact-type tests on the hot paths: isinstance against a libcst class goes through
 # ABCMeta.__instancecheck__, a Python call (a tenth of the analysis of one-line statements).
 SEQUENCES = (cst.Tuple, cst.List)

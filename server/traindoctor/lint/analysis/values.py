@@ -15,7 +15,9 @@
   (exp underflows; log there is -inf, and the gradient of log or sqrt NaN) | saturated: `1 - t**2` of a
   tanh output `t`, exactly 0 where the tanh saturates | diff: `a - b`, 0 where
   the two are equal | tested: the function itself compares it with 0
-  or clamps it to at least 1 elsewhere, see zero_evidence.py), or "safe" (kept away from 0 by
+  or clamps it to at least 1 elsewhere, see zero_evidence.py | rows: a norm or sum over the rows of data the
+  function was given (a parameter no in-file caller fills with a learned output), 0 for an all-zero row:
+  a padded position, an isolated node, an all-zero pixel), or "safe" (kept away from 0 by
   construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal), or "one"
   (`n + 1` of an `n` that can be 0: exactly 1 there, so its log is 0).
   A square, `abs` or sum of squares can be 0 only where its base can: the square of a learned
@@ -69,7 +71,7 @@ class LossCall:
 _ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected", "underflow")
 # Reasons a value can be exactly 0; "safe" and "one" are kept away from it.
 ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested",
-                           "underflow", "saturated"))
+                           "underflow", "saturated", "rows"))
 # Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
 # is read; a difference or a caller's own test of it says nothing inside the callee.
 _PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow"))
@@ -322,10 +324,15 @@ class Values:
                 return inner.items[int(position)]  # out[1] of `return logits, loss`
             if inner.elements is not None:
                 return inner.elements
-            return replace(inner, zero=inner.zero if inner.zero in ("mask", "squares", "zero", "selected") else "") \
+            kept = inner.zero if inner.zero in ("mask", "squares", "zero", "selected", "rows") else ""
+            return replace(inner, zero=kept) \
                 if inner.kind != "object" else UNKNOWN
         if t is cst.BinaryOperation:
-            return self._binary(expr, sub)
+            value = self._binary(expr, sub)
+            if type(expr.operator) is cst.Add and not value.zero and \
+                    self._entries_of_input(expr, at, function, klass, depth):
+                return replace(value, zero="rows")  # confmat[0, 1] + confmat[1, 0] + confmat[1, 1]
+            return value
         if t is cst.UnaryOperation:
             inner = sub(expr.expression)
             return Value("tensor", zero="mask") if isinstance(expr.operator, cst.BitInvert) else \
@@ -590,6 +597,103 @@ class Values:
             return UNKNOWN
         return at(positional[position].value)
 
+    def _input_rows(self, expr: cst.BaseExpression, at: int, function, klass: str, depth: int,
+                    norm: bool = False) -> bool:
+        """`expr` is data this function was given: one of its parameters, through casts, shape changes,
+        indexing, `abs` and local rebindings of those, that no in-file caller fills with a learned output
+        or a tensor with autograd history. A row of such data can be all zeros (a padded position, an
+        isolated node's adjacency row, an all-zero pixel or attribution), so a norm or sum over its rows is
+        exactly 0 there. A learned layer's output (an embedding, a latent, a projection) is not: training
+        never makes a whole row of it 0. For a `norm`, a model's forward input that no in-file call fills
+        is taken to be such an output too: feature vectors are what norms are taken of, and a forward's
+        features come from the layer before (a sum over rows is of weights, masks, adjacency)."""
+        for _ in range(12):
+            kind = type(expr)
+            if kind is cst.Subscript:
+                expr = expr.value
+            elif kind is cst.Call and type(expr.func) is cst.Attribute and \
+                    (expr.func.attr.value in self.v.pass_through_methods or expr.func.attr.value == "abs"):
+                expr = expr.func.value
+            elif kind is cst.Call and (self.model.names.qualify(expr.func) or "") in ("abs", "torch.abs") and expr.args:
+                expr = expr.args[0].value
+            elif kind is cst.IfExp:  # `adj.unsqueeze(0) if adj.dim() == 2 else adj`: data on both branches
+                return self._input_rows(expr.body, at, function, klass, depth - 1, norm) and \
+                    self._input_rows(expr.orelse, at, function, klass, depth - 1, norm)
+            else:
+                break
+        if type(expr) is not cst.Name or function is None or depth <= 2:
+            return False
+        definition = self.analysis.scope_of(function).lookup(expr.value, at)
+        if definition is None:
+            return False
+        if definition.how == "assign" and definition.index is None and definition.value is not None:
+            return self._input_rows(definition.value, definition.order - 1, function, klass, depth - 1, norm)
+        return definition.how == "param" and self._callers_pass_data(expr.value, function, klass, depth, norm)
+
+    def _entries_of_input(self, expr: cst.BinaryOperation, at: int, function, klass: str, depth: int) -> bool:
+        """`a[0, 1] + a[1, 0] + a[1, 1]`: a sum of entries of one tensor of data the function is given
+        (`_input_rows`), 0 where those entries all are, as a sum over a row is."""
+        terms: list[cst.BaseExpression] = []
+        pending: list[cst.BaseExpression] = [expr]
+        while pending:
+            term = pending.pop()
+            if type(term) is cst.BinaryOperation and type(term.operator) is cst.Add:
+                pending += [term.left, term.right]
+            else:
+                terms.append(term)
+        if any(type(term) is not cst.Subscript for term in terms):
+            return False
+        bases = {dotted_name(term.value) for term in terms}  # type: ignore[attr-defined]
+        return len(bases) == 1 and None not in bases and self._input_rows(terms[0], at, function, klass, depth)
+
+    def _callers_pass_data(self, param: str, function, klass: str, depth: int, norm: bool = False) -> bool:
+        """No in-file call of `function` passes a learned output, a tensor with history or a random draw for
+        `param` (none at all: a library function, whose input is its user's data; for a `norm`, a model's
+        forward with no in-file call is fed by the layer before, see `_input_rows`)."""
+        if param in ("self", "cls"):
+            return False
+        qualname = f"{klass}.{function.name.value}" if klass else function.name.value
+        home = self.model.function_home.get(qualname)
+        if home is None or home[0].node is not function or param not in home[0].params:
+            return False
+        key = ("passed-data", qualname, param, norm)
+        summaries = self.model.summaries
+        if key not in summaries:
+            summaries[key] = UNKNOWN  # recursion guard: a recursive call passes nothing new
+            info = home[0]
+            position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
+            sites = self._call_sites(info)
+            learned = norm and not sites and function.name.value == "forward" and klass in self.model.model_classes
+            for call, caller, lookup in sites:
+                if caller is None:
+                    continue
+                value = self._argument(call, param, position, caller, lookup, depth)
+                if value.grad == "known" or value.kind == "object" or _learned_output(value) or \
+                        self._drawn_at_random(_argument_node(call, param, position), caller):
+                    learned = True
+                    break
+            summaries[key] = UNKNOWN if learned else Value("tensor")
+        return summaries[key] is not UNKNOWN
+
+    def _drawn_at_random(self, expr: cst.BaseExpression | None, caller) -> bool:
+        """`expr`, in `caller`, is a draw from a continuous distribution (`torch.randn(n, d)`, a chunk of
+        one, a local bound to one): none of its rows is all zeros."""
+        _, analysis = self.model.function_home[caller.qualname]
+        for _ in range(6):
+            if type(expr) is cst.Name:
+                definition = analysis.scope_of(caller.node).lookup(expr.value, 10**9)
+                expr = definition.value if definition is not None and definition.how == "assign" else None
+            elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and \
+                    (self.model.names.qualify(expr.func) or "") not in self.v.continuous_samplers:
+                expr = expr.func.value  # torch.randn(2 * n, d).chunk(2), .to(device), .view(...)
+            elif type(expr) is cst.Subscript:
+                expr = expr.value
+            elif type(expr) is cst.BinaryOperation and type(expr.operator) is cst.Multiply:
+                expr = expr.left  # torch.randn(n, d) * sigma
+            else:
+                break
+        return type(expr) is cst.Call and (self.model.names.qualify(expr.func) or "") in self.v.continuous_samplers
+
     def _output_attribute(self, inner: Value, attr: str) -> Value:
         if inner.grad and attr in ("loss", "losses"):
             return replace(inner, role="loss", kind="tensor", unit="mean" if attr == "loss" else "")
@@ -685,13 +789,18 @@ class Values:
             if method in v.pass_through_methods:
                 return receiver
             if method in ("sum", "mean"):
-                return replace(receiver, prob="", zero=_summed(receiver), unit=_reduced(method, call, receiver))
+                zero = _summed(receiver) or \
+                    ("rows" if _over_rows(call, 0) and self._input_rows(func.value, at, function, klass, depth) else "")
+                return replace(receiver, prob="", zero=zero, unit=_reduced(method, call, receiver))
             if method in v.contraction_methods and len(call.args) == 1 and call.args[0].keyword is None:
                 return replace(receiver, prob="", zero=_contracted([receiver, sub(call.args[0].value)]))
             if method in ("std", "var"):
                 return replace(receiver, prob="", zero="" if _learned_output(receiver) else "spread")
             if method == "norm":
-                return replace(receiver, prob="", zero="" if _learned_output(receiver) else "norm")
+                return replace(receiver, prob="", zero="" if _learned_output(receiver) else
+                               "rows" if _over_rows(call, 1) and
+                               self._input_rows(func.value, at, function, klass, depth, norm=True)
+                               else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
@@ -758,8 +867,11 @@ class Values:
                 first = arg(call, 0, "input")
                 return Value("tensor", zero="" if first is not None and _learned_output(sub(first)) else "spread")
             if qualified in v.norms:
-                inner = sub(arg(call, 0, "input") or call)
-                return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "norm")
+                first = arg(call, 0, "input")
+                inner = sub(first or call)
+                rows = first is not None and _over_rows(call, 2) and \
+                    self._input_rows(first, at, function, klass, depth, norm=True)
+                return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "rows" if rows else "norm")
             if qualified in v.counts:
                 return Value("tensor", zero="count")
             if qualified in v.contractions:
@@ -773,8 +885,12 @@ class Values:
                 return Value("tensor", best.grad if best else "", best.role if best else "",
                              origin=best.origin if best else None, zero=_contracted(values))
             if qualified in v.sums:
-                inner = sub(arg(call, 0, "input") or call)
-                return Value("tensor", inner.grad, zero=_summed(inner), unit=_reduced(last, call, inner, 1))
+                first = arg(call, 0, "input")
+                inner = sub(first or call)
+                rows = first is not None and not _summed(inner) and _over_rows(call, 1) and \
+                    self._input_rows(first, at, function, klass, depth)
+                return Value("tensor", inner.grad, zero=_summed(inner) or ("rows" if rows else ""),
+                             unit=_reduced(last, call, inner, 1))
             if qualified in ("sum", "min"):
                 first = arg(call, 0)
                 inner = sub(first) if first is not None else UNKNOWN
@@ -989,6 +1105,8 @@ class Values:
             return replace(base, prob="", zero=_product_zero(left, right))
         if isinstance(op, cst.MatrixMultiply):
             return replace(base, prob="", zero=_contracted([left, right]))
+        # a row reduction of input data is a divisor's fact (TRN406); in a sum or a quotient it says nothing
+        lzero, rzero = ("" if lzero == "rows" else lzero), ("" if rzero == "rows" else rzero)
         if isinstance(op, cst.Add):
             for value, constant in ((left, expr.right), (right, expr.left)):
                 if _number(constant) == 1.0 and value.zero in ZERO_POSSIBLE:
@@ -1024,7 +1142,7 @@ def _product_zero(left: Value, right: Value) -> str:
     pl, pr = left.prob in ("softmax", "sigmoid", "prob"), right.prob in ("softmax", "sigmoid", "prob")
     if not (zl or zr or pl or pr):
         return ""
-    if zl == zr and zl in ("mask", "squares", "spread"):
+    if zl == zr and zl in ("mask", "squares", "spread", "rows"):
         return zl
     other = zl or zr
     return other if other in ("squares", "spread") and not (pl or pr) else "zero"
@@ -1105,6 +1223,26 @@ def _summed(value: Value) -> str:
     if value.zero in _NONZERO:
         return "safe"  # a sum of positives
     return value.zero if value.zero in _ZERO_KEPT_BY_SUMS else ""
+
+
+def _argument_node(call: cst.Call, param: str, position: int) -> cst.BaseExpression | None:
+    """The expression `call` passes for `param` (by keyword, else at `position`), when it is plain."""
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == param:
+            return a.value
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional) or not 0 <= position < len(positional):
+        return None
+    return positional[position].value
+
+
+def _over_rows(call: cst.Call, dim_position: int) -> bool:
+    """The reduction runs over some dimensions (`x.norm(dim=1)`, `torch.norm(x, 2, 1)`, `adj.sum(-1)`):
+    one value per row, not one for the whole tensor (a whole batch's count or norm is 0 only for an
+    empty batch, where PyTorch's own mean is NaN too)."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    return len(positional) > dim_position or \
+        any(a.keyword is not None and a.keyword.value in ("dim", "axis") for a in call.args)
 
 
 def _logged(function: str, value: Value) -> str:

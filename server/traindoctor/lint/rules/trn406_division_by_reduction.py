@@ -6,6 +6,11 @@ Only two kinds of evidence count, both about what the value is, never its name:
   count of at least 1 elsewhere (zero_evidence.py), and this
   division has no such guard (a count clamped in one branch and not in the other; a result
   overwritten where the count is 0, whose gradient is still 0/0 = NaN);
+- a norm or sum over the rows of data the function is given (`x / x.norm(dim=1)`, a cosine
+  `dot / (a.norm(dim=1) * b.norm(dim=1))`, a mean over an adjacency row `(adj @ x) / adj.sum(-1)`),
+  where the data is a parameter that no in-file caller fills with a learned output: an all-zero row
+  (padding, an isolated node, an all-zero pixel) makes it 0. Norms of embeddings, latents and
+  projections, and whole-batch counts, stay quiet;
 - the standard deviation of a batch statistic, recomputed in a loop (advantages normalised per
   minibatch): one constant batch (sparse rewards, a batch of one) gives 0. The std of a learned
   output (a model's prediction, a latent) is not: it is never constant in practice.
@@ -69,9 +74,22 @@ class DivisionByReduction(Rule):
                        f"(or a batch of one) makes it 0, and the result and every gradient NaN")
             bare = denominator.with_changes(lpar=[], rpar=[]) if denominator.lpar else denominator
             fix = FixSpec("Add an epsilon to the std", (Replace(denominator, f"({code(bare)} + 1e-8)"),), safe=False)
+        elif value.zero == "rows":
+            message = (f"division by `{short}`, a norm or sum over rows or entries of data this function is given: "
+                       f"a row that is all zeros (a padded position, an isolated node, an all-zero vector, no positive "
+                       f"count) makes it exactly 0, "
+                       f"and the result there inf/NaN (0/0), with a NaN gradient")
+            fix = self._zero_to_one(denominator)
         else:
             return
         self.report(node, message, fix=fix, related=related)
+
+    def _zero_to_one(self, denominator: cst.BaseExpression) -> FixSpec:
+        """1 where the denominator is 0: the row's result is then its numerator, 0 for an all-zero row
+        (what `F.normalize` gives), and every other row keeps its value and gradient."""
+        text = atom(denominator)
+        return FixSpec("Divide all-zero rows by 1 instead of 0",
+                       (Replace(denominator, f"{text}.masked_fill({text} == 0, 1)"),), safe=False)
 
     def _like_the_guard(self, denominator: cst.BaseExpression, subject: str, said: cst.CSTNode,
                         number: bool) -> FixSpec | None:
