@@ -150,7 +150,7 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
             module = _LIBRARY_MODULE.search(frame.path.replace("\\", "/"))
             if module is None:
                 continue
-            parts = [p for p in module.group("module").split("/") if p and p != "__init__"][:4]
+            parts = [p for p in module.group("module").split("/") if p and p != "__init__"]
             found.setdefault(f"word:lib={'.'.join(parts)}", frame.path)
             if frame.function.isidentifier():
                 found.setdefault(f"word:fn={frame.function}", f"{'.'.join(parts)}.{frame.function}")
