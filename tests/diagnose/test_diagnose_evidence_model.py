@@ -98,3 +98,34 @@ def test_boilerplate_paths_and_urls_are_not_message_words() -> None:
     assert {"out", "memory"} <= words
     assert not words & {"asynchronously", "stacktrace", "debugging", "conda", "bld", "aten", "thc", "docs", "stable"}
     assert "msg-assert-kernel" in _observe(text)  # the vocabulary still reads the note
+
+
+LOAD_CUT = ('Traceback (most recent call last):\n  File "/home/u/infer.py", line 8, in <module>\n'
+            '    model = torch.load("model.pth")\n'
+            '  File "/opt/conda/lib/python3.10/site-packages/torch/serialization.py", line 1025, in load\n'
+            '    return _load(opened_zipfile, map_location, pickle_module, **pickle_load_args)\n'
+            '  File "/opt/conda/lib/python3.10/site-packages/torch/serialization.py", line 1446, in _load\n'
+            '    result = unpickler.load()\n')
+
+
+def test_the_innermost_library_frame_counts_as_its_module_and_function() -> None:
+    tokens = {f for f in _observe(LOAD_CUT) if f.startswith(("word:lib=", "word:fn="))}
+    assert tokens == {"word:lib=torch.serialization", "word:fn=_load"}  # the innermost one only
+    assert not any(f.startswith(("word:lib=", "word:fn=")) for f in _observe(CUT_IN_USER_CODE))  # user code: none
+
+
+def test_a_word_a_small_kind_never_showed_does_not_favour_it() -> None:
+    """With add-alpha smoothing a kind of 2 items gave every word it never showed a rate near 1/4,
+    far above a rare word's overall rate, so a wordy message read as that kind; drawn towards the
+    overall rate (shrink), an unseen word counts a little against every kind that never showed it."""
+    weights = {"alpha": 0.5, "shrink": 4.0, "temperature": 1.0, "word_scale": 1.0,
+               "word_df": {"rare": 1, "common": 60},
+               "kinds": {"big": {"n": 98, "features": {}, "words": {"rare": 1, "common": 50}},
+                         "small": {"n": 2, "features": {}, "words": {"common": 2}}}}
+    prior = {r.kind: r.probability for r in evidence_model.rank({}, weights)}
+    with_rare = {r.kind: r.probability for r in evidence_model.rank({"word:rare": "rare"}, weights)}
+    assert with_rare["small"] < prior["small"]
+    add_alpha = dict(weights, shrink=0.0)
+    before = {r.kind: r.probability for r in evidence_model.rank({}, add_alpha)}
+    after = {r.kind: r.probability for r in evidence_model.rank({"word:rare": "rare"}, add_alpha)}
+    assert after["small"] > before["small"]  # what add-alpha did

@@ -35,9 +35,9 @@ TRANSFORMS = {
 _PREFIXED = re.compile(r"^(?:\(\w+ (?:rank=\d+ )?pid=|SUBPROCESS: |\[rank\d+\]:|\d{4}-\d\d-\d\d )", re.M)
 
 
-# Known, not fixed (2026-12-05): a bare message with no frame (w842, answered by the evidence model from
-# its words) becomes a logged record under a per-line prefix and is answered `other`.
-_PREFIX_CHANGES_KNOWN = {"w842"}
+# Pastes whose diagnosis a per-line prefix is known to change (none: w842's fenced lines, empty once
+# their prefix is stripped, are skipped as the bare ones are; normalize.py).
+_PREFIX_CHANGES_KNOWN: set[str] = set()
 
 
 def _answer(text: str) -> tuple[str, tuple[str, int] | None]:

@@ -333,6 +333,8 @@ def _from_structure(lines: list[Line], chains: list[Chain]) -> tuple[list, list[
             f"No signature reads this paste's message; what it shows is most like {named}.",
             kind_check(entry.kind), list(entry.supports), [], [f"model:{f}" for f in entry.features] or ["model"]))
     shares = coherent([h.kind for h in kept], [h.score for h in kept])
+    if "shape-cut" in observed and shares[0] > _PARTIAL_CEILING:
+        shares = _with_top(shares, _PARTIAL_CEILING)  # without its message, no surer than a clue may be
     source = {"signature": "evidence-model",
               "evidence_model": [{"kind": h.kind, "probability": round(h.score, 3), "features": h.clues} for h in kept],
               "raw_confidences": [round(h.score, 3) for h in kept]}

@@ -62,8 +62,12 @@ def failure_shown(observed: dict[str, str]) -> bool:
     its kind: a feature of the vocabulary that is not `generic` (message words alone never are)."""
     settings = _catalog()[0]
     generic = set(settings.get("generic", ()))
+    # a frame in a library module or function the fitted model knows is evidence too (settings.evidence_tokens)
+    tokens = tuple(f"word:{t}" for t in settings.get("evidence_tokens", ()))
+    known = _weights().get("word_df") or {}
     return (any(feature in observed for feature in settings.get("failure_shown", ()))
-            and any(f not in generic and f not in _SHAPE_MEANS and not f.startswith("word:") for f in observed))
+            and any((f not in generic and f not in _SHAPE_MEANS and not f.startswith("word:"))
+                    or (f.startswith(tokens) and f[5:] in known) for f in observed))
 
 
 @functools.cache
@@ -138,6 +142,19 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
     for text in [*messages, *errors]:
         for word in _WORD.findall(boilerplate.sub(" ", text)):
             found.setdefault(f"word:{word.lower()}", word)
+    # counted like the message's words: the module and function of each traceback's innermost frame in
+    # an installed library (where it failed, whatever the wording; one frame, not the stack, so that
+    # the frames of one failure are not counted as many pieces of evidence)
+    for chain in chains:
+        for frame in reversed(chain.frames[-innermost:]):
+            module = _LIBRARY_MODULE.search(frame.path.replace("\\", "/"))
+            if module is None:
+                continue
+            parts = [p for p in module.group("module").split("/") if p and p != "__init__"]
+            found.setdefault(f"word:lib={'.'.join(parts)}", frame.path)
+            if frame.function.isidentifier():
+                found.setdefault(f"word:fn={frame.function}", f"{'.'.join(parts)}.{frame.function}")
+            break
     return found
 
 
@@ -160,6 +177,7 @@ def ordinary_error(lines: list[Line], chains: list[Chain]) -> str | None:
 _NOTEBOOK_HEADER = re.compile(r"\s*(?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception))\s+Traceback \(most recent call last\)")
 _RAISE_LINE = re.compile(r"raise (?:[\w.]+\.)?(?P<type>[A-Z]\w*(?:Error|Exception|Failed|Exit|Unsupported))\b"
                          r"(?:\(\s*[rfbu]?[\"'](?P<text>[^\"']*))?")
+_LIBRARY_MODULE = re.compile(r".*(?:site-packages|dist-packages|lib/python\d(?:\.\d+)?)/(?P<module>[\w/.-]+?)\.py$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]{2,}")  # the words of a message, for the fitted word counts
 
 
@@ -181,9 +199,14 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
     if not kinds:
         return []
     alpha = float(weights.get("alpha", 0.5))
+    # shrink > 0: a kind's rate of a feature is drawn towards the rate over all items (an m-estimate),
+    # so that a feature or word a small kind never showed counts against it, not for it (add-alpha
+    # smoothing pulls a small kind's rates towards 1/2, which made every rare word evidence for it)
+    shrink = float(weights.get("shrink", 0.0))
     temperature = float(weights.get("temperature", 1.0))
     vocabulary = [*feature_ids(), *shape_features()]
     total = sum(int(k["n"]) for k in kinds.values())
+    feature_total = _feature_totals(kinds)
     # message words: only the present ones count (most of the vocabulary is absent from a message),
     # each by how much more often items of the kind show it than all items do
     word_df: dict[str, int] = weights.get("word_df") or {}
@@ -191,22 +214,28 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
     words = [w for w in observed if w.startswith("word:") and w[5:] in word_df]
     scores: dict[str, float] = {}
     ratios: dict[str, list[tuple[float, str]]] = {}
+
+    def rate(count: int, n: int, overall: float) -> float:
+        if shrink > 0:
+            return (count + shrink * overall) / (n + shrink)
+        return (count + alpha) / (n + 2 * alpha)
+
     for kind, fitted in kinds.items():
         n = int(fitted["n"])
         counts = fitted.get("features") or {}
         score = math.log((n + alpha) / (total + alpha * len(kinds)))
         for feature in vocabulary:
-            theta = (int(counts.get(feature, 0)) + alpha) / (n + 2 * alpha)
+            base = (feature_total.get(feature, 0) + alpha) / (total + 2 * alpha)
+            theta = rate(int(counts.get(feature, 0)), n, base)
             if feature in observed:
                 score += math.log(theta)
-                base = (sum(int((k.get("features") or {}).get(feature, 0)) for k in kinds.values()) + alpha) / (total + 2 * alpha)
                 ratios.setdefault(kind, []).append((math.log(theta / base), feature))
             else:
                 score += math.log(1 - theta)
         kind_words = fitted.get("words") or {}
         for word in words:
-            ratio = math.log(((int(kind_words.get(word[5:], 0)) + alpha) / (n + 2 * alpha))
-                             / ((int(word_df[word[5:]]) + alpha) / (total + 2 * alpha)))
+            base = (int(word_df[word[5:]]) + alpha) / (total + 2 * alpha)
+            ratio = math.log(rate(int(kind_words.get(word[5:], 0)), n, base) / base)
             score += word_scale * ratio
             ratios.setdefault(kind, []).append((word_scale * ratio, word))
         scores[kind] = score / temperature
@@ -220,7 +249,19 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
     return out
 
 
+def _feature_totals(kinds: dict[str, dict[str, Any]]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for fitted in kinds.values():
+        for feature, count in (fitted.get("features") or {}).items():
+            totals[feature] = totals.get(feature, 0) + int(count)
+    return totals
+
+
 def _means(feature_id: str, observed: dict[str, str]) -> str:
+    if feature_id.startswith("word:lib="):
+        return f"the innermost library frame is in the module {feature_id[9:]}"
+    if feature_id.startswith("word:fn="):
+        return f"the innermost library frame is the function {observed.get(feature_id, feature_id[8:])}"
     if feature_id.startswith("word:"):
         return f"the message has the word `{observed.get(feature_id, feature_id[5:])}`"
     if feature_id in _SHAPE_MEANS:

@@ -252,6 +252,8 @@ def _normalize_lines(text: str) -> list[Line]:
                     prefixed = True
             if (prefixed or rank is not None) and line[:1] in ("*", "_", "`"):
                 line = _unquote(line)  # markdown inside a log record or a rank's line: `... ERROR - **Killed**`
+            if (prefixed or rank is not None) and (not line.strip() or (pasted and _FENCE.match(line.lstrip("> ")))):
+                continue  # a record its prefix leaves empty, or a fence in it: skipped as the bare line is
             if lost_box and line.lstrip().startswith("\ufffd"):
                 line = _LOST_MARKER.sub("\\1│\\2❱\\3", line, count=1).replace("\ufffd", _RICH_BAR)
             first = line.lstrip()[:1]
