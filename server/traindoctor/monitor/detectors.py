@@ -282,33 +282,51 @@ def loss_spike(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
     window, factor = int(params.get("window", 20)), float(params.get("factor", 3.0))
     minimum = int(params.get("min_history", 10))
     isolated_factor = float(params.get("isolated_factor", 10.0))
+    undo, mads = float(params.get("min_undo", 0.25)), float(params.get("min_mads", 10.0))
     hits = []
     for series in run.of_role("loss") + run.of_role("val_loss"):
         points = _finite_before_onset(series)
+        start = _median([v for _, v in points[:int(params.get("start_steps", 5))]])
         spikes = []
         for i in range(minimum, len(points)):
-            median = _median([v for _, v in points[max(0, i - window):i]])
+            recent = [v for _, v in points[max(0, i - window):i]]
+            median = _median(recent)
+            spread = _median([abs(v - median) for v in recent])
             value = points[i][1]
             after = points[i + 1][1] if i + 1 < len(points) else None
-            # A spike comes back down; a value that stays up is divergence, not a spike.
-            if median > 0 and value > factor * median and after is not None and after < factor * median:
-                spikes.append((i, points[i][0], value, median))
+            # A spike comes back down; a value that stays up is divergence, not a spike. It stands out
+            # of the batch-to-batch scatter (a small batch's loss is skewed: 3x its median is common).
+            if median > 0 and value > factor * median and after is not None and after < factor * median \
+                    and value - median > mads * spread and _undoes_progress(value, median, start, undo):
+                spikes.append((i, points[i][0], value, median, spread))
         if not spikes:
             continue
-        index, step, value, median = spikes[0]
+        index, step, value, median, spread = spikes[0]
         following = [v for _, v in points[index + 1:index + 1 + window]]
-        trend = bool(following) and _median(following) > 1.5 * median
+        # settles higher after it, by more than the scatter before it (in a noisy early phase the
+        # median of 20 batches moves by half itself on its own)
+        trend = bool(following) and _median(following) > 1.5 * median \
+            and _median(following) - median > float(params.get("trend_mads", 5.0)) * spread
         if len(spikes) == 1 and not trend and value < isolated_factor * median:
             continue  # one jump, gone the next step, no trend: the noise of one batch
         facts = {"series": series.name.replace("_", " "), "count": len(spikes), "step": step,
                  "value": num(value), "median": num(median), "ratio": f"{value / median:.1f}",
-                 "steps": ", ".join(str(s) for _, s, _, _ in spikes[:10])}
+                 "steps": ", ".join(str(s) for _, s, _, _, _ in spikes[:10])}
         # Clipping answers a gradient that jumped with the loss; without that evidence it is not offered.
-        facts["grad_spike"] = _gradient_spiked(run, [s for _, s, _, _ in spikes], window, factor) or None
+        facts["grad_spike"] = _gradient_spiked(run, [s for _, s, _, _, _ in spikes], window, factor) or None
         facts["carried"] = bool(carried_steps(run)) or None
         hits.append(Hit(step, facts, site_frame(run.meta.get("backward_site")),
-                        details={"spike_steps": [s for _, s, _, _ in spikes]}))
+                        details={"spike_steps": [s for _, s, _, _, _ in spikes]}))
     return hits
+
+
+def _undoes_progress(value: float, median: float, start: float, share: float) -> bool:
+    """A jump above the running median that gives back at least `share` of what the series fell
+    since its start. A loss that fell from 1.6 to 0.04 moves by several times itself from batch to
+    batch (one hard sample in 64): 0.04 -> 0.13 is that noise, not a spike. A series that has not
+    fallen is judged by the ratio alone."""
+    progress = start - median
+    return not progress > 0 or value - median >= share * progress
 
 
 def _gradient_spiked(run: RunData, steps: list[int], window: int, factor: float) -> bool:
@@ -376,11 +394,15 @@ def gradient_explosion(run: RunData, params: Mapping[str, Any], lint: Lint) -> l
     if series is None:
         return []
     window, factor = int(params.get("window", 20)), float(params.get("factor", 10.0))
+    early_steps = int(params.get("early_steps", 20))
     points = _finite_before_onset(series)
     for i in range(int(params.get("min_history", 5)), len(points)):
         median = _median([v for _, v in points[max(0, i - window):i]])
         step, value = points[i]
-        if median > 0 and value > factor * median:
+        # Above the level the run trained at in its first steps too: a norm that fell 100x as the
+        # loss converged, then jumps 10x on one hard batch, is still smaller than every early step.
+        early = _median([v for _, v in points[:min(i, early_steps)]])
+        if median > 0 and value > factor * median and value > early:
             facts = {"step": step, "value": num(value), "median": num(median), "ratio": f"{value / median:.0f}",
                      "history": history(series, step, 5)}
             facts.update(_shape_facts(_shape(points[:i + 1]), run, step))
@@ -770,6 +792,36 @@ def eval_mode(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
     return [Hit(record["step"], facts, site_frame(run.meta.get("step_site")), related, linked=True)]
 
 
+@detector("repeated-batch")
+def repeated_batch(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    """The longest run of checks (hooks._batch_fingerprint) that saw the same model input, part of
+    more data, at least `min_repeats` checks over at least `min_steps` steps."""
+    if run.meta.get("repeat_batches"):
+        return []  # `overfit` repeats the batches on purpose
+    checked = [(r["step"], r["batch_fp"]) for r in run.records if isinstance(r.get("batch_fp"), list)]
+    best: tuple[int, int] | None = None  # (first index, last index) in `checked`
+    first = 0
+    for i in range(1, len(checked) + 1):
+        if i == len(checked) or checked[i][1] != checked[first][1]:
+            if checked[first][1][1] and (best is None or i - 1 - first > best[1] - best[0]):
+                best = (first, i - 1)
+            first = i
+    if best is None:
+        return []
+    repeats, (step, _), (last_step, _) = best[1] - best[0] + 1, checked[best[0]], checked[best[1]]
+    if repeats < int(params.get("min_repeats", 10)) or last_step - step < int(params.get("min_steps", 20)):
+        return []
+    from_loader = checked[best[0]][1][1] == "loader"
+    loaders = [loader for loader in run.meta.get("loaders") or () if loader.get("dataset_size")]
+    facts: dict[str, Any] = {"step": step, "last_step": last_step, "span": last_step - step + 1,
+                             "repeats": repeats, "from_loader": from_loader or None}
+    location = site_frame(run.meta.get("step_site"))
+    if from_loader and loaders:
+        facts.update(dataset_size=loaders[0]["dataset_size"], batch_size=loaders[0].get("batch_size"))
+        location = site_frame(loaders[0].get("site")) or location
+    return [Hit(step, facts, location)]
+
+
 # --- curves only ------------------------------------------------------------------------------------
 
 
@@ -830,12 +882,23 @@ def lr_anomaly(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
         step = points[positive[-1] + 1][0]
         hits.append(Hit(step, {"zero": True, "series": series.name, "step": step,
                                "before": num(points[positive[-1]][1]), "value": "0"}))
+    # A drop by 10x in one step is what StepLR and MultiStepLR do by design; a rise by 10x is not
+    # (an epoch scheduler stepped per batch restarts, a warm-up restarts), nor an lr that collapses
+    # to a negligible share of its peak while the run goes on.
     jump = float(params.get("jump", 10.0))
     for (s0, v0), (s1, v1) in zip(points, points[1:]):
-        if v0 > 0 and v1 > 0 and max(v0 / v1, v1 / v0) >= jump:
+        if v0 > 0 and v1 > 0 and v1 / v0 >= jump:
             hits.append(Hit(s1, {"jump": True, "series": series.name, "step": s1, "before": num(v0),
-                                 "value": num(v1), "factor": f"{max(v0 / v1, v1 / v0):.0f}"}))
+                                 "value": num(v1), "factor": f"{v1 / v0:.0f}"}))
             break
+    peak = max((v for _, v in points), default=0.0)
+    collapse = float(params.get("collapse_ratio", 1e-4))
+    low = [i for i, (_, v) in enumerate(points) if 0 < v < collapse * peak]
+    if not hits and low and all(0 < v < collapse * peak for _, v in points[low[0]:]) \
+            and len(points) - low[0] >= float(params.get("collapse_share", 0.1)) * len(points):
+        step = points[low[0]][0]
+        hits.append(Hit(step, {"collapsed": True, "series": series.name, "step": step, "before": num(peak),
+                               "value": num(points[low[0]][1]), "last": num(points[-1][1])}))
     return hits
 
 

@@ -57,6 +57,9 @@ _RATIO_CHUNK = 64  # consecutive values per sampled run (256 bytes in float32)
 # Steps at whose start one small parameter's gradient is checked for what was left in it at the step
 # before (gradients never reset between optimizer steps): a few suffice, the mistake is in every step.
 _CARRY_CHECKS = 5
+_FINGERPRINT_EVERY_STEP_UNTIL = 30  # the model's input is fingerprinted at each of the first steps ...
+_FINGERPRINT_EVERY = 10  # ... then every this many
+_FINGERPRINT_VALUES = 64
 _LABEL_CALLS = 50  # cross-entropy calls whose targets are counted
 
 
@@ -247,6 +250,8 @@ class Monitor:
         self.loss_leaves: list[int] | None = None  # id() of the trainable tensors the last loss before step 1 reached
         self.backward_id = 0  # id() of the tensor last backpropagated (its graph is freed by backward)
         self.batch: Any = None  # the DataLoader's last batch
+        self.batch_drawn = False  # a DataLoader batch was drawn since the last step
+        self.step_input: torch.Tensor | None = None  # the model's first input tensor since the last step
         self.scaler: Any = None  # the GradScaler that scaled a loss, if any
         self.onset_read = False  # the first non-finite step's inputs and settings were read
         self.data_time = 0.0
@@ -340,6 +345,7 @@ class Monitor:
             start = time.perf_counter()
             try:
                 batch = monitor.batch = original_next(iterator)  # checked for NaN/inf at a NaN onset
+                monitor.batch_drawn = True
                 return batch
             finally:
                 monitor.data_time += time.perf_counter() - start
@@ -425,6 +431,7 @@ class Monitor:
             "batch_size": getattr(loader, "batch_size", None),
             "prefetch_factor": getattr(loader, "prefetch_factor", None),
             "dataset": type(getattr(loader, "dataset", None)).__name__,
+            "dataset_size": _length(getattr(loader, "dataset", None)),
             "site": user_site(),
             "first_step": self.step + 1,
         })
@@ -442,6 +449,8 @@ class Monitor:
             for name, module in root.named_modules():
                 self.modules.append((f"{prefix}.{name}" if name else prefix, module))
         self.names = _parameter_names(self.params, roots)
+        for root in roots:  # what the model is fed, for the same-batch check (`_batch_fingerprint`)
+            self._handles.append(root.register_forward_pre_hook(self._guarded(self._note_input), with_kwargs=True))
         if self.loss_leaves is not None:
             # A loss that reaches trainable tensors, none of them this optimizer's: the model was rebuilt,
             # copied or replaced after the optimizer was created, and step() updates an unused copy.
@@ -483,6 +492,33 @@ class Monitor:
             return self._read_after(closure, take, optimizer, args, kwargs)
         take(optimizer)
         return None
+
+    def _note_input(self, module: Any, args: Any, kwargs: Any) -> None:
+        """The first tensor the model is called with after each step, in training (grad enabled)."""
+        if self.step_input is None and torch.is_grad_enabled():
+            tensors = _batch_tensors(list(args) + list(kwargs.values()))
+            self.step_input = tensors[0] if tensors else None
+
+    def _batch_fingerprint(self) -> list[Any] | None:
+        """[a hash of the model's input (shape, dtype and 64 evenly spaced values), where that input
+        is part of more data: "slice" (of a larger tensor), "loader" (a batch of a DataLoader whose
+        dataset is larger than one batch), or ""]. Full-batch training feeds the same whole tensor
+        every step: ""."""
+        tensor = self.step_input
+        if tensor is None:
+            return None
+        flat = tensor.detach().reshape(-1)
+        picked = flat[torch.linspace(0, flat.numel() - 1, min(flat.numel(), _FINGERPRINT_VALUES)).long()]
+        digest = hash((tuple(tensor.shape), str(tensor.dtype), tuple(picked.tolist()))) & 0xFFFFFFFF
+        base = tensor._base
+        source = ""
+        if base is not None and base.numel() > tensor.numel():
+            source = "slice"
+        elif self.batch_drawn:
+            first = tensor.shape[0] if tensor.dim() else 1
+            if any((loader.get("dataset_size") or 0) > first for loader in self.meta["loaders"]):
+                source = "loader"
+        return [digest, source]
 
     def _count_labels(self, input: Any, target: Any, ignore_index: Any) -> None:
         self.label_calls += 1
@@ -657,6 +693,11 @@ class Monitor:
             record["eval_examples"] = self.evals[:_MAX_EVAL_NAMES]
         record["backwards"] = self.backwards
         self.backwards = 0
+        if self.step <= _FINGERPRINT_EVERY_STEP_UNTIL or self.step % _FINGERPRINT_EVERY == 0:
+            fingerprint = self._batch_fingerprint()
+            if fingerprint is not None:
+                record["batch_fp"] = fingerprint
+        self.step_input, self.batch_drawn = None, False
         if self.fingerprint_rng:
             record["rng"] = _rng_fingerprints()
         self.pending = record
@@ -1010,6 +1051,13 @@ def _all_finite(tensors: list[torch.Tensor]) -> bool:
         for flag in flags:
             by_device.setdefault(flag.device, []).append(flag)
         return all(bool(torch.stack(group).all()) for group in by_device.values())
+
+
+def _length(dataset: Any) -> int | None:
+    try:
+        return len(dataset)
+    except Exception:  # an IterableDataset, or one whose __len__ fails
+        return None
 
 
 def _batch_tensors(batch: Any, depth: int = 0) -> list[torch.Tensor]:
