@@ -69,3 +69,27 @@ def test_an_in_memory_loader_that_outweighs_a_tiny_model_is_not_starving_it(tmp_
     """Collating 256 in-memory rows is ~0.7 of a ~1 ms step, but under a millisecond: not a slow loader."""
     outcome = monitored("watch", "in_memory_loader.py", cwd=tmp_path)
     assert outcome.code == 0 and "data-starved" not in _kinds(outcome), outcome.payload["findings"]
+
+
+def test_memory_that_rose_in_one_epoch_and_jumped_once_is_not_a_leak() -> None:
+    """The RSS of a real `watch` run of bench/watch's feature_bank_freed_each_epoch (a bank of
+    embeddings filled in the first epoch and cleared, a 40 MB allocation at the second epoch's end,
+    then flat), sampled every step for 100 steps, then by time: a straight enough line (r2 0.93)
+    whose halves of the samples both rise. Its last quarter of steps is flat: no leak. The same
+    points with a steady rise to the end are one."""
+    import json
+    from pathlib import Path
+
+    from traindoctor.monitor.detectors import _memory_growth
+    from traindoctor.monitor.series import RunData, series_from_records
+
+    def run(records):
+        return RunData("watch", series_from_records(records), records)
+
+    points = json.loads((Path(__file__).parent / "data" / "feature_bank_rss.json").read_text())["rss"]
+    params = {"min_steps": 20, "min_growth_bytes": 2e7, "min_r2": 0.9, "skip": 3, "min_tail_ratio": 0.5}
+    recorded = run([{"step": s, "rss": v} for s, v in points])
+    assert _memory_growth(recorded, {**params, "tail_steps": 1.0}) is not None  # judged by halves only: a leak
+    assert _memory_growth(recorded, {**params, "tail_steps": 0.25}) is None
+    steady = run([{"step": s, "rss": points[0][1] + 250_000 * s} for s, _ in points])
+    assert _memory_growth(steady, {**params, "tail_steps": 0.25}) is not None

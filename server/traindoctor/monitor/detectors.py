@@ -605,7 +605,7 @@ def _memory_growth(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | 
         growth = points[-1][1] - points[0][1]
         if slope <= 0 or r2 < float(params.get("min_r2", 0.9)) or growth < float(params.get("min_growth_bytes", 2e7)):
             continue
-        if not _still_growing(points, float(params.get("min_tail_ratio", 0.5))):
+        if not _still_growing(points, float(params.get("min_tail_ratio", 0.5)), float(params.get("tail_steps", 0.25))):
             continue  # warm-up that levels off, or a cache the program frees
         return {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
                 "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
@@ -684,16 +684,23 @@ def _assignment_line(path: str, first_line: int, last_line: int, name: str) -> i
     return None
 
 
-def _still_growing(points: list[tuple[int, float]], min_tail_ratio: float) -> bool:
-    """Growth at constant work keeps its rate to the end: the last half grows at least
-    `min_tail_ratio` times as fast as the first half (a warm-up levels off), and the memory
-    is not given back (a cache the program frees drops below its peak)."""
+def _still_growing(points: list[tuple[int, float]], min_tail_ratio: float, tail_steps: float = 0.25) -> bool:
+    """Growth at constant work keeps its rate to the end: the last half of the samples grows at
+    least `min_tail_ratio` times as fast as the first half (a warm-up levels off), so do the last
+    `tail_steps` of the steps (memory is sampled every step at first, then by time: a rise in the
+    first epoch and one jump later weigh like steady growth in the halves of the samples), and the
+    memory is not given back (a cache the program frees drops below its peak)."""
     half = len(points) // 2
     if half < 3:
         return True
     head, _ = _linear_fit(points[:half])
     tail, _ = _linear_fit(points[half:])
     if head > 0 and tail < min_tail_ratio * head:
+        return False
+    overall, _ = _linear_fit(points)
+    cut = points[-1][0] - tail_steps * (points[-1][0] - points[0][0])
+    last = [p for p in points if p[0] >= cut]
+    if len(last) >= 3 and overall > 0 and _linear_fit(last)[0] < min_tail_ratio * overall:
         return False
     values = [v for _, v in points]
     growth = values[-1] - values[0]
