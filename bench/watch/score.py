@@ -32,6 +32,9 @@ LABELS = HERE / "cases.yaml"
 CASES = HERE / "cases"
 SPLITS = ("dev", "test")
 FIELDS = {"id", "mode", "url", "why", "expect", "allow", "split"}
+# A case seen on test and then fixed for moves to dev, with the date and the reason (README.md there):
+# `moved: "YYYY-MM-DD: why"`. Only that move is allowed, and only with the record.
+MOVED = re.compile(r"^\d{4}-\d{2}-\d{2}: \S")
 KIND = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
@@ -48,6 +51,7 @@ class Case:
     expect: tuple[frozenset[str], ...]  # each entry: the kinds any one of which satisfies it
     allow: frozenset[str]
     split: str
+    moved: str = ""  # the record of a move from test to dev, or ""
 
     @property
     def script(self) -> Path:
@@ -82,8 +86,8 @@ def parse_case(raw: dict) -> Case:
     case_id = raw.get("id")
     if not isinstance(case_id, str) or not re.fullmatch(r"[a-z0-9_]+", case_id):
         raise LabelError(f"id must be lower-case letters, digits and _: {case_id!r}")
-    if set(raw) != FIELDS:
-        raise LabelError(f"{case_id}: fields must be {sorted(FIELDS)}, not {sorted(raw)}")
+    if set(raw) - {"moved"} != FIELDS:
+        raise LabelError(f"{case_id}: fields must be {sorted(FIELDS)} (and `moved`), not {sorted(raw)}")
     for field in ("mode", "url", "why"):
         if not isinstance(raw[field], str) or not raw[field].strip():
             raise LabelError(f"{case_id}: {field} must be a non-empty string")
@@ -95,10 +99,17 @@ def parse_case(raw: dict) -> Case:
         raise LabelError(f"{case_id}: allow lists single kinds")
     if not expect and allow:
         raise LabelError(f"{case_id}: a case that expects nothing allows nothing")
-    if raw["split"] != split_of(case_id):
+    moved = raw.get("moved", "")
+    if "moved" in raw:
+        if not isinstance(moved, str) or not MOVED.match(moved):
+            raise LabelError(f"{case_id}: moved must read 'YYYY-MM-DD: the reason', not {moved!r}")
+        if (split_of(case_id), raw["split"]) != ("test", "dev"):
+            raise LabelError(f"{case_id}: only a test case moves, to dev (the hash puts it in "
+                             f"{split_of(case_id)!r}, the label in {raw['split']!r})")
+    elif raw["split"] != split_of(case_id):
         raise LabelError(f"{case_id}: split is {raw['split']!r}, the hash puts it in {split_of(case_id)!r}")
     return Case(case_id, raw["mode"], raw["url"], raw["why"].strip(),
-                tuple(frozenset(e.split("|")) for e in expect), frozenset(allow), raw["split"])
+                tuple(frozenset(e.split("|")) for e in expect), frozenset(allow), raw["split"], moved)
 
 
 def load_cases(path: Path = LABELS) -> list[Case]:
@@ -187,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             f" missing {', '.join(verdict.missing)}" if verdict.missing else "") + (
             f" unexpected {', '.join(verdict.unexpected)}" if verdict.unexpected else "")
         print(f"{case.id:32} {case.split:5} {expect:36} {shown:44} {result} ({elapsed:.0f} s)", flush=True)
-        rows.append({"id": case.id, "split": case.split, "mode": case.mode, "reported": reported, "error": error,
+        rows.append({"id": case.id, "split": case.split, "moved": case.moved, "mode": case.mode,
+                     "reported": reported, "error": error,
                      "passed": verdict.passed, "missing": list(verdict.missing),
                      "unexpected": list(verdict.unexpected), "seconds": round(elapsed, 1)})
     for split, (passed, total) in rates(rows).items():

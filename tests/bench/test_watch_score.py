@@ -59,6 +59,27 @@ def test_a_missing_or_extra_field_is_refused():
         score.parse_case(label)
 
 
+def _test_id():
+    return next(f"m{n}" for n in range(100) if score.split_of(f"m{n}") == "test")
+
+
+def test_a_recorded_move_from_test_to_dev_is_accepted():
+    moved = case(id=_test_id(), split="dev", moved="2026-12-05: fixed after the test half showed it")
+    assert moved.split == "dev" and moved.moved.startswith("2026-12-05")
+
+
+@pytest.mark.parametrize("split, moved, message", [
+    ("dev", "fixed", "moved must read"),  # no date
+    ("test", "2026-12-05: x", "only a test case moves"),  # a move that moves nothing
+])
+def test_a_move_without_its_record_or_in_the_other_direction_is_refused(split, moved, message):
+    with pytest.raises(score.LabelError, match=message):
+        score.parse_case(raw(id=_test_id(), split=split, moved=moved))
+    dev_id = next(f"m{n}" for n in range(100) if score.split_of(f"m{n}") == "dev")
+    with pytest.raises(score.LabelError, match="only a test case moves"):
+        score.parse_case(raw(id=dev_id, split="test", moved="2026-12-05: x"))
+
+
 def test_every_expected_kind_must_be_reported():
     expected = case(expect=["nan-onset", "memory-leak"], allow=[])
     assert score.judge(expected, ["nan-onset", "memory-leak"]).passed
