@@ -474,6 +474,11 @@ def learning_facts(run: RunData, params: Mapping[str, Any]) -> dict[str, Any]:
         if reaches.get("held") == 0 and reaches.get("not_held"):
             facts["rebuilt"] = True  # the loss trains other tensors: the optimizer holds a stale copy
             facts["not_held"] = reaches["not_held"]
+    left_out = [str(name) for name in (run.meta.get("loss_reaches") or {}).get("left_out") or ()]
+    if left_out:  # the loss reaches parameters no optimizer holds: they never change
+        facts["left_out"] = True
+        facts["left_out_count"] = len(left_out)
+        facts["left_out_names"] = ", ".join(left_out[:6]) + (f" (+{len(left_out) - 6} more)" if len(left_out) > 6 else "")
     ratio = update_ratio(records[1:] or records)
     if ratio is not None:
         facts["ratio"] = num(ratio)
@@ -505,7 +510,7 @@ def no_learning(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
     if facts["finite_steps"] < int(params.get("min_steps", 10)):
         return []  # a NaN early on is the story, not learning
     # A flat loss alone is a plateau (curves); these say why nothing can be learned.
-    if not any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen")):
+    if not any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen", "left_out")):
         return []
     return [Hit(run.records[0]["step"], facts, site_frame(run.meta.get("step_site")))]
 
@@ -521,7 +526,7 @@ def no_progress(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
     if len(points) < int(params.get("min_steps", 150)) or len(points) < len(run.records) * 0.9:
         return []
     facts = learning_facts(run, {})
-    if any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen")):
+    if any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen", "left_out")):
         return []  # no-learning says why
     values = [v for _, v in points]
     start = _median(values[:max(5, int(len(values) * float(params.get("head", 0.1))))])

@@ -248,6 +248,7 @@ class Monitor:
         self.step_calls = 0  # optimizer.step() calls of any optimizer (a GradScaler skip makes none)
         self.skips_in_a_row = 0
         self.loss_leaves: list[int] | None = None  # id() of the trainable tensors the last loss before step 1 reached
+        self.loss_leaf_params: dict[int, torch.Tensor] = {}  # those of them that are nn.Parameter, by id()
         self.backward_id = 0  # id() of the tensor last backpropagated (its graph is freed by backward)
         self.batch: Any = None  # the DataLoader's last batch
         self.batch_drawn = False  # a DataLoader batch was drawn since the last step
@@ -289,7 +290,8 @@ class Monitor:
                 monitor.backwards += 1
                 monitor.backward_id = id(tensor)
                 if monitor.optimizer is None and not _distributed_world():
-                    monitor.loss_leaves = _trainable_leaves(tensor)  # read at the first step (`_discover`)
+                    monitor.loss_leaf_params = {}
+                    monitor.loss_leaves = _trainable_leaves(tensor, parameters=monitor.loss_leaf_params)
                 if "backward_site" not in monitor.meta:
                     monitor.meta["backward_site"] = user_site()
             return original_backward(tensor, *args, **kwargs)
@@ -457,7 +459,14 @@ class Monitor:
             held = {id(p) for p in self.params}
             reached = len(held.intersection(self.loss_leaves))
             self.meta["loss_reaches"] = {"held": reached, "not_held": len(self.loss_leaves) - reached}
-            self.loss_leaves = None
+            if reached:
+                # Some held and some not: the parameters no optimizer holds (a layer kept in a plain
+                # list, a parameter group left out) get a gradient every step and never change.
+                # nn.Parameter only: an input given requires_grad (adversarial examples) is no layer.
+                left_out = _left_out_parameters(self.loss_leaves, self.loss_leaf_params, held, roots)
+                if left_out:
+                    self.meta["loss_reaches"]["left_out"] = left_out
+            self.loss_leaves, self.loss_leaf_params = None, {}
         self.never_grad = set(range(len(self.params)))
         # Contiguous ones only: the ratio is read through a view of the parameter's storage.
         candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous() and p.numel()]
@@ -995,9 +1004,11 @@ class _RepeatBatches:
         return self.remaining or 0
 
 
-def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000) -> list[int] | None:
+def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000,
+                      parameters: dict[int, torch.Tensor] | None = None) -> list[int] | None:
     """id() of every tensor that backward from `loss` accumulates a gradient into (its autograd
-    graph's AccumulateGrad nodes), or None past `budget` nodes."""
+    graph's AccumulateGrad nodes), or None past `budget` nodes; those that are nn.Parameter go
+    into `parameters` (id -> tensor)."""
     root = loss.grad_fn
     if root is None:
         return []
@@ -1007,6 +1018,8 @@ def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000) -> list[int] | 
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             leaves.append(id(variable))
+            if parameters is not None and isinstance(variable, torch.nn.Parameter):
+                parameters[id(variable)] = variable
         for child, _ in node.next_functions:
             if child is not None and child not in seen:
                 if len(seen) >= budget:
@@ -1014,6 +1027,23 @@ def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000) -> list[int] | 
                 seen.add(child)
                 stack.append(child)
     return leaves
+
+
+def _left_out_parameters(leaves: list[int], found: dict[int, torch.Tensor], held: set[int],
+                         roots: list[torch.nn.Module]) -> list[str]:
+    """The nn.Parameters among `leaves` (id() of the tensors a loss reached; `found`: those that
+    are nn.Parameter) that no live optimizer holds (this one's are `held`; a GAN's other optimizer
+    holds the other model's), named `Model.layer.weight` where a model registers them, else by
+    shape (a layer in a plain list)."""
+    candidates = [found[i] for i in dict.fromkeys(leaves) if i in found and i not in held]
+    if not candidates:
+        return []
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.optim.Optimizer):
+            held = held | {id(p) for group in obj.param_groups for p in group["params"]}
+    names = {id(p): f"{type(model).__name__}.{name}" for model in roots for name, p in model.named_parameters()}
+    return [names.get(id(p), "unregistered " + "x".join(map(str, p.shape)) + " tensor")
+            for p in candidates if id(p) not in held]
 
 
 def _models_of(params: list[torch.Tensor]) -> list[torch.nn.Module]:
