@@ -630,16 +630,21 @@ def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] |
     last_step = sampled[-1]["step"]
     chains: dict[str, list[tuple[int, int, int]]] = {}  # name -> [(step, first step held, nodes or items)]
     in_lists: set[str] = set()  # names of lists of tensors with history (entries [name, first, length, "list"])
+    attributes: set[str] = set()  # names of modules' attributes and buffers (entries [name, first, nodes, "attribute"])
     for record in sampled:
         for entry in record.get("graphs") or ():
             if isinstance(entry, list) and len(entry) in (3, 4) and isinstance(entry[0], str):
                 chains.setdefault(entry[0], []).append((record["step"], int(entry[1]), int(entry[2])))
                 if len(entry) == 4 and entry[3] == "list":
                     in_lists.add(entry[0])
+                if len(entry) == 4 and entry[3] == "attribute":
+                    attributes.add(entry[0])
+    # Modules' attributes are read at some samples only (their cost sets how often): the last of those
+    last_module_step = next((r["step"] for r in reversed(sampled) if r.get("modules_scanned")), last_step)
     best = None
     for name, samples in chains.items():
         step, origin, nodes = samples[-1]
-        if step != last_step:
+        if step != (last_module_step if name in attributes else last_step):
             continue  # not held at the end: freed
         if any(o != origin for _, o, _ in samples):
             continue  # an earlier chain of it was freed: a cache the program frees
@@ -658,13 +663,16 @@ def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] |
     clear = next((s for s, _, _ in samples if s - origin >= minimum), samples[-1][0])
     facts: dict[str, Any] = {"graph_name": name, "graph_origin": origin, "graph_nodes": samples[-1][2],
                              "graph_list": name in in_lists or None,
+                             "graph_attribute": name in attributes or None,
                              "graph_last_step": samples[-1][0], "graph_steps": samples[-1][0] - origin,
                              "graph_per_step": f"{slope:.0f}" if slope >= 1 else num(slope),
                              "graph_nodes_per_step": slope, "clear_step": clear}
     site = run.meta.get("graph_site")
+    if name in attributes:  # searched in the module's class: `self.centers = 0.9 * self.centers + ...`
+        site = (run.meta.get("attribute_sites") or {}).get(name)
     if isinstance(site, dict) and site.get("path"):
         line = _assignment_line(str(site["path"]), int(site.get("first_line") or 1),
-                                int(site.get("last_line") or 10**9), name)
+                                int(site.get("last_line") or 10**9), str(site.get("target") or name))
         if line:
             facts.update({"graph_path": str(site["path"]), "graph_line": line,
                           "graph_place": f"{site['path']}:{line}"})

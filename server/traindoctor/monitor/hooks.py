@@ -21,6 +21,7 @@ serialised to JSON in batches, at each flush.
 from __future__ import annotations
 
 import gc
+import inspect
 import json
 import math
 import os
@@ -131,16 +132,26 @@ def _distributed_world() -> bool:
 
 
 def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1,
-                    lists: dict[str, tuple[int, int, int]] | None = None) -> list[list[Any]]:
+                    lists: dict[str, tuple[int, int, int]] | None = None,
+                    modules: list[tuple[str, torch.nn.Module]] = (), modules_since: int = 0) -> list[list[Any]]:
     """[name, first step held, nodes] for each tensor of `frame` (its locals; a module-level loop's
     globals) whose autograd graph still holds the graph of an earlier sample's step (`since` steps
     ago), and [name, first step held, length, "list"] for each list whose last item is a tensor
     with history, held since an earlier sample without shrinking (`lists` keeps, per name, the
     first step, the list's id and its length). Cheap when nothing is retained: a scan of the
     frame's variables and a search of at most `_GRAPH_SEARCH_NODES + 2 * since` nodes per tensor
-    with history (the backpropagated loss is skipped)."""
+    with history (the backpropagated loss is skipped). With `modules` ((name, module) pairs, last
+    scanned `modules_since` steps ago), the tensors the modules hold as plain attributes or buffers
+    too (`self.centers = 0.9 * self.centers + 0.1 * batch_centers`, a running mean updated outside
+    no_grad), named `Model.layer.attribute`."""
     budget = _GRAPH_SEARCH_NODES + 2 * max(since, 1)
     out: list[list[Any]] = []
+    if modules:
+        module_budget = _GRAPH_SEARCH_NODES + 2 * max(modules_since, 1)
+        for module_name, module in modules:
+            for attribute, value in _module_tensors(module):
+                if value.grad_fn is not None:
+                    _tag_graph(f"{module_name}.{attribute}", value, step, module_budget, out, "attribute")
     for name, value in list(frame.f_locals.items()):
         if type(value) is list and lists is not None:
             if value and issubclass(type(value[-1]), torch.Tensor) and value[-1].grad_fn is not None:
@@ -155,20 +166,34 @@ def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1,
             continue
         if not issubclass(type(value), torch.Tensor) or id(value) == skip_id:  # type(): lazy proxies warn on __class__
             continue
-        root = value.grad_fn
-        if root is None:
-            continue
-        tag = root.metadata.get(_GRAPH_TAG)
-        if tag is None:  # a graph not seen before: does it hold one that was?
-            held = _earlier_tag(root, step, budget)
-            if held is None:
-                tag = (step, step, 0)
-            else:
-                tag = (step, held[1], held[2] + _count_new_nodes(root, step))
-            root.metadata[_GRAPH_TAG] = tag
-        if tag[1] < step and tag[2] and len(out) < _MAX_GRAPHS:
-            out.append([name, tag[1], tag[2]])
+        if value.grad_fn is not None:
+            _tag_graph(name, value, step, budget, out)
     return out
+
+
+def _module_tensors(module: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """The tensors a module holds as buffers or plain attributes (not its parameters: leaves)."""
+    found = [(name, value) for name, value in module._buffers.items() if value is not None]
+    found += [(name, value) for name, value in vars(module).items()
+              if issubclass(type(value), torch.Tensor) and not isinstance(value, torch.nn.Parameter)]
+    return found
+
+
+def _tag_graph(name: str, value: torch.Tensor, step: int, budget: int, out: list[list[Any]],
+               holder: str = "") -> None:
+    """Tag the graph of `value` at this sample and add [name, first step held, nodes] to `out`
+    when it holds the graph of an earlier sample (and `holder`, "attribute" for a module's)."""
+    root = value.grad_fn
+    tag = root.metadata.get(_GRAPH_TAG)
+    if tag is None:  # a graph not seen before: does it hold one that was?
+        held = _earlier_tag(root, step, budget)
+        if held is None:
+            tag = (step, step, 0)
+        else:
+            tag = (step, held[1], held[2] + _count_new_nodes(root, step))
+        root.metadata[_GRAPH_TAG] = tag
+    if tag[1] < step and tag[2] and len(out) < _MAX_GRAPHS:
+        out.append([name, tag[1], tag[2], holder] if holder else [name, tag[1], tag[2]])
 
 
 def _earlier_tag(root: Any, step: int, budget: int) -> tuple[int, int, int] | None:
@@ -265,6 +290,9 @@ class Monitor:
         self.last_flush = 0.0
         self.last_rss = 0.0
         self.graph_step = 0  # the step of the last search for retained graphs
+        self.module_scan_step = 0  # ... and of the last one that read the modules' attributes too
+        self.module_scan_time = 0.0
+        self.module_scan_cost = 0.0  # seconds the last scan with the modules took
         self.graph_lists: dict[str, tuple[int, int, int]] = {}  # lists of tensors with history: name -> state
         self.closed = False
         self.step_taken = False  # the current optimizer step has been read (`_take_step`)
@@ -690,13 +718,23 @@ class Monitor:
             frame = user_frame(3) if not _distributed_world() else None
             if frame is not None:
                 try:
+                    # The modules' attributes cost ~1 µs a module: read at most every 50 times
+                    # what the last read cost (a 2% share of the run, whatever the model's size).
+                    scan_modules = now - self.module_scan_time >= 50 * self.module_scan_cost
+                    started = time.perf_counter()
                     graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step,
-                                             self.graph_lists)
+                                             self.graph_lists, self.modules if scan_modules else (),
+                                             self.step - self.module_scan_step)
+                    if scan_modules:
+                        self.module_scan_step, self.module_scan_time = self.step, now
+                        self.module_scan_cost = time.perf_counter() - started
+                        record["modules_scanned"] = True  # an attribute's chain is judged at these samples
                 except Exception:  # an exotic tensor or node: no graph evidence, the monitor goes on
                     graphs = []
                 self.graph_step = self.step
                 if graphs:
                     record["graphs"] = graphs
+                    self._note_attribute_sites(graphs)
                     if "graph_site" not in self.meta:
                         code = frame.f_code
                         lines = [line for _, _, line in code.co_lines() if line]
@@ -745,6 +783,22 @@ class Monitor:
         elif now - self.last_flush >= _FLUSH_EVERY_S:
             self._write_records()
             self.last_flush = now
+
+    def _note_attribute_sites(self, graphs: list[list[Any]]) -> None:
+        """Where the class of a module whose attribute holds a retained graph is defined: the line
+        that updates `self.<attribute>` is searched there."""
+        sites = self.meta.setdefault("attribute_sites", {})
+        for entry in graphs:
+            if len(entry) != 4 or entry[3] != "attribute" or entry[0] in sites:
+                continue
+            owner = dict(self.modules).get(entry[0].rsplit(".", 1)[0])
+            try:
+                lines, first = inspect.getsourcelines(type(owner))
+                sites[entry[0]] = {"path": os.path.abspath(inspect.getsourcefile(type(owner)) or ""),
+                                   "first_line": first, "last_line": first + len(lines) - 1,
+                                   "target": "self." + entry[0].rsplit(".", 1)[1]}
+            except (TypeError, OSError):
+                sites[entry[0]] = {}
 
     def _onset_context(self, optimizer: Any) -> dict[str, Any]:
         """At the first non-finite step (once: it reads every weight): were this step's inputs
