@@ -54,3 +54,34 @@ def test_a_graph_retained_by_a_modules_attribute_or_buffer_is_found(tmp_path, va
 def test_state_updated_under_no_grad_or_replaced_each_step_is_not_retained(tmp_path, variant) -> None:
     outcome = monitored("watch", "module_state_graph.py", script_args=(variant,), cwd=tmp_path)
     assert outcome.code == 0 and "memory-leak" not in _kinds(outcome), outcome.payload["findings"]
+
+
+def _records_run(records):
+    from traindoctor.monitor.series import RunData, series_from_records
+
+    return RunData("watch", series_from_records(records), records)
+
+
+def test_rss_that_grows_with_free_heap_memory_only_is_not_a_leak() -> None:
+    """The records of a real `watch` run of bench/watch's replay_buffer_fills_up (a deque(maxlen=6000)
+    of 4 KB states), to update 1100: RSS rises 400 -> 605 MB and is still rising, while RSS less
+    the free memory glibc's heaps keep stays at ~428 MB from update 600 on (the buffer is full).
+    The same RSS without the heap readings is a leak; with the in-use memory rising as fast, one too."""
+    import json
+    from pathlib import Path
+
+    from traindoctor.monitor.detectors import _memory_growth
+
+    records = json.loads((Path(__file__).parent / "data" / "replay_buffer_rss_heap.json").read_text())["records"]
+    params = {"min_steps": 20, "min_growth_bytes": 2e7, "min_r2": 0.9, "skip": 3, "min_tail_ratio": 0.5,
+              "tail_steps": 0.25, "min_in_use_share": 0.25}
+    assert _memory_growth(_records_run(records), params) is None
+    rss_only = [{"step": r["step"], "rss": r["rss"]} for r in records]
+    assert _memory_growth(_records_run(rss_only), params) is not None
+    held = [{**r, "heap_free": records[0].get("heap_free", 0)} if "heap_free" in r else r for r in records]
+    assert _memory_growth(_records_run(held), params) is not None
+
+
+def test_small_tensors_kept_in_a_list_are_still_a_leak(tmp_path) -> None:
+    finding = monitored("watch", "small_tensor_store.py", cwd=tmp_path).finding("memory-leak")
+    assert "grows" in finding["title"]

@@ -612,11 +612,32 @@ def _memory_growth(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | 
             continue
         if not _still_growing(points, float(params.get("min_tail_ratio", 0.5)), float(params.get("tail_steps", 0.25))):
             continue  # warm-up that levels off, or a cache the program frees
+        if name == "rss" and not _in_use_grows(run, skip, params):
+            continue  # free memory glibc keeps after many small frees: no live object grows
         return {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
                 "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
                 "first_step": points[0][0], "last_step": points[-1][0],
                 "clear_step": _clear_step(points, params), "metric_name": name, "slope_bytes": slope}
     return None
+
+
+def _in_use_grows(run: RunData, skip: int, params: Mapping[str, Any]) -> bool:
+    """Over the later half of the run, RSS less the free memory glibc's heaps keep (`heap_free`,
+    read at some of the RSS samples: fewer as the heaps fragment and the read costs more) grows by
+    at least `min_in_use_share` of what RSS grows over the same samples; True when fewer than two
+    such samples tell. Memory freed in many small blocks stays in the heaps, resident, and raises
+    RSS while the program holds no more (a replay buffer that replaces its 4 KB states)."""
+    both = [(r["step"], float(r["rss"]), float(r["heap_free"])) for r in run.records
+            if isinstance(r.get("rss"), (int, float)) and isinstance(r.get("heap_free"), (int, float))][skip:]
+    if not both:
+        return True
+    middle = (both[0][0] + run.records[-1]["step"]) / 2
+    later = [b for b in both if b[0] >= middle]
+    if len(later) < 2:
+        return True
+    rss_growth = later[-1][1] - later[0][1]
+    in_use_growth = (later[-1][1] - later[-1][2]) - (later[0][1] - later[0][2])
+    return rss_growth <= 0 or in_use_growth >= float(params.get("min_in_use_share", 0.25)) * rss_growth
 
 
 def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | None:

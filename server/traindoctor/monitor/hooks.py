@@ -20,6 +20,7 @@ serialised to JSON in batches, at each flush.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import inspect
 import json
@@ -110,6 +111,38 @@ def _rss_bytes() -> int | None:
             _statm[:] = [(pid, os.open(f"/proc/{pid}/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)))]
         return int(os.pread(_statm[0][1], 128, 0).split()[1]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _glibc_mallinfo2() -> Any:
+    """glibc's mallinfo2 (2.33+), or None: another C library, or an older glibc."""
+    try:
+        function = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    function.restype = _MallInfo2
+    return function
+
+
+_MALLINFO2 = _glibc_mallinfo2() if sys.platform.startswith("linux") else None
+
+
+def _heap_free_bytes() -> int | None:
+    """Free memory glibc's malloc keeps in its heaps (mallinfo2's fordblks): freed, still resident,
+    counted in RSS. Memory a program frees in many small blocks (4 KB tensors replaced in a replay
+    buffer) can stay there and raise RSS without any live object growing. Another allocator
+    (jemalloc, tcmalloc preloaded) leaves glibc's heaps near empty: ~0 here, RSS unchanged."""
+    if _MALLINFO2 is None:
+        return None
+    try:
+        return int(_MALLINFO2().fordblks)
+    except Exception:
         return None
 
 
@@ -289,6 +322,8 @@ class Monitor:
         self.lock = threading.Lock()
         self.last_flush = 0.0
         self.last_rss = 0.0
+        self.heap_time = 0.0  # when glibc's free heap memory was last read, and what that cost
+        self.heap_cost = 0.0
         self.graph_step = 0  # the step of the last search for retained graphs
         self.module_scan_step = 0  # ... and of the last one that read the modules' attributes too
         self.module_scan_time = 0.0
@@ -711,6 +746,12 @@ class Monitor:
         if self.step <= _RSS_EVERY_STEP_UNTIL or now - self.last_rss >= _RSS_EVERY_S:
             record["rss"] = _rss_bytes()
             self.last_rss = now
+            # mallinfo2 walks the heaps' free lists: 0.1 ms, up to 10 ms when fragmented; read
+            # at most every 100 times what the last read cost (a 1 % share of the run).
+            if _MALLINFO2 is not None and now - self.heap_time >= 100 * self.heap_cost:
+                started = time.perf_counter()
+                record["heap_free"] = _heap_free_bytes()
+                self.heap_time, self.heap_cost = now, time.perf_counter() - started
             # Not under DDP for now: walking a DDP graph's nodes (next_functions, metadata) was followed
             # by an abort at interpreter exit ("terminate called without an active exception") in 1 of
             # 12 gloo runs, and the distributed CI tests failed with it; until that is understood,
@@ -718,9 +759,9 @@ class Monitor:
             frame = user_frame(3) if not _distributed_world() else None
             if frame is not None:
                 try:
-                    # The modules' attributes cost ~1 µs a module: read at most every 50 times
-                    # what the last read cost (a 2% share of the run, whatever the model's size).
-                    scan_modules = now - self.module_scan_time >= 50 * self.module_scan_cost
+                    # The modules' attributes cost ~1 µs a module: read at most every 100 times
+                    # what the last read cost (a 1 % share of the run, whatever the model's size).
+                    scan_modules = now - self.module_scan_time >= 100 * self.module_scan_cost
                     started = time.perf_counter()
                     graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step,
                                              self.graph_lists, self.modules if scan_modules else (),
