@@ -282,33 +282,51 @@ def loss_spike(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
     window, factor = int(params.get("window", 20)), float(params.get("factor", 3.0))
     minimum = int(params.get("min_history", 10))
     isolated_factor = float(params.get("isolated_factor", 10.0))
+    undo, mads = float(params.get("min_undo", 0.25)), float(params.get("min_mads", 10.0))
     hits = []
     for series in run.of_role("loss") + run.of_role("val_loss"):
         points = _finite_before_onset(series)
+        start = _median([v for _, v in points[:int(params.get("start_steps", 5))]])
         spikes = []
         for i in range(minimum, len(points)):
-            median = _median([v for _, v in points[max(0, i - window):i]])
+            recent = [v for _, v in points[max(0, i - window):i]]
+            median = _median(recent)
+            spread = _median([abs(v - median) for v in recent])
             value = points[i][1]
             after = points[i + 1][1] if i + 1 < len(points) else None
-            # A spike comes back down; a value that stays up is divergence, not a spike.
-            if median > 0 and value > factor * median and after is not None and after < factor * median:
-                spikes.append((i, points[i][0], value, median))
+            # A spike comes back down; a value that stays up is divergence, not a spike. It stands out
+            # of the batch-to-batch scatter (a small batch's loss is skewed: 3x its median is common).
+            if median > 0 and value > factor * median and after is not None and after < factor * median \
+                    and value - median > mads * spread and _undoes_progress(value, median, start, undo):
+                spikes.append((i, points[i][0], value, median, spread))
         if not spikes:
             continue
-        index, step, value, median = spikes[0]
+        index, step, value, median, spread = spikes[0]
         following = [v for _, v in points[index + 1:index + 1 + window]]
-        trend = bool(following) and _median(following) > 1.5 * median
+        # settles higher after it, by more than the scatter before it (in a noisy early phase the
+        # median of 20 batches moves by half itself on its own)
+        trend = bool(following) and _median(following) > 1.5 * median \
+            and _median(following) - median > float(params.get("trend_mads", 5.0)) * spread
         if len(spikes) == 1 and not trend and value < isolated_factor * median:
             continue  # one jump, gone the next step, no trend: the noise of one batch
         facts = {"series": series.name.replace("_", " "), "count": len(spikes), "step": step,
                  "value": num(value), "median": num(median), "ratio": f"{value / median:.1f}",
-                 "steps": ", ".join(str(s) for _, s, _, _ in spikes[:10])}
+                 "steps": ", ".join(str(s) for _, s, _, _, _ in spikes[:10])}
         # Clipping answers a gradient that jumped with the loss; without that evidence it is not offered.
-        facts["grad_spike"] = _gradient_spiked(run, [s for _, s, _, _ in spikes], window, factor) or None
+        facts["grad_spike"] = _gradient_spiked(run, [s for _, s, _, _, _ in spikes], window, factor) or None
         facts["carried"] = bool(carried_steps(run)) or None
         hits.append(Hit(step, facts, site_frame(run.meta.get("backward_site")),
-                        details={"spike_steps": [s for _, s, _, _ in spikes]}))
+                        details={"spike_steps": [s for _, s, _, _, _ in spikes]}))
     return hits
+
+
+def _undoes_progress(value: float, median: float, start: float, share: float) -> bool:
+    """A jump above the running median that gives back at least `share` of what the series fell
+    since its start. A loss that fell from 1.6 to 0.04 moves by several times itself from batch to
+    batch (one hard sample in 64): 0.04 -> 0.13 is that noise, not a spike. A series that has not
+    fallen is judged by the ratio alone."""
+    progress = start - median
+    return not progress > 0 or value - median >= share * progress
 
 
 def _gradient_spiked(run: RunData, steps: list[int], window: int, factor: float) -> bool:
@@ -376,11 +394,15 @@ def gradient_explosion(run: RunData, params: Mapping[str, Any], lint: Lint) -> l
     if series is None:
         return []
     window, factor = int(params.get("window", 20)), float(params.get("factor", 10.0))
+    early_steps = int(params.get("early_steps", 20))
     points = _finite_before_onset(series)
     for i in range(int(params.get("min_history", 5)), len(points)):
         median = _median([v for _, v in points[max(0, i - window):i]])
         step, value = points[i]
-        if median > 0 and value > factor * median:
+        # Above the level the run trained at in its first steps too: a norm that fell 100x as the
+        # loss converged, then jumps 10x on one hard batch, is still smaller than every early step.
+        early = _median([v for _, v in points[:min(i, early_steps)]])
+        if median > 0 and value > factor * median and value > early:
             facts = {"step": step, "value": num(value), "median": num(median), "ratio": f"{value / median:.0f}",
                      "history": history(series, step, 5)}
             facts.update(_shape_facts(_shape(points[:i + 1]), run, step))
@@ -452,6 +474,11 @@ def learning_facts(run: RunData, params: Mapping[str, Any]) -> dict[str, Any]:
         if reaches.get("held") == 0 and reaches.get("not_held"):
             facts["rebuilt"] = True  # the loss trains other tensors: the optimizer holds a stale copy
             facts["not_held"] = reaches["not_held"]
+    left_out = [str(name) for name in (run.meta.get("loss_reaches") or {}).get("left_out") or ()]
+    if left_out:  # the loss reaches parameters no optimizer holds: they never change
+        facts["left_out"] = True
+        facts["left_out_count"] = len(left_out)
+        facts["left_out_names"] = ", ".join(left_out[:6]) + (f" (+{len(left_out) - 6} more)" if len(left_out) > 6 else "")
     ratio = update_ratio(records[1:] or records)
     if ratio is not None:
         facts["ratio"] = num(ratio)
@@ -483,7 +510,7 @@ def no_learning(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
     if facts["finite_steps"] < int(params.get("min_steps", 10)):
         return []  # a NaN early on is the story, not learning
     # A flat loss alone is a plateau (curves); these say why nothing can be learned.
-    if not any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen")):
+    if not any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen", "left_out")):
         return []
     return [Hit(run.records[0]["step"], facts, site_frame(run.meta.get("step_site")))]
 
@@ -499,7 +526,7 @@ def no_progress(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit
     if len(points) < int(params.get("min_steps", 150)) or len(points) < len(run.records) * 0.9:
         return []
     facts = learning_facts(run, {})
-    if any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen")):
+    if any(facts.get(k) for k in ("lr_zero", "never_grad", "frozen", "left_out")):
         return []  # no-learning says why
     values = [v for _, v in points]
     start = _median(values[:max(5, int(len(values) * float(params.get("head", 0.1))))])
@@ -583,13 +610,34 @@ def _memory_growth(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | 
         growth = points[-1][1] - points[0][1]
         if slope <= 0 or r2 < float(params.get("min_r2", 0.9)) or growth < float(params.get("min_growth_bytes", 2e7)):
             continue
-        if not _still_growing(points, float(params.get("min_tail_ratio", 0.5))):
+        if not _still_growing(points, float(params.get("min_tail_ratio", 0.5)), float(params.get("tail_steps", 0.25))):
             continue  # warm-up that levels off, or a cache the program frees
+        if name == "rss" and not _in_use_grows(run, skip, params):
+            continue  # free memory glibc keeps after many small frees: no live object grows
         return {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
                 "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
                 "first_step": points[0][0], "last_step": points[-1][0],
                 "clear_step": _clear_step(points, params), "metric_name": name, "slope_bytes": slope}
     return None
+
+
+def _in_use_grows(run: RunData, skip: int, params: Mapping[str, Any]) -> bool:
+    """Over the later half of the run, RSS less the free memory glibc's heaps keep (`heap_free`,
+    read at some of the RSS samples: fewer as the heaps fragment and the read costs more) grows by
+    at least `min_in_use_share` of what RSS grows over the same samples; True when fewer than two
+    such samples tell. Memory freed in many small blocks stays in the heaps, resident, and raises
+    RSS while the program holds no more (a replay buffer that replaces its 4 KB states)."""
+    both = [(r["step"], float(r["rss"]), float(r["heap_free"])) for r in run.records
+            if isinstance(r.get("rss"), (int, float)) and isinstance(r.get("heap_free"), (int, float))][skip:]
+    if not both:
+        return True
+    middle = (both[0][0] + run.records[-1]["step"]) / 2
+    later = [b for b in both if b[0] >= middle]
+    if len(later) < 2:
+        return True
+    rss_growth = later[-1][1] - later[0][1]
+    in_use_growth = (later[-1][1] - later[-1][2]) - (later[0][1] - later[0][2])
+    return rss_growth <= 0 or in_use_growth >= float(params.get("min_in_use_share", 0.25)) * rss_growth
 
 
 def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -603,16 +651,21 @@ def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] |
     last_step = sampled[-1]["step"]
     chains: dict[str, list[tuple[int, int, int]]] = {}  # name -> [(step, first step held, nodes or items)]
     in_lists: set[str] = set()  # names of lists of tensors with history (entries [name, first, length, "list"])
+    attributes: set[str] = set()  # names of modules' attributes and buffers (entries [name, first, nodes, "attribute"])
     for record in sampled:
         for entry in record.get("graphs") or ():
             if isinstance(entry, list) and len(entry) in (3, 4) and isinstance(entry[0], str):
                 chains.setdefault(entry[0], []).append((record["step"], int(entry[1]), int(entry[2])))
                 if len(entry) == 4 and entry[3] == "list":
                     in_lists.add(entry[0])
+                if len(entry) == 4 and entry[3] == "attribute":
+                    attributes.add(entry[0])
+    # Modules' attributes are read at some samples only (their cost sets how often): the last of those
+    last_module_step = next((r["step"] for r in reversed(sampled) if r.get("modules_scanned")), last_step)
     best = None
     for name, samples in chains.items():
         step, origin, nodes = samples[-1]
-        if step != last_step:
+        if step != (last_module_step if name in attributes else last_step):
             continue  # not held at the end: freed
         if any(o != origin for _, o, _ in samples):
             continue  # an earlier chain of it was freed: a cache the program frees
@@ -631,13 +684,16 @@ def _retained_graph(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] |
     clear = next((s for s, _, _ in samples if s - origin >= minimum), samples[-1][0])
     facts: dict[str, Any] = {"graph_name": name, "graph_origin": origin, "graph_nodes": samples[-1][2],
                              "graph_list": name in in_lists or None,
+                             "graph_attribute": name in attributes or None,
                              "graph_last_step": samples[-1][0], "graph_steps": samples[-1][0] - origin,
                              "graph_per_step": f"{slope:.0f}" if slope >= 1 else num(slope),
                              "graph_nodes_per_step": slope, "clear_step": clear}
     site = run.meta.get("graph_site")
+    if name in attributes:  # searched in the module's class: `self.centers = 0.9 * self.centers + ...`
+        site = (run.meta.get("attribute_sites") or {}).get(name)
     if isinstance(site, dict) and site.get("path"):
         line = _assignment_line(str(site["path"]), int(site.get("first_line") or 1),
-                                int(site.get("last_line") or 10**9), name)
+                                int(site.get("last_line") or 10**9), str(site.get("target") or name))
         if line:
             facts.update({"graph_path": str(site["path"]), "graph_line": line,
                           "graph_place": f"{site['path']}:{line}"})
@@ -662,16 +718,23 @@ def _assignment_line(path: str, first_line: int, last_line: int, name: str) -> i
     return None
 
 
-def _still_growing(points: list[tuple[int, float]], min_tail_ratio: float) -> bool:
-    """Growth at constant work keeps its rate to the end: the last half grows at least
-    `min_tail_ratio` times as fast as the first half (a warm-up levels off), and the memory
-    is not given back (a cache the program frees drops below its peak)."""
+def _still_growing(points: list[tuple[int, float]], min_tail_ratio: float, tail_steps: float = 0.25) -> bool:
+    """Growth at constant work keeps its rate to the end: the last half of the samples grows at
+    least `min_tail_ratio` times as fast as the first half (a warm-up levels off), so do the last
+    `tail_steps` of the steps (memory is sampled every step at first, then by time: a rise in the
+    first epoch and one jump later weigh like steady growth in the halves of the samples), and the
+    memory is not given back (a cache the program frees drops below its peak)."""
     half = len(points) // 2
     if half < 3:
         return True
     head, _ = _linear_fit(points[:half])
     tail, _ = _linear_fit(points[half:])
     if head > 0 and tail < min_tail_ratio * head:
+        return False
+    overall, _ = _linear_fit(points)
+    cut = points[-1][0] - tail_steps * (points[-1][0] - points[0][0])
+    last = [p for p in points if p[0] >= cut]
+    if len(last) >= 3 and overall > 0 and _linear_fit(last)[0] < min_tail_ratio * overall:
         return False
     values = [v for _, v in points]
     growth = values[-1] - values[0]
@@ -719,10 +782,13 @@ def data_starved(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hi
     total = sum(r["step_time"] for r in timed)
     waited = sum(r["data_time"] for r in timed)
     share = waited / total if total > 0 else 0.0
-    if share < float(params.get("share", 0.5)):
+    data_ms = _median([r["data_time"] for r in timed]) * 1000
+    # A DataLoader over tensors in memory collates a batch in well under a millisecond: with a tiny
+    # model that is most of a step, but no worker can make it shorter (each costs IPC per batch).
+    if share < float(params.get("share", 0.5)) or data_ms < float(params.get("min_data_ms", 1.0)):
         return []
     facts: dict[str, Any] = {"share": percent(share), "steps": len(timed),
-                             "data_ms": f"{_median([r['data_time'] for r in timed]) * 1000:.1f}",
+                             "data_ms": f"{data_ms:.1f}",
                              "step_ms": f"{_median([r['step_time'] for r in timed]) * 1000:.1f}"}
     loaders = run.meta.get("loaders") or []
     location = None
@@ -768,6 +834,36 @@ def eval_mode(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
 
     related = tuple(f for f in lint() if back is None or NEVER_SWITCHED_BACK not in f.message)
     return [Hit(record["step"], facts, site_frame(run.meta.get("step_site")), related, linked=True)]
+
+
+@detector("repeated-batch")
+def repeated_batch(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]:
+    """The longest run of checks (hooks._batch_fingerprint) that saw the same model input, part of
+    more data, at least `min_repeats` checks over at least `min_steps` steps."""
+    if run.meta.get("repeat_batches"):
+        return []  # `overfit` repeats the batches on purpose
+    checked = [(r["step"], r["batch_fp"]) for r in run.records if isinstance(r.get("batch_fp"), list)]
+    best: tuple[int, int] | None = None  # (first index, last index) in `checked`
+    first = 0
+    for i in range(1, len(checked) + 1):
+        if i == len(checked) or checked[i][1] != checked[first][1]:
+            if checked[first][1][1] and (best is None or i - 1 - first > best[1] - best[0]):
+                best = (first, i - 1)
+            first = i
+    if best is None:
+        return []
+    repeats, (step, _), (last_step, _) = best[1] - best[0] + 1, checked[best[0]], checked[best[1]]
+    if repeats < int(params.get("min_repeats", 10)) or last_step - step < int(params.get("min_steps", 20)):
+        return []
+    from_loader = checked[best[0]][1][1] == "loader"
+    loaders = [loader for loader in run.meta.get("loaders") or () if loader.get("dataset_size")]
+    facts: dict[str, Any] = {"step": step, "last_step": last_step, "span": last_step - step + 1,
+                             "repeats": repeats, "from_loader": from_loader or None}
+    location = site_frame(run.meta.get("step_site"))
+    if from_loader and loaders:
+        facts.update(dataset_size=loaders[0]["dataset_size"], batch_size=loaders[0].get("batch_size"))
+        location = site_frame(loaders[0].get("site")) or location
+    return [Hit(step, facts, location)]
 
 
 # --- curves only ------------------------------------------------------------------------------------
@@ -830,12 +926,23 @@ def lr_anomaly(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hit]
         step = points[positive[-1] + 1][0]
         hits.append(Hit(step, {"zero": True, "series": series.name, "step": step,
                                "before": num(points[positive[-1]][1]), "value": "0"}))
+    # A drop by 10x in one step is what StepLR and MultiStepLR do by design; a rise by 10x is not
+    # (an epoch scheduler stepped per batch restarts, a warm-up restarts), nor an lr that collapses
+    # to a negligible share of its peak while the run goes on.
     jump = float(params.get("jump", 10.0))
     for (s0, v0), (s1, v1) in zip(points, points[1:]):
-        if v0 > 0 and v1 > 0 and max(v0 / v1, v1 / v0) >= jump:
+        if v0 > 0 and v1 > 0 and v1 / v0 >= jump:
             hits.append(Hit(s1, {"jump": True, "series": series.name, "step": s1, "before": num(v0),
-                                 "value": num(v1), "factor": f"{max(v0 / v1, v1 / v0):.0f}"}))
+                                 "value": num(v1), "factor": f"{v1 / v0:.0f}"}))
             break
+    peak = max((v for _, v in points), default=0.0)
+    collapse = float(params.get("collapse_ratio", 1e-4))
+    low = [i for i, (_, v) in enumerate(points) if 0 < v < collapse * peak]
+    if not hits and low and all(0 < v < collapse * peak for _, v in points[low[0]:]) \
+            and len(points) - low[0] >= float(params.get("collapse_share", 0.1)) * len(points):
+        step = points[low[0]][0]
+        hits.append(Hit(step, {"collapsed": True, "series": series.name, "step": step, "before": num(peak),
+                               "value": num(points[low[0]][1]), "last": num(points[-1][1])}))
     return hits
 
 

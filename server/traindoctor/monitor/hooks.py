@@ -20,7 +20,9 @@ serialised to JSON in batches, at each flush.
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import inspect
 import json
 import math
 import os
@@ -57,6 +59,9 @@ _RATIO_CHUNK = 64  # consecutive values per sampled run (256 bytes in float32)
 # Steps at whose start one small parameter's gradient is checked for what was left in it at the step
 # before (gradients never reset between optimizer steps): a few suffice, the mistake is in every step.
 _CARRY_CHECKS = 5
+_FINGERPRINT_EVERY_STEP_UNTIL = 30  # the model's input is fingerprinted at each of the first steps ...
+_FINGERPRINT_EVERY = 25  # ... then every this many (about 0.1-0.2 ms each on a loaded 2-core CPU)
+_FINGERPRINT_VALUES = 64
 _LABEL_CALLS = 50  # cross-entropy calls whose targets are counted
 
 
@@ -109,6 +114,38 @@ def _rss_bytes() -> int | None:
         return None
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _glibc_mallinfo2() -> Any:
+    """glibc's mallinfo2 (2.33+), or None: another C library, or an older glibc."""
+    try:
+        function = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    function.restype = _MallInfo2
+    return function
+
+
+_MALLINFO2 = _glibc_mallinfo2() if sys.platform.startswith("linux") else None
+
+
+def _heap_free_bytes() -> int | None:
+    """Free memory glibc's malloc keeps in its heaps (mallinfo2's fordblks): freed, still resident,
+    counted in RSS. Memory a program frees in many small blocks (4 KB tensors replaced in a replay
+    buffer) can stay there and raise RSS without any live object growing. Another allocator
+    (jemalloc, tcmalloc preloaded) leaves glibc's heaps near empty: ~0 here, RSS unchanged."""
+    if _MALLINFO2 is None:
+        return None
+    try:
+        return int(_MALLINFO2().fordblks)
+    except Exception:
+        return None
+
+
 # Retained graphs: at each sample (the steps RSS is read at), every tensor with autograd history in
 # the frame that calls optimizer.step() is tagged (its grad_fn's `metadata`). A tensor whose graph
 # holds a node tagged at an earlier sample keeps every step's graph since then alive (`total += loss`).
@@ -128,16 +165,26 @@ def _distributed_world() -> bool:
 
 
 def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1,
-                    lists: dict[str, tuple[int, int, int]] | None = None) -> list[list[Any]]:
+                    lists: dict[str, tuple[int, int, int]] | None = None,
+                    modules: list[tuple[str, torch.nn.Module]] = (), modules_since: int = 0) -> list[list[Any]]:
     """[name, first step held, nodes] for each tensor of `frame` (its locals; a module-level loop's
     globals) whose autograd graph still holds the graph of an earlier sample's step (`since` steps
     ago), and [name, first step held, length, "list"] for each list whose last item is a tensor
     with history, held since an earlier sample without shrinking (`lists` keeps, per name, the
     first step, the list's id and its length). Cheap when nothing is retained: a scan of the
     frame's variables and a search of at most `_GRAPH_SEARCH_NODES + 2 * since` nodes per tensor
-    with history (the backpropagated loss is skipped)."""
+    with history (the backpropagated loss is skipped). With `modules` ((name, module) pairs, last
+    scanned `modules_since` steps ago), the tensors the modules hold as plain attributes or buffers
+    too (`self.centers = 0.9 * self.centers + 0.1 * batch_centers`, a running mean updated outside
+    no_grad), named `Model.layer.attribute`."""
     budget = _GRAPH_SEARCH_NODES + 2 * max(since, 1)
     out: list[list[Any]] = []
+    if modules:
+        module_budget = _GRAPH_SEARCH_NODES + 2 * max(modules_since, 1)
+        for module_name, module in modules:
+            for attribute, value in _module_tensors(module):
+                if value.grad_fn is not None:
+                    _tag_graph(f"{module_name}.{attribute}", value, step, module_budget, out, "attribute")
     for name, value in list(frame.f_locals.items()):
         if type(value) is list and lists is not None:
             if value and issubclass(type(value[-1]), torch.Tensor) and value[-1].grad_fn is not None:
@@ -152,20 +199,34 @@ def retained_graphs(frame: Any, step: int, skip_id: int, since: int = 1,
             continue
         if not issubclass(type(value), torch.Tensor) or id(value) == skip_id:  # type(): lazy proxies warn on __class__
             continue
-        root = value.grad_fn
-        if root is None:
-            continue
-        tag = root.metadata.get(_GRAPH_TAG)
-        if tag is None:  # a graph not seen before: does it hold one that was?
-            held = _earlier_tag(root, step, budget)
-            if held is None:
-                tag = (step, step, 0)
-            else:
-                tag = (step, held[1], held[2] + _count_new_nodes(root, step))
-            root.metadata[_GRAPH_TAG] = tag
-        if tag[1] < step and tag[2] and len(out) < _MAX_GRAPHS:
-            out.append([name, tag[1], tag[2]])
+        if value.grad_fn is not None:
+            _tag_graph(name, value, step, budget, out)
     return out
+
+
+def _module_tensors(module: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """The tensors a module holds as buffers or plain attributes (not its parameters: leaves)."""
+    found = [(name, value) for name, value in module._buffers.items() if value is not None]
+    found += [(name, value) for name, value in vars(module).items()
+              if issubclass(type(value), torch.Tensor) and not isinstance(value, torch.nn.Parameter)]
+    return found
+
+
+def _tag_graph(name: str, value: torch.Tensor, step: int, budget: int, out: list[list[Any]],
+               holder: str = "") -> None:
+    """Tag the graph of `value` at this sample and add [name, first step held, nodes] to `out`
+    when it holds the graph of an earlier sample (and `holder`, "attribute" for a module's)."""
+    root = value.grad_fn
+    tag = root.metadata.get(_GRAPH_TAG)
+    if tag is None:  # a graph not seen before: does it hold one that was?
+        held = _earlier_tag(root, step, budget)
+        if held is None:
+            tag = (step, step, 0)
+        else:
+            tag = (step, held[1], held[2] + _count_new_nodes(root, step))
+        root.metadata[_GRAPH_TAG] = tag
+    if tag[1] < step and tag[2] and len(out) < _MAX_GRAPHS:
+        out.append([name, tag[1], tag[2], holder] if holder else [name, tag[1], tag[2]])
 
 
 def _earlier_tag(root: Any, step: int, budget: int) -> tuple[int, int, int] | None:
@@ -245,8 +306,12 @@ class Monitor:
         self.step_calls = 0  # optimizer.step() calls of any optimizer (a GradScaler skip makes none)
         self.skips_in_a_row = 0
         self.loss_leaves: list[int] | None = None  # id() of the trainable tensors the last loss before step 1 reached
+        self.loss_leaf_params: dict[int, torch.Tensor] = {}  # those of them that are nn.Parameter, by id()
         self.backward_id = 0  # id() of the tensor last backpropagated (its graph is freed by backward)
         self.batch: Any = None  # the DataLoader's last batch
+        self.batch_drawn = False  # a DataLoader batch was drawn since the last step
+        self.step_input: torch.Tensor | None = None  # the model's first training input since the last step
+        self.input_hooks: list[Any] = []  # forward pre-hooks, armed before a fingerprinted step only
         self.scaler: Any = None  # the GradScaler that scaled a loss, if any
         self.onset_read = False  # the first non-finite step's inputs and settings were read
         self.data_time = 0.0
@@ -257,7 +322,12 @@ class Monitor:
         self.lock = threading.Lock()
         self.last_flush = 0.0
         self.last_rss = 0.0
+        self.heap_time = 0.0  # when glibc's free heap memory was last read, and what that cost
+        self.heap_cost = 0.0
         self.graph_step = 0  # the step of the last search for retained graphs
+        self.module_scan_step = 0  # ... and of the last one that read the modules' attributes too
+        self.module_scan_time = 0.0
+        self.module_scan_cost = 0.0  # seconds the last scan with the modules took
         self.graph_lists: dict[str, tuple[int, int, int]] = {}  # lists of tensors with history: name -> state
         self.closed = False
         self.step_taken = False  # the current optimizer step has been read (`_take_step`)
@@ -283,7 +353,8 @@ class Monitor:
                 monitor.backwards += 1
                 monitor.backward_id = id(tensor)
                 if monitor.optimizer is None and not _distributed_world():
-                    monitor.loss_leaves = _trainable_leaves(tensor)  # read at the first step (`_discover`)
+                    monitor.loss_leaf_params = {}
+                    monitor.loss_leaves = _trainable_leaves(tensor, parameters=monitor.loss_leaf_params)
                 if "backward_site" not in monitor.meta:
                     monitor.meta["backward_site"] = user_site()
             return original_backward(tensor, *args, **kwargs)
@@ -340,6 +411,7 @@ class Monitor:
             start = time.perf_counter()
             try:
                 batch = monitor.batch = original_next(iterator)  # checked for NaN/inf at a NaN onset
+                monitor.batch_drawn = True
                 return batch
             finally:
                 monitor.data_time += time.perf_counter() - start
@@ -425,6 +497,7 @@ class Monitor:
             "batch_size": getattr(loader, "batch_size", None),
             "prefetch_factor": getattr(loader, "prefetch_factor", None),
             "dataset": type(getattr(loader, "dataset", None)).__name__,
+            "dataset_size": _length(getattr(loader, "dataset", None)),
             "site": user_site(),
             "first_step": self.step + 1,
         })
@@ -442,13 +515,21 @@ class Monitor:
             for name, module in root.named_modules():
                 self.modules.append((f"{prefix}.{name}" if name else prefix, module))
         self.names = _parameter_names(self.params, roots)
+        self._arm_input_hooks()  # what the model is fed at step 2, for the same-batch check
         if self.loss_leaves is not None:
             # A loss that reaches trainable tensors, none of them this optimizer's: the model was rebuilt,
             # copied or replaced after the optimizer was created, and step() updates an unused copy.
             held = {id(p) for p in self.params}
             reached = len(held.intersection(self.loss_leaves))
             self.meta["loss_reaches"] = {"held": reached, "not_held": len(self.loss_leaves) - reached}
-            self.loss_leaves = None
+            if reached:
+                # Some held and some not: the parameters no optimizer holds (a layer kept in a plain
+                # list, a parameter group left out) get a gradient every step and never change.
+                # nn.Parameter only: an input given requires_grad (adversarial examples) is no layer.
+                left_out = _left_out_parameters(self.loss_leaves, self.loss_leaf_params, held, roots)
+                if left_out:
+                    self.meta["loss_reaches"]["left_out"] = left_out
+            self.loss_leaves, self.loss_leaf_params = None, {}
         self.never_grad = set(range(len(self.params)))
         # Contiguous ones only: the ratio is read through a view of the parameter's storage.
         candidates = [i for i, p in enumerate(self.params) if p.dim() >= 2 and p.is_contiguous() and p.numel()]
@@ -483,6 +564,45 @@ class Monitor:
             return self._read_after(closure, take, optimizer, args, kwargs)
         take(optimizer)
         return None
+
+    def _arm_input_hooks(self) -> None:
+        """Forward pre-hooks on the root models until the next training forward: only before a step
+        whose input is fingerprinted (any module hook slows every call of the model down)."""
+        note = self._guarded(self._note_input)
+        self.input_hooks = [root.register_forward_pre_hook(note, with_kwargs=True) for root in self.roots]
+
+    def _disarm_input_hooks(self) -> None:
+        for handle in self.input_hooks:
+            handle.remove()
+        self.input_hooks = []
+
+    def _note_input(self, module: Any, args: Any, kwargs: Any) -> None:
+        """The first tensor the model is called with in training (grad enabled), then no more hooks."""
+        if torch.is_grad_enabled():
+            tensors = _batch_tensors(list(args) + list(kwargs.values()))
+            self.step_input = tensors[0] if tensors else None
+            self._disarm_input_hooks()
+
+    def _batch_fingerprint(self) -> list[Any] | None:
+        """[a hash of the model's input (shape, dtype and 64 evenly spaced values), where that input
+        is part of more data: "slice" (of a larger tensor), "loader" (a batch of a DataLoader whose
+        dataset is larger than one batch), or ""]. Full-batch training feeds the same whole tensor
+        every step: ""."""
+        tensor = self.step_input
+        if tensor is None:
+            return None
+        flat = tensor.detach().reshape(-1)
+        picked = flat[::max(1, flat.numel() // _FINGERPRINT_VALUES)][:_FINGERPRINT_VALUES]
+        digest = hash((tuple(tensor.shape), str(tensor.dtype), tuple(picked.tolist()))) & 0xFFFFFFFF
+        base = tensor._base
+        source = ""
+        if base is not None and base.numel() > tensor.numel():
+            source = "slice"
+        elif self.batch_drawn:
+            first = tensor.shape[0] if tensor.dim() else 1
+            if any((loader.get("dataset_size") or 0) > first for loader in self.meta["loaders"]):
+                source = "loader"
+        return [digest, source]
 
     def _count_labels(self, input: Any, target: Any, ignore_index: Any) -> None:
         self.label_calls += 1
@@ -626,6 +746,12 @@ class Monitor:
         if self.step <= _RSS_EVERY_STEP_UNTIL or now - self.last_rss >= _RSS_EVERY_S:
             record["rss"] = _rss_bytes()
             self.last_rss = now
+            # mallinfo2 walks the heaps' free lists: 0.1 ms, up to 10 ms when fragmented; read
+            # at most every 100 times what the last read cost (a 1 % share of the run).
+            if _MALLINFO2 is not None and now - self.heap_time >= 100 * self.heap_cost:
+                started = time.perf_counter()
+                record["heap_free"] = _heap_free_bytes()
+                self.heap_time, self.heap_cost = now, time.perf_counter() - started
             # Not under DDP for now: walking a DDP graph's nodes (next_functions, metadata) was followed
             # by an abort at interpreter exit ("terminate called without an active exception") in 1 of
             # 12 gloo runs, and the distributed CI tests failed with it; until that is understood,
@@ -633,13 +759,23 @@ class Monitor:
             frame = user_frame(3) if not _distributed_world() else None
             if frame is not None:
                 try:
+                    # The modules' attributes cost ~1 µs a module: read at most every 100 times
+                    # what the last read cost (a 1 % share of the run, whatever the model's size).
+                    scan_modules = now - self.module_scan_time >= 100 * self.module_scan_cost
+                    started = time.perf_counter()
                     graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step,
-                                             self.graph_lists)
+                                             self.graph_lists, self.modules if scan_modules else (),
+                                             self.step - self.module_scan_step)
+                    if scan_modules:
+                        self.module_scan_step, self.module_scan_time = self.step, now
+                        self.module_scan_cost = time.perf_counter() - started
+                        record["modules_scanned"] = True  # an attribute's chain is judged at these samples
                 except Exception:  # an exotic tensor or node: no graph evidence, the monitor goes on
                     graphs = []
                 self.graph_step = self.step
                 if graphs:
                     record["graphs"] = graphs
+                    self._note_attribute_sites(graphs)
                     if "graph_site" not in self.meta:
                         code = frame.f_code
                         lines = [line for _, _, line in code.co_lines() if line]
@@ -657,6 +793,15 @@ class Monitor:
             record["eval_examples"] = self.evals[:_MAX_EVAL_NAMES]
         record["backwards"] = self.backwards
         self.backwards = 0
+        if self.step_input is not None:
+            fingerprint = self._batch_fingerprint()
+            if fingerprint is not None:
+                record["batch_fp"] = fingerprint
+        self.step_input, self.batch_drawn = None, False
+        self._disarm_input_hooks()  # a step whose forward the hooks did not see (a closure, eval only)
+        upcoming = self.step + 1
+        if upcoming <= _FINGERPRINT_EVERY_STEP_UNTIL or upcoming % _FINGERPRINT_EVERY == 0:
+            self._arm_input_hooks()
         if self.fingerprint_rng:
             record["rng"] = _rng_fingerprints()
         self.pending = record
@@ -679,6 +824,22 @@ class Monitor:
         elif now - self.last_flush >= _FLUSH_EVERY_S:
             self._write_records()
             self.last_flush = now
+
+    def _note_attribute_sites(self, graphs: list[list[Any]]) -> None:
+        """Where the class of a module whose attribute holds a retained graph is defined: the line
+        that updates `self.<attribute>` is searched there."""
+        sites = self.meta.setdefault("attribute_sites", {})
+        for entry in graphs:
+            if len(entry) != 4 or entry[3] != "attribute" or entry[0] in sites:
+                continue
+            owner = dict(self.modules).get(entry[0].rsplit(".", 1)[0])
+            try:
+                lines, first = inspect.getsourcelines(type(owner))
+                sites[entry[0]] = {"path": os.path.abspath(inspect.getsourcefile(type(owner)) or ""),
+                                   "first_line": first, "last_line": first + len(lines) - 1,
+                                   "target": "self." + entry[0].rsplit(".", 1)[1]}
+            except (TypeError, OSError):
+                sites[entry[0]] = {}
 
     def _onset_context(self, optimizer: Any) -> dict[str, Any]:
         """At the first non-finite step (once: it reads every weight): were this step's inputs
@@ -825,6 +986,7 @@ class Monitor:
 
     def _remove_hooks(self) -> None:
         self.carry_probe.stop()
+        self._disarm_input_hooks()
         for handle in self._handles:
             handle.remove()
         self._handles = []
@@ -937,9 +1099,11 @@ class _RepeatBatches:
         return self.remaining or 0
 
 
-def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000) -> list[int] | None:
+def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000,
+                      parameters: dict[int, torch.Tensor] | None = None) -> list[int] | None:
     """id() of every tensor that backward from `loss` accumulates a gradient into (its autograd
-    graph's AccumulateGrad nodes), or None past `budget` nodes."""
+    graph's AccumulateGrad nodes), or None past `budget` nodes; those that are nn.Parameter go
+    into `parameters` (id -> tensor)."""
     root = loss.grad_fn
     if root is None:
         return []
@@ -949,6 +1113,8 @@ def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000) -> list[int] | 
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             leaves.append(id(variable))
+            if parameters is not None and isinstance(variable, torch.nn.Parameter):
+                parameters[id(variable)] = variable
         for child, _ in node.next_functions:
             if child is not None and child not in seen:
                 if len(seen) >= budget:
@@ -956,6 +1122,23 @@ def _trainable_leaves(loss: torch.Tensor, budget: int = 200_000) -> list[int] | 
                 seen.add(child)
                 stack.append(child)
     return leaves
+
+
+def _left_out_parameters(leaves: list[int], found: dict[int, torch.Tensor], held: set[int],
+                         roots: list[torch.nn.Module]) -> list[str]:
+    """The nn.Parameters among `leaves` (id() of the tensors a loss reached; `found`: those that
+    are nn.Parameter) that no live optimizer holds (this one's are `held`; a GAN's other optimizer
+    holds the other model's), named `Model.layer.weight` where a model registers them, else by
+    shape (a layer in a plain list)."""
+    candidates = [found[i] for i in dict.fromkeys(leaves) if i in found and i not in held]
+    if not candidates:
+        return []
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.optim.Optimizer):
+            held = held | {id(p) for group in obj.param_groups for p in group["params"]}
+    names = {id(p): f"{type(model).__name__}.{name}" for model in roots for name, p in model.named_parameters()}
+    return [names.get(id(p), "unregistered " + "x".join(map(str, p.shape)) + " tensor")
+            for p in candidates if id(p) not in held]
 
 
 def _models_of(params: list[torch.Tensor]) -> list[torch.nn.Module]:
@@ -1010,6 +1193,13 @@ def _all_finite(tensors: list[torch.Tensor]) -> bool:
         for flag in flags:
             by_device.setdefault(flag.device, []).append(flag)
         return all(bool(torch.stack(group).all()) for group in by_device.values())
+
+
+def _length(dataset: Any) -> int | None:
+    try:
+        return len(dataset)
+    except Exception:  # an IterableDataset, or one whose __len__ fails
+        return None
 
 
 def _batch_tensors(batch: Any, depth: int = 0) -> list[torch.Tensor]:
