@@ -18,6 +18,7 @@ was `Variable(x, volatile=True)`."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import libcst as cst
@@ -243,6 +244,7 @@ class EvalWithoutNoGrad(RoutineRule):
         # call of a module trained in the same program (an RL agent's action selection each
         # environment step) builds a graph that is freed at once: waste, not a bug a reviewer must fix.
         runs = []
+        loop_runs = 0
         todo = [(child, False) for child in reversed(list(child_nodes(function.body)))]
         while todo:
             node, looping = todo.pop()
@@ -257,8 +259,11 @@ class EvalWithoutNoGrad(RoutineRule):
                 model = self._module_run(node, evaluated, routine.klass)  # type: ignore[arg-type]
                 if model and (looping or any(same_object(model, m) for m in evaluated)):
                     runs.append((node, model))
+                    loop_runs += looping
         if not runs:
             return []  # most functions: nothing below (source text, flow graph) is built for them
+        if len(runs) == 1 and not loop_runs and self._one_forward(runs[0][0]):
+            return []  # one forward pass per call, in no loop: its graph is freed on return (a sample grid)
         text = code(function)
         if any(word in text for word in vocab().training_wants_grad_words):
             return []
@@ -268,6 +273,32 @@ class EvalWithoutNoGrad(RoutineRule):
             if not only_detached(function, node, flow, opaque):  # type: ignore[arg-type]
                 return []  # this run's output may reach a backward (a caller's): the function may train
         return runs
+
+    def _one_forward(self, call: cst.Call) -> bool:
+        """`call` is one forward pass of a module: the module called (`model(x)`, `self(x)`), its
+        `forward`, or a submodule that a class of this file binds on `self` (`model.decoder(z)`).
+        A method (`generate`, `decode`, `infer`) may run the model many times inside
+        (autoregressive generation), and an attribute the file does not bind is not known: not one."""
+        func = call.func
+        if type(func) is cst.Name:
+            return True
+        return type(func) is cst.Attribute and (func.attr.value == "forward" or
+                                                func.attr.value in self._submodule_attributes)
+
+    @functools.cached_property
+    def _submodule_attributes(self) -> frozenset[str]:
+        """Attributes that a class of this file binds on `self` to a call (`self.decoder = nn.Sequential(...)`)
+        and that no class of the file defines as a method."""
+        bound, methods = set(), set()
+        for node in iter_nodes(self._file_statements()):
+            if type(node) is cst.FunctionDef:
+                methods.add(node.name.value)
+            elif type(node) is cst.Assign and type(node.value) is cst.Call:
+                for target in node.targets:
+                    name = dotted_name(target.target)
+                    if name is not None and name.startswith("self.") and name.count(".") == 1:
+                        bound.add(name[5:])
+        return frozenset(bound - methods)
 
     def _module_run(self, call: cst.Call, evaluated: list[str], klass: str) -> str:
         """The module that `call` runs on an input (`model(x)`, `model.forward(x)`, a computing
