@@ -12,7 +12,10 @@ another project file, that runs them under it), for a model whose parameters wer
 before the loop (`requires_grad_(False)`: no graph is recorded), in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's own
 `def test(model, loader)` loop is not one), and where the code asks for gradients itself
-(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`). Quiet, too, where the
+(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`), also through a function or
+method of the file that the loop calls (FROMP's `self.cac_grad(loss, ...)`). A forward whose output is
+only read detached is reported in a loop, not as one forward pass per call (a sample grid after
+`eval()`, one `infer()`): that graph is freed on return. Quiet, too, where the
 project pins torch < 0.4: `torch.no_grad()` does not exist there, and inference without a graph
 was `Variable(x, volatile=True)`."""
 
@@ -103,7 +106,8 @@ class EvalWithoutNoGrad(RoutineRule):
             nodes = nodes or self._helper_runs(routine, inside, models)
             if not nodes:
                 continue
-            if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
+            if any(word in code(loop.node) for word in vocab().training_wants_grad_words) or \
+                    self._helper_asks_for_gradients(loop.node, routine.klass):  # type: ignore[arg-type]
                 return
             first = nodes[0]
             model = calls[0].receiver.removesuffix(".forward") if calls else \
@@ -273,6 +277,18 @@ class EvalWithoutNoGrad(RoutineRule):
             if not only_detached(function, node, flow, opaque):  # type: ignore[arg-type]
                 return []  # this run's output may reach a backward (a caller's): the function may train
         return runs
+
+    def _helper_asks_for_gradients(self, loop: cst.CSTNode, klass: str) -> bool:
+        """The loop calls a function or method of this file (`self.cac_grad(loss, ...)`) that asks
+        for gradients itself (`torch.autograd.grad`, `.backward()`): the graph is used there."""
+        words = vocab().training_wants_grad_words
+        for node in iter_nodes(loop):
+            if type(node) is cst.Call:
+                name = dotted_name(node.func)
+                info = self.model.function(name, klass) if name is not None else None
+                if info is not None and info.node is not None and any(w in code(info.node) for w in words):
+                    return True
+        return False
 
     def _one_forward(self, call: cst.Call) -> bool:
         """`call` is one forward pass of a module: the module called (`model(x)`, `self(x)`), its
