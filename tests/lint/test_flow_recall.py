@@ -75,9 +75,11 @@ if __name__ == "__main__":
 
 
 def test_module_output_used_only_detached():
-    assert _lines(SLIDE, "TRN102") == [18, 28]
+    # synthesize() runs one forward per call, in no loop: its graph is freed on return, and since
+    # h/prec6 that shape is quiet (tests/lint/test_single_forward_after_eval.py). slide() loops.
+    assert _lines(SLIDE, "TRN102") == [18]
     fixed = fix_source(SLIDE, "t.py", CONFIG)[0]
-    assert "    @torch.no_grad()\n    def slide" in fixed and "@torch.no_grad()\ndef synthesize" in fixed
+    assert "    @torch.no_grad()\n    def slide" in fixed
     assert _lines(fixed, "TRN102") == []
     namespace: dict = {"__name__": "__main__"}
     exec(compile(fixed, "t.py", "exec"), namespace)  # the fixed program runs

@@ -12,12 +12,16 @@ another project file, that runs them under it), for a model whose parameters wer
 before the loop (`requires_grad_(False)`: no graph is recorded), in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's own
 `def test(model, loader)` loop is not one), and where the code asks for gradients itself
-(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`). Quiet, too, where the
+(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`), also through a function or
+method of the file that the loop calls (FROMP's `self.cac_grad(loss, ...)`). A forward whose output is
+only read detached is reported in a loop, not as one forward pass per call (a sample grid after
+`eval()`, one `infer()`): that graph is freed on return. Quiet, too, where the
 project pins torch < 0.4: `torch.no_grad()` does not exist there, and inference without a graph
 was `Variable(x, volatile=True)`."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import libcst as cst
@@ -102,7 +106,8 @@ class EvalWithoutNoGrad(RoutineRule):
             nodes = nodes or self._helper_runs(routine, inside, models)
             if not nodes:
                 continue
-            if any(word in code(loop.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
+            if any(word in code(loop.node) for word in vocab().training_wants_grad_words) or \
+                    self._helper_asks_for_gradients(loop.node, routine.klass):  # type: ignore[arg-type]
                 return
             first = nodes[0]
             model = calls[0].receiver.removesuffix(".forward") if calls else \
@@ -243,6 +248,7 @@ class EvalWithoutNoGrad(RoutineRule):
         # call of a module trained in the same program (an RL agent's action selection each
         # environment step) builds a graph that is freed at once: waste, not a bug a reviewer must fix.
         runs = []
+        loop_runs = 0
         todo = [(child, False) for child in reversed(list(child_nodes(function.body)))]
         while todo:
             node, looping = todo.pop()
@@ -257,8 +263,11 @@ class EvalWithoutNoGrad(RoutineRule):
                 model = self._module_run(node, evaluated, routine.klass)  # type: ignore[arg-type]
                 if model and (looping or any(same_object(model, m) for m in evaluated)):
                     runs.append((node, model))
+                    loop_runs += looping
         if not runs:
             return []  # most functions: nothing below (source text, flow graph) is built for them
+        if len(runs) == 1 and not loop_runs and self._one_forward(runs[0][0]):
+            return []  # one forward pass per call, in no loop: its graph is freed on return (a sample grid)
         text = code(function)
         if any(word in text for word in vocab().training_wants_grad_words):
             return []
@@ -268,6 +277,44 @@ class EvalWithoutNoGrad(RoutineRule):
             if not only_detached(function, node, flow, opaque):  # type: ignore[arg-type]
                 return []  # this run's output may reach a backward (a caller's): the function may train
         return runs
+
+    def _helper_asks_for_gradients(self, loop: cst.CSTNode, klass: str) -> bool:
+        """The loop calls a function or method of this file (`self.cac_grad(loss, ...)`) that asks
+        for gradients itself (`torch.autograd.grad`, `.backward()`): the graph is used there."""
+        words = vocab().training_wants_grad_words
+        for node in iter_nodes(loop):
+            if type(node) is cst.Call:
+                name = dotted_name(node.func)
+                info = self.model.function(name, klass) if name is not None else None
+                if info is not None and info.node is not None and any(w in code(info.node) for w in words):
+                    return True
+        return False
+
+    def _one_forward(self, call: cst.Call) -> bool:
+        """`call` is one forward pass of a module: the module called (`model(x)`, `self(x)`), its
+        `forward`, or a submodule that a class of this file binds on `self` (`model.decoder(z)`).
+        A method (`generate`, `decode`, `infer`) may run the model many times inside
+        (autoregressive generation), and an attribute the file does not bind is not known: not one."""
+        func = call.func
+        if type(func) is cst.Name:
+            return True
+        return type(func) is cst.Attribute and (func.attr.value == "forward" or
+                                                func.attr.value in self._submodule_attributes)
+
+    @functools.cached_property
+    def _submodule_attributes(self) -> frozenset[str]:
+        """Attributes that a class of this file binds on `self` to a call (`self.decoder = nn.Sequential(...)`)
+        and that no class of the file defines as a method."""
+        bound, methods = set(), set()
+        for node in iter_nodes(self._file_statements()):
+            if type(node) is cst.FunctionDef:
+                methods.add(node.name.value)
+            elif type(node) is cst.Assign and type(node.value) is cst.Call:
+                for target in node.targets:
+                    name = dotted_name(target.target)
+                    if name is not None and name.startswith("self.") and name.count(".") == 1:
+                        bound.add(name[5:])
+        return frozenset(bound - methods)
 
     def _module_run(self, call: cst.Call, evaluated: list[str], klass: str) -> str:
         """The module that `call` runs on an input (`model(x)`, `model.forward(x)`, a computing
