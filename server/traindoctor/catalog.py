@@ -102,14 +102,20 @@ class RuleInfo:
 
 
 def rules_dir() -> Path:
-    """The catalog folder, whether installed or in a source checkout."""
+    """The catalog folder, whether installed or in a source checkout.
+
+    The checkout that holds this very file comes first: an editable install's `_rules`
+    points at whichever checkout was installed, and code from one checkout (a frozen
+    copy run through PYTHONPATH) must never read another checkout's rules.
+    """
+    checkout = Path(__file__).resolve().parents[2]
+    candidates = [checkout / "rules"] if (checkout / "pyproject.toml").is_file() else []
     try:
         from . import _rules  # type: ignore[attr-defined]
 
-        candidates = [Path(p) for p in _rules.__path__]
+        candidates += [Path(p) for p in _rules.__path__]
     except ImportError:
-        candidates = []
-    candidates.append(Path(__file__).resolve().parents[2] / "rules")
+        pass
     for candidate in candidates:
         if (candidate / "lint").is_dir():
             return candidate
