@@ -108,8 +108,8 @@ def rules_dir() -> Path:
     points at whichever checkout was installed, and code from one checkout (a frozen
     copy run through PYTHONPATH) must never read another checkout's rules.
     """
-    checkout = Path(__file__).resolve().parents[2]
-    candidates = [checkout / "rules"] if (checkout / "pyproject.toml").is_file() else []
+    package_parent = Path(__file__).resolve().parents[1]
+    candidates = [package_parent.parent / "rules"] if package_parent.name == "server" else []
     try:
         from . import _rules  # type: ignore[attr-defined]
 

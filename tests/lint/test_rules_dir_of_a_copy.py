@@ -17,7 +17,6 @@ def test_a_copy_of_the_checkout_reads_its_own_rules(tmp_path):
     copy = tmp_path / "frozen"
     shutil.copytree(ROOT / "server", copy / "server", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "rules", copy / "rules")
-    shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     found = subprocess.run(
         [sys.executable, "-c", "from traindoctor.catalog import rules_dir; print(rules_dir())"],
         env={"PYTHONPATH": str(copy / "server"), "PATH": "/usr/bin:/bin"},

@@ -498,6 +498,7 @@ class Monitor:
             "prefetch_factor": getattr(loader, "prefetch_factor", None),
             "dataset": type(getattr(loader, "dataset", None)).__name__,
             "dataset_size": _length(getattr(loader, "dataset", None)),
+            "collate_fn": _qualified_name(getattr(loader, "collate_fn", None)),
             "site": user_site(),
             "first_step": self.step + 1,
         })
@@ -1200,6 +1201,12 @@ def _length(dataset: Any) -> int | None:
         return len(dataset)
     except Exception:  # an IterableDataset, or one whose __len__ fails
         return None
+
+
+def _qualified_name(function: Any) -> str | None:
+    """module.qualname of a callable (a DataLoader's collate_fn), None for anything else."""
+    module, name = getattr(function, "__module__", None), getattr(function, "__qualname__", None)
+    return f"{module}.{name}" if module and name else None
 
 
 def _batch_tensors(batch: Any, depth: int = 0) -> list[torch.Tensor]:
