@@ -100,11 +100,14 @@ def test_a_long_evaluation_without_steps_is_not_a_hang(workdir):
 
 def test_ctrl_c_stops_every_rank(workdir):
     # --hang-after: only the Ctrl-C may stop this job (at load 8 the hang detector's 60 s ran out first: exit 1)
-    child = subprocess.Popen([PYTHON, "-m", "traindoctor", "watch", "--hang-after", "900",
+    # faulthandler prints every thread's stack on SIGABRT: if the stop ever times out again (it did
+    # once in a fresh-clone CI run, never alone or under a CPU hog), the failure says where it waited.
+    stderr = (workdir / "ctrl-c.stderr").open("wb")
+    child = subprocess.Popen([PYTHON, "-X", "faulthandler", "-m", "traindoctor", "watch", "--hang-after", "900",
                               "--runs-dir", str(workdir / "ctrl-c"), "--",
                               TORCHRUN, "--standalone", "--nproc-per-node", "2", str(workdir / "ddp_train.py"),
                               "hang", "20"],
-                             cwd=workdir, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             cwd=workdir, env=env(), stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         deadline = time.monotonic() + 120
         beats: list[Path] = []
@@ -116,10 +119,19 @@ def test_ctrl_c_stops_every_rank(workdir):
         assert len(beats) == 2
         assert len(left_over(workdir)) >= 2
         child.send_signal(signal.SIGINT)
-        assert child.wait(120) == 130  # a stop, not a speed: 60 s ran out once on a machine at load 8
+        try:
+            code = child.wait(120)  # a stop, not a speed: 60 s ran out once on a machine at load 8
+        except subprocess.TimeoutExpired:
+            processes = left_over(workdir)
+            child.send_signal(signal.SIGABRT)
+            child.wait(30)
+            tail = (workdir / "ctrl-c.stderr").read_text(errors="replace")[-6000:]
+            pytest.fail(f"watch did not stop 120 s after SIGINT; job processes then: {processes}\n{tail}")
+        assert code == 130
     finally:
         if child.poll() is None:
             child.kill()
+        stderr.close()
     assert left_over(workdir) == []
 
 

@@ -58,6 +58,8 @@ def run_distributed(command: TorchrunCommand, config: dict[str, Any], timeout: f
     watch = HangWatch(job_dir, load_monitor_rules()["hang"].params, hang_after)
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
+    interrupts: list[int] = []
+    previous = _note_interrupts(interrupts)
     try:
         while True:
             try:
@@ -65,6 +67,8 @@ def run_distributed(command: TorchrunCommand, config: dict[str, Any], timeout: f
                 break
             except subprocess.TimeoutExpired:
                 pass
+            if interrupts:
+                raise KeyboardInterrupt
             if deadline is not None and time.monotonic() > deadline:
                 timed_out = True
                 returncode = stop_job(child, job_dir)
@@ -84,7 +88,20 @@ def run_distributed(command: TorchrunCommand, config: dict[str, Any], timeout: f
     except BaseException:  # Ctrl-C, or a bug of ours: the job must not outlive us
         stop_job(child, job_dir)
         raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     return MonitoredRun(job_dir, exit_code(returncode), timed_out)
+
+
+def _note_interrupts(interrupts: list[int]) -> Any:
+    """Ctrl-C only noted, acted on between polls: a KeyboardInterrupt raised inside Popen.wait(timeout)
+    can leave the Popen's wait lock held, and stop_job's last wait then blocks for ever (a fresh-clone
+    CI run's watch did not stop 120 s after SIGINT). The previous handler, or None off the main thread."""
+    try:
+        return signal.signal(signal.SIGINT, lambda signum, _frame: interrupts.append(signum))
+    except ValueError:  # not the main thread: Python delivers no signal here anyway
+        return None
 
 
 class HangWatch:
