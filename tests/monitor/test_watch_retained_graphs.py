@@ -72,7 +72,11 @@ def test_real_retained_graph_names_rate_step_and_line(tmp_path) -> None:
     leak = outcome.finding("memory-leak")
     facts = leak["details"]["facts"]
     assert facts["finding_code"] == "TRN101" and leak["location"]["line"] == 16
-    assert facts["per_step"] and facts["first_step"] <= facts["clear_step"] <= facts["last_step"]
+    # The rate is RSS's when the memory evidence holds, else the graph's nodes per step: in one
+    # fresh-clone CI run at load (never alone) the RSS evidence did not hold and the graph alone
+    # reported the leak, which is what this test is about.
+    rate = facts.get("per_step") or facts.get("graph_per_step")
+    assert rate and facts["graph_origin"] <= facts["clear_step"] <= facts["graph_last_step"]
     assert facts["graph_name"] == "total_val_loss" and facts["graph_nodes"] > 0
 
 
