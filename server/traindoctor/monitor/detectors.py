@@ -787,15 +787,15 @@ def data_starved(run: RunData, params: Mapping[str, Any], lint: Lint) -> list[Hi
     # model that is most of a step, but no worker can make it shorter (each costs IPC per batch).
     if share < float(params.get("share", 0.5)) or data_ms < float(params.get("min_data_ms", 1.0)):
         return []
-    facts: dict[str, Any] = {"share": percent(share), "steps": len(timed),
-                             "data_ms": f"{data_ms:.1f}",
-                             "step_ms": f"{_median([r['step_time'] for r in timed]) * 1000:.1f}"}
     loaders = run.meta.get("loaders") or []
     if (loaders and loaders[0].get("dataset") in set(params.get("in_memory_datasets") or ())
             and loaders[0].get("collate_fn") in set(params.get("plain_collates") or ())):
         # How long stacking in-memory rows takes depends on the machine and its load, not on
         # anything workers could overlap: the 1 ms floor alone reported a loaded machine's collate.
         return []
+    facts: dict[str, Any] = {"share": percent(share), "steps": len(timed),
+                             "data_ms": f"{data_ms:.1f}",
+                             "step_ms": f"{_median([r['step_time'] for r in timed]) * 1000:.1f}"}
     location = None
     if loaders:
         loader = loaders[0]
