@@ -26,7 +26,7 @@ from typing import Any
 from ..live.launcher import LaunchError, _become_subreaper, _die_with, descendants, exit_code
 from .launchers import TorchrunCommand
 from .rules import load_monitor_rules
-from .runner import CONFIG_VARIABLE, MonitoredRun
+from .runner import CONFIG_VARIABLE, MonitoredRun, interrupts_noted
 
 _POLL_S = 0.25
 _STOP_GRACE_S = 10.0
@@ -58,50 +58,36 @@ def run_distributed(command: TorchrunCommand, config: dict[str, Any], timeout: f
     watch = HangWatch(job_dir, load_monitor_rules()["hang"].params, hang_after)
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
-    interrupts: list[int] = []
-    previous = _note_interrupts(interrupts)
-    try:
-        while True:
-            try:
-                returncode = child.wait(_POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if interrupts:
-                raise KeyboardInterrupt
-            if deadline is not None and time.monotonic() > deadline:
-                timed_out = True
-                returncode = stop_job(child, job_dir)
-                break
-            hang = watch.poll()
-            if hang is not None:
-                stacks = confirmed_stacks(job_dir, watch)
-                if stacks is None:  # moving, or waiting in nothing that blocks: not a hang (yet)
-                    watch.snooze()
-                    continue
-                hang["stacks"] = stacks
-                _write_json(job_dir / "hang.json", hang)
-                returncode = stop_job(child, job_dir, hung=True)
-                hang["stopped"] = True
-                _write_json(job_dir / "hang.json", hang)
-                break
-    except BaseException:  # Ctrl-C, or a bug of ours: the job must not outlive us
-        stop_job(child, job_dir)
-        raise
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+    with interrupts_noted() as interrupts:
+        try:
+            while True:
+                try:
+                    returncode = child.wait(_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if interrupts:
+                    raise KeyboardInterrupt
+                if deadline is not None and time.monotonic() > deadline:
+                    timed_out = True
+                    returncode = stop_job(child, job_dir)
+                    break
+                hang = watch.poll()
+                if hang is not None:
+                    stacks = confirmed_stacks(job_dir, watch)
+                    if stacks is None:  # moving, or waiting in nothing that blocks: not a hang (yet)
+                        watch.snooze()
+                        continue
+                    hang["stacks"] = stacks
+                    _write_json(job_dir / "hang.json", hang)
+                    returncode = stop_job(child, job_dir, hung=True)
+                    hang["stopped"] = True
+                    _write_json(job_dir / "hang.json", hang)
+                    break
+        except BaseException:  # Ctrl-C, or a bug of ours: the job must not outlive us (a second Ctrl-C is noted)
+            stop_job(child, job_dir)
+            raise
     return MonitoredRun(job_dir, exit_code(returncode), timed_out)
-
-
-def _note_interrupts(interrupts: list[int]) -> Any:
-    """Ctrl-C only noted, acted on between polls: a KeyboardInterrupt raised inside Popen.wait(timeout)
-    can leave the Popen's wait lock held, and stop_job's last wait then blocks for ever (a fresh-clone
-    CI run's watch did not stop 120 s after SIGINT). The previous handler, or None off the main thread."""
-    try:
-        return signal.signal(signal.SIGINT, lambda signum, _frame: interrupts.append(signum))
-    except ValueError:  # not the main thread: Python delivers no signal here anyway
-        return None
 
 
 class HangWatch:

@@ -13,8 +13,11 @@ import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,15 +76,25 @@ def run_plain(debuggee: DebuggeeCommand, config: dict[str, Any], timeout: float 
         child = subprocess.Popen(argv, env=_environment(config))
     except OSError as exc:
         raise LaunchError(f"cannot start `{debuggee.python}`: {exc.strerror or exc}") from None
+    deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
-    try:
-        returncode = child.wait(timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        returncode = _stop(child)
-    except BaseException:
-        _stop(child)
-        raise
+    with interrupts_noted() as interrupts:
+        try:
+            while True:
+                try:
+                    returncode = child.wait(_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if interrupts:
+                    raise KeyboardInterrupt
+                if deadline is not None and time.monotonic() > deadline:
+                    timed_out = True
+                    returncode = _stop(child)
+                    break
+        except BaseException:  # Ctrl-C, or a bug of ours: the run must not outlive us (a second Ctrl-C is noted)
+            _stop(child)
+            raise
     return MonitoredRun(Path(config["run_dir"]), exit_code(returncode), timed_out)
 
 
@@ -112,29 +125,55 @@ def run_debugged(debuggee: DebuggeeCommand, config: dict[str, Any], timeout: flo
     session = LiveSession(host, port, on_report=report)
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
-    try:
+    with interrupts_noted() as interrupts:
         try:
-            session.start(retry_while=lambda: child.poll() is None)
-        except DapError as exc:
-            if child.poll() is None:
-                _stop(child)
-            raise LaunchError(f"could not start the debug session: {exc}") from None
-        while not session.wait(0.2):
-            if child.poll() is not None:
-                session.wait(3.0)
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                timed_out = True
-                break
-        session.close()
-        returncode = _stop(child) if timed_out else child.wait()
-    except BaseException:
-        session.close()
-        _stop(child)
-        raise
+            try:
+                session.start(retry_while=lambda: child.poll() is None and not interrupts)
+            except DapError as exc:
+                if interrupts:
+                    raise KeyboardInterrupt from None
+                if child.poll() is None:
+                    _stop(child)
+                raise LaunchError(f"could not start the debug session: {exc}") from None
+            while not session.wait(0.2):
+                if interrupts:
+                    raise KeyboardInterrupt
+                if child.poll() is not None:
+                    session.wait(3.0)
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    timed_out = True
+                    break
+            session.close()
+            returncode = _stop(child) if timed_out else child.wait()
+        except BaseException:  # as in run_plain
+            session.close()
+            _stop(child)
+            raise
     note = None if reports else ("; ".join(session.errors[:2]) or None)
     return MonitoredRun(Path(config["run_dir"]), exit_code(returncode), timed_out,
                         reports[0] if reports else None, note)
+
+
+_POLL_S = 0.2
+
+
+@contextmanager
+def interrupts_noted() -> Iterator[list[int]]:
+    """Ctrl-C only noted (the list fills), to be acted on between polls: a KeyboardInterrupt raised inside
+    Popen.wait(timeout) or poll() between the wait lock's acquire and its try leaves the lock held, and the
+    final wait() of the stop then blocks for ever (a fresh-clone CI run's watch of a torchrun job did not stop
+    120 s after SIGINT). Off the main thread Python delivers no signal, and nothing is installed."""
+    interrupts: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, _frame: interrupts.append(signum))
+    except ValueError:
+        previous = None
+    try:
+        yield interrupts
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _stop(child: subprocess.Popen[bytes]) -> int:
