@@ -56,12 +56,16 @@ class WorkspaceIndex:
             self.task = asyncio.ensure_future(self._build(ls))
 
     async def _build(self, ls: "TrainDoctorServer") -> None:
-        from .commands import python_files
+        from ..lint.files import python_files
+
+        folders = ls.workspace_dirs()
+
+        def workspace_sources() -> list[str]:  # the same walker as `traindoctor check`
+            return [str(p) for p in python_files(folders) if p.is_file() and p.suffix == ".py"]
 
         loop = asyncio.get_running_loop()
         try:
-            files = [p for p in await loop.run_in_executor(self._pool, python_files, ls.workspace_dirs())
-                     if p.endswith(".py")][:MAX_FILES]
+            files = (await loop.run_in_executor(self._pool, workspace_sources))[:MAX_FILES]
         except RuntimeError:  # the pool is gone: shutting down
             return
         token = await self._begin(ls, len(files))
