@@ -6,7 +6,7 @@ that neither the analysis nor the rules track it themselves."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 import libcst as cst
 
@@ -23,6 +23,9 @@ class WalkState:
     classes: list[cst.ClassDef] = field(default_factory=list)
     no_grad_depth: int = 0
     order: int = 0  # nodes entered so far
+    # Whether a `with` item's call builds a project context manager that turns autograd off
+    # (autograd_off.call_turns_grad_off, which reads the file model); None where no model is built yet.
+    grad_off_call: Callable[[cst.Call], bool] | None = None
     _no_grad_nodes: set[int] = field(default_factory=set)
 
     STRUCTURAL: ClassVar[frozenset[type]] = frozenset({cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.With})
@@ -116,6 +119,8 @@ class WalkState:
 
     def is_no_grad_expr(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
+            if self.grad_off_call is not None and self.grad_off_call(expr):
+                return True
             target = self.names.qualify(expr.func)
             if target in ("torch.set_grad_enabled", "torch.enable_grad"):
                 return target == "torch.set_grad_enabled" and bool(expr.args) and \

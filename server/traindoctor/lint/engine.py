@@ -32,6 +32,7 @@ from ..catalog import get_rule
 from ..config import Config
 from ..model import Finding, Fix, Position, Range, RelatedLocation, TextEdit
 from .blocks import Block, BlockSplitter, source_lines
+from .analysis.autograd_off import call_turns_grad_off
 from .analysis.collect import BlockAnalysis
 from .analysis.facts import CATEGORIES
 from .analysis.model import FileModel
@@ -148,7 +149,7 @@ class _ParsedBlock:
                     cache[rules[index].CODE] = plan.nothing[index]
             if visiting:
                 sinks = [ReportSink() for _ in visiting]
-                walk = WalkState(model.names)
+                walk = WalkState(model.names, grad_off_call=functools.partial(call_turns_grad_off, model))
                 context = RuleContext(walk, model, analysis, Values(model, analysis, walk))
                 visitors = [rules[index](context, sink) for index, sink in zip(visiting, sinks)]
                 walk_tree(self.module, visitors, walk)

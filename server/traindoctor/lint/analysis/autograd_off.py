@@ -9,6 +9,12 @@
           return new_f
 
   so that a method decorated with `@nograd` runs as under `@torch.no_grad()`;
+- a project context manager whose `__enter__` enters a no_grad context (one it built in
+  `__init__`, or `set_grad_enabled(False)`), always or when an `__init__` argument is true,
+
+      with eval_mode(model, no_grad=True):   # __enter__: if self.no_grad: self.ctx.__enter__()
+
+  so that its `with` block runs as under `torch.no_grad()`;
 - a module whose every parameter was frozen before a point (`model.requires_grad_(False)`,
   `model.eval().requires_grad_(False)`, or `p.requires_grad = False` for each `p` of
   `model.parameters()`), unconditionally: calling it on inputs that need no gradient records
@@ -84,6 +90,128 @@ def _calls_of(walk: WalkState, node: cst.CSTNode, name: str, off: bool):
         yield off
     for child in child_nodes(node):
         yield from _calls_of(walk, child, name, off)
+
+
+GradOffFlag = tuple[str, int, bool]  # (the __init__ parameter, its position or -1, its default is true)
+
+
+def call_turns_grad_off(model: FileModel, call: cst.Call) -> bool:
+    """`call` (a `with` item) builds a context manager of this file or of the project that turns
+    autograd off for its block, with the arguments it is given here."""
+    name = dotted_name(call.func)
+    if name is None:
+        return False
+    info = model.classes.get(name)
+    if info is not None and isinstance(info.node, cst.ClassDef):
+        flag = model.remembered(("autograd_off.context", name),
+                                lambda: class_turns_grad_off(model.names, info.node))  # type: ignore[arg-type]
+    else:
+        found = model.imported.klass(model.names.qualify(call.func)) if model.imported else None
+        flag = found.grad_off if found is not None else None
+    return flag is not None and _flag_is_true(call, flag)
+
+
+def class_turns_grad_off(names, klass: cst.ClassDef) -> GradOffFlag | None:
+    """How entering an instance of `klass` turns autograd off: ("", -1, True) always, or
+    (parameter, position, default is true) when its `__init__` argument `parameter` is true;
+    None when `__enter__` enters no no_grad context (read from the class's own methods)."""
+    methods = {m.name.value: m for m in klass.body.body if isinstance(m, cst.FunctionDef)} \
+        if isinstance(klass.body, cst.IndentedBlock) else {}
+    enter, init = methods.get("__enter__"), methods.get("__init__")
+    if enter is None or not isinstance(enter.body, cst.IndentedBlock):
+        return None
+    walk = WalkState(names)
+    contexts: set[str] = set()  # self attributes bound to a no_grad context
+    flags: dict[str, str] = {}  # self attribute -> the __init__ parameter it holds
+    for method in (init, enter):
+        for target, value in _self_assignments(method):
+            if isinstance(value, cst.Call) and walk.is_no_grad_expr(value):
+                contexts.add(target)
+            elif isinstance(value, cst.Name):
+                flags[target] = value.value
+    for stmt in enter.body.body:
+        if _enters(walk, stmt, contexts):
+            return ("", -1, True)
+        test = stmt.test if isinstance(stmt, cst.If) and stmt.orelse is None else None
+        attr = _self_attribute(test) if test is not None else None
+        if attr in flags and isinstance(stmt.body, cst.IndentedBlock) and \
+                any(_enters(walk, inner, contexts) for inner in stmt.body.body) and init is not None:
+            return _parameter(init, flags[attr])
+    return None
+
+
+def _self_assignments(method: cst.FunctionDef | None):
+    """(attribute, value) for each `self.attribute = value` statement at the top of `method`."""
+    if method is None or not isinstance(method.body, cst.IndentedBlock):
+        return
+    for stmt in method.body.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    attr = _self_attribute(small.targets[0].target)
+                    if attr:
+                        yield attr, small.value
+
+
+def _self_attribute(node: cst.CSTNode | None) -> str | None:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
+
+
+def _enters(walk: WalkState, stmt: cst.CSTNode, contexts: set[str]) -> bool:
+    """`stmt` is `self.ctx.__enter__()` of a no_grad context, `torch.no_grad().__enter__()` or
+    `torch.set_grad_enabled(False)`."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
+        if call is None:
+            continue
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "__enter__" and not call.args:
+            receiver = func.value
+            if _self_attribute(receiver) in contexts or \
+                    (isinstance(receiver, cst.Call) and walk.is_no_grad_expr(receiver)):
+                return True
+        elif walk.names.qualify(func) == "torch.set_grad_enabled" and walk.is_no_grad_expr(call):
+            return True
+    return False
+
+
+def _parameter(init: cst.FunctionDef, name: str) -> GradOffFlag | None:
+    params = init.params
+    positional = [p.name.value for p in (*params.posonly_params, *params.params)][1:]  # after self
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            position = positional.index(name) if name in positional else -1
+            return (name, position, _true_literal(param.default) if param.default is not None else False)
+    return None
+
+
+def _flag_is_true(call: cst.Call, flag: GradOffFlag) -> bool:
+    name, position, default = flag
+    if not name:
+        return True
+    positional = []
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == name:
+                return _true_literal(arg.value)
+        elif arg.star:
+            return False  # cannot tell which argument lands where
+        else:
+            positional.append(arg.value)
+    if 0 <= position < len(positional):
+        return _true_literal(positional[position])
+    return default
+
+
+def _true_literal(expr: cst.BaseExpression) -> bool:
+    """`True` or a non-zero integer: a value we know is true without running anything."""
+    if isinstance(expr, cst.Name):
+        return expr.value == "True"
+    return isinstance(expr, cst.Integer) and expr.evaluated_value != 0
 
 
 def frozen_before(root: cst.CSTNode, module: str, until: cst.CSTNode, same) -> bool:

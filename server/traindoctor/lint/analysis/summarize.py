@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .autograd_off import wraps_without_grad
+from .autograd_off import class_turns_grad_off, wraps_without_grad
 from .facts import Checkpoint, Draw
 from .meters import accumulated_params, returned_from_params
 from .model import FileModel
@@ -43,8 +43,9 @@ def summarize_model(model: FileModel) -> FileSummary:
     for name, info in model.classes.items():
         scaler = any(model.kind_of_callee(obj.callee) == "scaler" for _, obj in
                      model.objects_of_owner.get(name, ()) if obj.where == "__init__")
+        grad_off = class_turns_grad_off(model.names, info.node) if isinstance(info.node, cst.ClassDef) else None
         classes.append(ClassSummary(name, info.bases, name in model.model_classes, scaler,
-                                    name in model.dataset_classes, tuple(methods.get(name, ()))))
+                                    name in model.dataset_classes, tuple(methods.get(name, ())), grad_off))
     scalers = {c.name for c in classes if c.scaler}
     bindings = []
     for name, objects in model.objects.items():

@@ -57,6 +57,9 @@ class ClassSummary:
     scaler: bool = False  # wraps a GradScaler built in __init__
     dataset: bool = False
     methods: tuple[FunctionSummary, ...] = ()
+    # Entering an instance turns autograd off (autograd_off.class_turns_grad_off): always, ("", -1, True),
+    # or when the __init__ argument is true, (parameter, position or -1, its default is true).
+    grad_off: tuple[str, int, bool] | None = None
 
     def method(self, name: str) -> FunctionSummary | None:
         return next((m for m in self.methods if m.qualname.rsplit(".", 1)[-1] == name), None)
