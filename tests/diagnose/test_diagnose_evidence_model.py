@@ -129,3 +129,46 @@ def test_a_word_a_small_kind_never_showed_does_not_favour_it() -> None:
     before = {r.kind: r.probability for r in evidence_model.rank({}, add_alpha)}
     after = {r.kind: r.probability for r in evidence_model.rank({"word:rare": "rare"}, add_alpha)}
     assert after["small"] > before["small"]  # what add-alpha did
+
+
+# A log with no traceback and no error line whose one warning names the failure in a wording no
+# signature or clue knows, and its quiet twin: a warning that names no failure.
+STALLED_RANK_LOG = ("epoch 3 iter 200 loss 0.51\n"
+                    "WARNING: rank 2 did not answer the all_reduce within 1800 s (NCCL watchdog timeout), waiting\n")
+SCHEDULER_WARNING_LOG = (
+    "epoch 1 loss 0.912\n"
+    "/opt/venv/lib/python3.10/site-packages/torch/optim/lr_scheduler.py:139: UserWarning: Detected call of "
+    "`lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and later, you should call them in the "
+    "opposite order: `optimizer.step()` before `lr_scheduler.step()`.\n"
+    "epoch 2 loss 0.873\n")
+
+
+def test_a_warning_that_names_a_failure_is_the_message_of_a_log_without_one() -> None:
+    observed = _observe(STALLED_RANK_LOG)
+    assert {"shape-log-only", "shape-warning-line", "msg-distributed", "msg-timeout"} <= set(observed)
+    assert evidence_model.failure_shown(observed)
+    diagnosis = diagnose_text(STALLED_RANK_LOG, correlate=False)
+    assert diagnosis.details["signature"] == "evidence-model"
+    assert diagnosis.kind == "distributed", diagnosis.kind
+
+
+def test_a_warning_that_names_no_failure_stays_other() -> None:
+    observed = _observe(SCHEDULER_WARNING_LOG)
+    assert "shape-warning-line" not in observed and not evidence_model.failure_shown(observed)
+    assert diagnose_text(SCHEDULER_WARNING_LOG, correlate=False).kind == "other"
+
+
+def test_a_cut_paste_is_not_held_to_the_message_it_cannot_show() -> None:
+    """Kind `a` always shows a message feature, kind `b` never does; both show the backward frame
+    equally often. A traceback cut before its message says nothing about that feature, so the two
+    are as likely as their priors; a whole traceback without the feature does count against `a`."""
+    weights = {"alpha": 0.5, "shrink": 4.0, "temperature": 1.0, "word_scale": 0.5, "word_df": {},
+               "kinds": {"a": {"n": 10, "features": {"msg-out-of-memory": 10, "frame-autograd": 5,
+                                                     "shape-traceback": 10, "shape-cut": 5}},
+                         "b": {"n": 10, "features": {"frame-autograd": 5, "shape-traceback": 10, "shape-cut": 5}}}}
+    cut = {"shape-traceback": "", "shape-cut": "", "frame-autograd": ""}
+    probabilities = {r.kind: r.probability for r in evidence_model.rank(cut, weights)}
+    assert math.isclose(probabilities["a"], probabilities["b"], rel_tol=1e-9)
+    whole = {"shape-traceback": "", "frame-autograd": "", "type-runtime": ""}
+    probabilities = {r.kind: r.probability for r in evidence_model.rank(whole, weights)}
+    assert probabilities["b"] > 2 * probabilities["a"]

@@ -118,8 +118,12 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
     error_line = re.compile(settings.get("error_line", r"(?!)"))
     warning_line = re.compile(settings.get("warning_line", r"(?!)"))
     errors = [text for text in outside if error_line.search(text) and not warning_line.search(text)]
-    texts = {"type": types, "message": messages + errors, "frame": list(reversed(frames)), "line": outside,
-             "stack": stack}
+    # a log with no traceback and no error line: a warning is the only message it has, and one that
+    # speaks the failure vocabulary (a non-finite norm, no NVIDIA driver) is evidence of a kind
+    warning_message = re.compile(settings.get("warning_message", r"(?!)"))
+    warnings = [text for text in outside if warning_message.search(text)] if not chains and not errors else []
+    texts = {"type": types, "message": messages + errors + warnings, "frame": list(reversed(frames)),
+             "line": outside, "stack": stack}
     found: dict[str, str] = {}
     for feature in features:
         for text in texts.get(feature.where, ()):
@@ -138,6 +142,8 @@ def observe(lines: list[Line], chains: list[Chain]) -> dict[str, str]:
         found["shape-log-only"] = "a log with no traceback"
     if errors:
         found["shape-error-line"] = errors[0]
+    if warnings and any(f.startswith("msg-") for f in found):
+        found["shape-warning-line"] = warnings[0]
     boilerplate = re.compile(settings.get("boilerplate", r"(?!)"))
     for text in [*messages, *errors]:
         for word in _WORD.findall(boilerplate.sub(" ", text)):
@@ -185,7 +191,8 @@ _SHAPE_MEANS = {"shape-traceback": "the paste has a traceback",
                 "shape-cut": "the traceback stops before its exception line (the message is missing)",
                 "shape-message-only": "the paste has an exception line but no frames",
                 "shape-log-only": "the paste is a log with no traceback",
-                "shape-error-line": "a log line reports an error"}
+                "shape-error-line": "a log line reports an error",
+                "shape-warning-line": "a warning of a log without a traceback speaks of a failure"}
 
 
 def shape_features() -> list[str]:
@@ -220,6 +227,7 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
             return (count + shrink * overall) / (n + shrink)
         return (count + alpha) / (n + 2 * alpha)
 
+    unseen = _unseen(observed)
     for kind, fitted in kinds.items():
         n = int(fitted["n"])
         counts = fitted.get("features") or {}
@@ -230,7 +238,7 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
             if feature in observed:
                 score += math.log(theta)
                 ratios.setdefault(kind, []).append((math.log(theta / base), feature))
-            else:
+            elif feature not in unseen:  # absent, not merely out of the paste's sight
                 score += math.log(1 - theta)
         kind_words = fitted.get("words") or {}
         for word in words:
@@ -247,6 +255,15 @@ def rank(observed: dict[str, str], weights: dict[str, Any] | None = None) -> lis
         out.append(Ranked(kind, math.exp(score - top) / norm, tuple(_means(f, observed) for f in favouring),
                           tuple(favouring)))
     return out
+
+
+def _unseen(observed: dict[str, str]) -> set[str]:
+    """The features this paste could not show whatever its failure was (settings.unseen of
+    features.yaml: a traceback cut before its exception line has no message to read). Their absence
+    is no evidence against a kind whose failures show them, so it is not counted."""
+    settings, features = _catalog()
+    where = {w for shape, wheres in (settings.get("unseen") or {}).items() if shape in observed for w in wheres}
+    return {f.id for f in features if f.where in where}
 
 
 def _feature_totals(kinds: dict[str, dict[str, Any]]) -> dict[str, int]:
