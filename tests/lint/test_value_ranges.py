@@ -36,14 +36,22 @@ CASES = [
     "torch.sqrt(torch.relu(z)) - torch.sqrt(torch.relu(-z))",
     "torch.sqrt(torch.relu(z) + torch.relu(-z))",
     "torch.sqrt(torch.relu(z).sum())",
+    # ... also through a square or abs of the ReLU's output: sqrt's inf times the square's 0 is NaN, and
+    # ReLU's backward drops it (the norm of a ReLU layer's output)
+    "torch.sqrt(torch.relu(z) ** 2)",
+    "torch.sqrt((F.relu(z) ** 2).sum())",
+    "torch.sqrt(F.relu(z).pow(2).sum())",
+    "torch.sqrt(torch.abs(torch.relu(z)))",
     # no selecting backward in the way: inf or NaN reaches z
     "torch.sqrt(torch.abs(z))",
     "torch.sqrt(z ** 2)",
     "torch.sqrt((z * z).sum())",
+    "torch.sqrt(torch.relu(z) ** 2 + z ** 2)",
     "torch.sqrt(z.var())",
     # forward -inf/inf whatever the gradient
     "torch.log(torch.relu(z))",
     "torch.rsqrt(torch.relu(z))",
+    "torch.log(torch.relu(z) ** 2)",
     # guarded
     "torch.sqrt(torch.abs(z) + 1e-8)",
 ]

@@ -1210,9 +1210,13 @@ def _even(exponent: cst.BaseExpression) -> bool:
 
 
 def _squared(base: Value) -> str:
-    """What `base ** 2` (`abs(base)`, `base * base`) is: 0 only where `base` can be."""
+    """What `base ** 2` (`abs(base)`, `base * base`) is: 0 only where `base` can be. The square of a
+    ReLU's output stays "selected": the NaN that sqrt's inf times the square's 0 makes there is
+    dropped by ReLU's backward, which passes nothing where its output is 0."""
     if base.zero in _NONZERO:
         return "safe"
+    if base.zero == "selected":
+        return "selected"
     return "squares" if base.zero in ZERO_POSSIBLE else ""
 
 
