@@ -161,3 +161,18 @@ def test_rounding_mode_does_not_guard_a_zero_divisor():
     zero = torch.tensor(0.0)
     assert torch.isinf(torch.div(torch.tensor(1.0), zero, rounding_mode="floor"))
     assert torch.isnan(torch.div(zero, zero, rounding_mode="trunc"))
+
+
+def test_reciprocal_forms_are_divisions(tmp_path):
+    method = PER_MINIBATCH.replace("(adv - adv.mean()).div(adv.std())", "(adv - adv.mean()) * adv.std().reciprocal()")
+    function = PER_MINIBATCH.replace("(adv - adv.mean()).div(adv.std())",
+                                     "(adv - adv.mean()) * torch.reciprocal(adv.std())")
+    assert _lines(method) == [10] and _lines(function) == [10]
+    assert torch.isinf(torch.tensor(0.0).reciprocal())
+    for source, fixed_text in ((method, "(adv.std() + 1e-8).reciprocal()"),
+                               (function, "torch.reciprocal(adv.std() + 1e-8)")):
+        fixed = _fixed(source)
+        assert fixed_text in fixed and not _lines(fixed)
+        _pyflakes_clean(fixed, tmp_path)
+    assert _lines(PER_MINIBATCH.replace("(adv - adv.mean()).div(adv.std())",
+                                        "(adv - adv.mean()) * (adv.std() + 1e-8).reciprocal()")) == []

@@ -52,7 +52,7 @@ class UnsafeLog(Rule):
             if not qualified.startswith("torch."):
                 return  # math/NumPy values carry no gradient: nothing to turn NaN in backward
             target = arg(node, 0, "input")
-        elif method == "log" and receiver_ok and not qualified.startswith(("math.", "numpy.", "torch.")):
+        elif method in v.log_methods and receiver_ok and not qualified.startswith(("math.", "numpy.", "torch.")):
             target = node.func.value
         elif qualified in v.sqrts or (method in ("sqrt", "rsqrt") and receiver_ok):
             self._check_sqrt(node, arg(node, 0, "input") if qualified in v.sqrts else node.func.value,

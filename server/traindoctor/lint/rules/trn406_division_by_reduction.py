@@ -50,15 +50,21 @@ class DivisionByReduction(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         """Division written as a call: `a.div(b)` divides by its first argument, `torch.div(a, b)`
-        by its second."""
+        by its second, `x.reciprocal()` and `torch.reciprocal(x)` by `x`."""
         v = vocab()
         qualified = self.names.qualify(node.func) or ""
+        method = node.func.attr.value if type(node.func) is cst.Attribute else ""
+        tensor_method = method in (*v.division_methods, *v.reciprocal_methods) and \
+            not qualified.startswith(("numpy.", "math.", "operator.")) and \
+            self.values(node.func.value).kind in ("tensor", "unknown")  # type: ignore[attr-defined]
         if qualified in v.division_functions:
             denominator = arg(node, 1, "other")
-        elif type(node.func) is cst.Attribute and node.func.attr.value in v.division_methods and \
-                not qualified.startswith(("numpy.", "math.", "operator.")) and \
-                self.values(node.func.value).kind in ("tensor", "unknown"):
+        elif qualified in v.reciprocal_functions:
+            denominator = arg(node, 0, "input")
+        elif tensor_method and method in v.division_methods:
             denominator = arg(node, 0, "other")
+        elif tensor_method and method in v.reciprocal_methods and not node.args:
+            denominator = node.func.value  # type: ignore[attr-defined]
         else:
             return
         if denominator is not None:
@@ -90,12 +96,12 @@ class DivisionByReduction(Rule):
         elif value.zero == "spread" and self.walk.loops_here():
             message = (f"division by `{short}`, the spread of a batch recomputed in a loop: one constant batch "
                        f"(or a batch of one) makes it 0, and the result and every gradient NaN")
-            fix = self._add_epsilon(denominator, type(node) is not cst.Call)
+            fix = self._add_epsilon(denominator, not _argument_of(node, denominator))
         elif value.zero == "spread" and (window := recorded_window(denominator, self.scope(), self.walk.order,
                                                                     self.walk.klass, self.names.qualify)):
             message = (f"division by `{short}`, the spread of the values recorded in `{window}` (one per call): "
                        f"when the recorded values are all equal it is exactly 0, and the result inf/NaN")
-            fix = self._add_epsilon(denominator, type(node) is not cst.Call)
+            fix = self._add_epsilon(denominator, not _argument_of(node, denominator))
         elif value.zero == "rows":
             message = (f"division by `{short}`, a norm or sum over rows or entries of data this function is given: "
                        f"a row that is all zeros (a padded position, an isolated node, an all-zero vector, no positive "
@@ -145,3 +151,8 @@ class DivisionByReduction(Rule):
                     ancestor.args and names_in(ancestor.args[0].value) & read:
                 return True
         return False
+
+
+def _argument_of(node: cst.CSTNode, expr: cst.BaseExpression) -> bool:
+    """`expr` is one of the call `node`'s arguments (no parentheses needed around a sum there)."""
+    return type(node) is cst.Call and any(a.value is expr for a in node.args)

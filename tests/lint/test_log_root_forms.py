@@ -1,7 +1,8 @@
-"""TRN401 on square roots written as powers (`x ** 0.5`, `x.pow(0.5)`, `torch.pow(x, 0.5)`, and
-`** -0.5`): the same inf gradient at 0 as `torch.sqrt`, which the rule read alone before. The
-program failed before (no finding); the quiet twins stay quiet; the claims are checked against
-torch and the fix runs."""
+"""TRN401 on a log or a square root written in another form: a root as a power (`x ** 0.5`,
+`x.pow(0.5)`, `torch.pow(x, 0.5)`, `** -0.5`), with sqrt's inf gradient at 0, and a log as another
+Tensor method (`x.log2()`, `x.log10()`). The rule read `sqrt`/`rsqrt`/`log` alone before: each
+program failed then; the quiet twins stay quiet; the claims are checked against torch and the
+fixes run."""
 
 from __future__ import annotations
 
@@ -83,3 +84,30 @@ def test_root_power_twins_stay_quiet():
     assert _lines(HEAD.replace(ROOT, "var * x.size(-1) ** -0.5")) == []
     # an exp is never 0 in practice (the rule's convention for sqrt too)
     assert _lines(HEAD.replace("F.softplus(self.raw_var(x))", "torch.exp(self.raw_var(x))")) == []
+
+
+# A log written as another Tensor method: `x.log2()` / `x.log10()` (and in place) are -inf at 0 like `x.log()`.
+ENTROPY_BITS = '''import torch
+
+
+def bits(logits, bias=0.0):
+    p = torch.relu(logits + bias)
+    p = p / (p.sum(-1, keepdim=True) + 1e-6)
+    return -(p * p.log2()).sum(-1).mean()
+'''
+
+
+def test_log2_method_of_a_value_that_can_be_zero():
+    assert _lines(ENTROPY_BITS) == [7]
+    assert _lines(ENTROPY_BITS.replace("p.log2()", "p.log10()")) == [7]
+    assert _lines(ENTROPY_BITS.replace("p.log2()", "(p + 1e-12).log2()")) == []
+    namespace: dict = {}
+    exec(compile(ENTROPY_BITS, "t.py", "exec"), namespace)
+    logits = torch.tensor([[1.0, -1.0, 2.0]], requires_grad=True)  # a ReLU zero: 0 * log2(0) = NaN
+    out = namespace["bits"](logits)
+    assert torch.isnan(out)
+    fixed = fix_source(ENTROPY_BITS, "t.py", CONFIG, unsafe=True)[0]
+    assert _lines(fixed) == []
+    fixed_namespace: dict = {}
+    exec(compile(fixed, "t.py", "exec"), fixed_namespace)
+    assert torch.isfinite(fixed_namespace["bits"](logits))
