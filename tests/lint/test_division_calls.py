@@ -176,3 +176,46 @@ def test_reciprocal_forms_are_divisions(tmp_path):
         _pyflakes_clean(fixed, tmp_path)
     assert _lines(PER_MINIBATCH.replace("(adv - adv.mean()).div(adv.std())",
                                         "(adv - adv.mean()) * (adv.std() + 1e-8).reciprocal()")) == []
+
+
+# A softmax computed in place through `out=`: `torch.exp(x, out=y)` rebinds y to an exponential, whose
+# row sum (after subtracting the row's max) is at least 1. Reading y as the function's input data (its
+# binding before the call) made the call form of the division a false TRN406 (collect.py binds `out=`).
+PARALLEL_SOFTMAX = '''import torch
+
+
+class SoftmaxCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, target):
+        logits_max = torch.max(logits, dim=-1)[0]
+        logits.sub_(logits_max.unsqueeze(dim=-1))
+        predicted = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        exp_logits = logits
+        torch.exp(logits, out=exp_logits)
+        sum_exp_logits = exp_logits.sum(dim=-1)
+        loss = torch.log(sum_exp_logits) - predicted
+        exp_logits.div_(sum_exp_logits.unsqueeze(dim=-1))
+        ctx.save_for_backward(exp_logits, target)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        softmax, target = ctx.saved_tensors
+        grad = softmax.clone()
+        grad.scatter_add_(-1, target.unsqueeze(-1), -torch.ones_like(grad[..., :1]))
+        return grad * grad_output.unsqueeze(-1), None
+'''
+
+
+def test_out_keyword_rebinds_its_tensor():
+    assert _lines(PARALLEL_SOFTMAX) == []
+    assert _lines(PARALLEL_SOFTMAX.replace("exp_logits.div_(sum_exp_logits.unsqueeze(dim=-1))",
+                                           "exp_logits = exp_logits / sum_exp_logits.unsqueeze(dim=-1)")) == []
+    namespace: dict = {}
+    exec(compile(PARALLEL_SOFTMAX, "t.py", "exec"), namespace)
+    x = torch.randn(3, 5, requires_grad=True) * 50
+    t = torch.tensor([0, 2, 4])
+    loss = namespace["SoftmaxCrossEntropy"].apply(x.detach().clone().requires_grad_(), t)
+    assert torch.allclose(loss, torch.nn.functional.cross_entropy(x.detach(), t, reduction="none"), atol=1e-4)
+    shifted = x.detach() - x.detach().max(-1, keepdim=True).values
+    assert (shifted.exp().sum(-1) >= 1).all()  # the max's exp(0) = 1 is in every row's sum
