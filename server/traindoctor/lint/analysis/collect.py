@@ -266,6 +266,10 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
                 self.lists["calls"].append(CallSite(callee, self.walk.in_no_grad, node=node))
         if qualified is not None and qualified.endswith("GradScaler"):
             self.lists["precision"].append(Marker("grad-scaler", qualified))
+        if qualified is not None and qualified.startswith("torch."):
+            out = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "out"), None)
+            if type(out) is cst.Name:
+                self.bind(out, "assign", node)  # torch.exp(x, out=y): y now holds exp(x)
         if qualified is not None:
             self._randomness(node, qualified)
             self._padding_call(node, qualified)

@@ -863,9 +863,10 @@ class Values:
             if qualified in ("torch.log", "torch.log1p"):
                 inner = sub(arg(call, 0, "input") or call)
                 return Value("tensor", inner.grad, zero=_logged(last, inner))
-            if qualified in v.spreads:
+            if qualified in v.spreads or qualified in v.spread_means:
                 first = arg(call, 0, "input")
-                return Value("tensor", zero="" if first is not None and _learned_output(sub(first)) else "spread")
+                spread = Value("tensor", zero="" if first is not None and _learned_output(sub(first)) else "spread")
+                return spread if qualified in v.spreads else Value("container", items=(spread, Value("tensor")))
             if qualified in v.norms:
                 first = arg(call, 0, "input")
                 inner = sub(first or call)

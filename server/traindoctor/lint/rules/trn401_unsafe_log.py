@@ -18,7 +18,7 @@ import libcst as cst
 
 from ..analysis.gradient_use import reaches_gradient
 from ..analysis.scopes import code
-from ..analysis.values import arg
+from ..analysis.values import _number as literal_number, arg
 from ..analysis.vocab import vocab
 from ..fixes import atom, sum_operand
 from ..rule import FixSpec, Replace, Rule
@@ -52,11 +52,16 @@ class UnsafeLog(Rule):
             if not qualified.startswith("torch."):
                 return  # math/NumPy values carry no gradient: nothing to turn NaN in backward
             target = arg(node, 0, "input")
-        elif method == "log" and receiver_ok and not qualified.startswith(("math.", "numpy.", "torch.")):
+        elif method in v.log_methods and receiver_ok and not qualified.startswith(("math.", "numpy.", "torch.")):
             target = node.func.value
         elif qualified in v.sqrts or (method in ("sqrt", "rsqrt") and receiver_ok):
             self._check_sqrt(node, arg(node, 0, "input") if qualified in v.sqrts else node.func.value,
-                             qualified not in v.sqrts)
+                             qualified not in v.sqrts, inverse=code(node.func).endswith("rsqrt"))
+            return
+        elif qualified in v.powers or (method == "pow" and not qualified.startswith(("math.", "numpy."))):
+            base = arg(node, 0, "input") if qualified in v.powers else node.func.value
+            exponent = arg(node, 1, "exponent") if qualified in v.powers else arg(node, 0, "exponent")
+            self._check_root(node, base, exponent, parenthesize=qualified not in v.powers)
             return
         else:
             return
@@ -76,17 +81,33 @@ class UnsafeLog(Rule):
                    f"turning the loss NaN")
         self.report(node, message, fix=self._clamp(target))
 
-    def _check_sqrt(self, node: cst.Call, target: cst.BaseExpression | None, method: bool) -> None:
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if type(node.operator) is cst.Power:
+            self._check_root(node, node.left, node.right, parenthesize=True)
+
+    def _check_root(self, node: cst.CSTNode, base: cst.BaseExpression | None, exponent: cst.BaseExpression | None,
+                    parenthesize: bool) -> None:
+        """A square root written as a power (`x ** 0.5`, `x.pow(0.5)`, `torch.pow(x, -0.5)`): the same
+        gradient as sqrt (inf at 0) and, for -0.5, rsqrt's inf forward. A Python number has no gradient."""
+        power = literal_number(exponent) if exponent is not None else None
+        if base is None or power not in (0.5, -0.5) or self.values(base).kind == "scalar":
+            return
+        self._check_sqrt(node, base, parenthesize, inverse=power < 0)
+
+    def _check_sqrt(self, node: cst.CSTNode, target: cst.BaseExpression | None, method: bool,
+                    inverse: bool = False) -> None:
         if target is None or not self.gradient_flows() or self._guarded(target) or self._only_shown():
             return  # sqrt(0) is 0; only its gradient is the problem
         value = self.values(target)
-        rsqrt = isinstance(node.func, cst.Attribute) and node.func.attr.value == "rsqrt"  # inf forward at 0
+        rsqrt = inverse  # inf forward at 0
         if value.zero == "selected" and not rsqrt:
             return  # sqrt(relu(z)): ReLU's backward passes 0 where it is 0, so the gradient is 0, not inf
         if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested", "underflow") or \
                 not self._has_gradient(value) or not reaches_gradient(self.walk.stack, self.names.qualify):
             return  # every use of the root drops the gradient (a mask, a logged metric): nothing inf flows back
-        message = (f"`sqrt({_short(target)})` of a value that can be exactly 0: the gradient of sqrt at 0 is "
+        root = f"`sqrt({_short(target)})`" if type(node) is cst.Call and code(node.func).endswith("sqrt") else \
+            f"`{_short(node)}`, a square root,"
+        message = (f"{root} of a value that can be exactly 0: the gradient of sqrt at 0 is "
                    f"inf, so backward produces inf/NaN")
         new = f"{sum_operand(target)} + {self._tiny(target)}"
         fix = FixSpec("Add the dtype's tiny value under the square root",

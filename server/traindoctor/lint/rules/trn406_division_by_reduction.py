@@ -25,8 +25,10 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.names import arg
+from ..analysis.recorded import recorded_window
 from ..analysis.scopes import code, names_in
 from ..analysis.values import ZERO_POSSIBLE
+from ..analysis.vocab import vocab
 from ..analysis.zero_evidence import subject as zero_subject
 from ..fixes import atom
 from ..rule import FixSpec, Related, Replace, Rule
@@ -45,6 +47,28 @@ class DivisionByReduction(Rule):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.operator, cst.DivideAssign):
             self._check(node, node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Division written as a call: `a.div(b)` divides by its first argument, `torch.div(a, b)`
+        by its second, `x.reciprocal()` and `torch.reciprocal(x)` by `x`."""
+        v = vocab()
+        qualified = self.names.qualify(node.func) or ""
+        method = node.func.attr.value if type(node.func) is cst.Attribute else ""
+        tensor_method = method in (*v.division_methods, *v.reciprocal_methods) and \
+            not qualified.startswith(("numpy.", "math.", "operator.")) and \
+            self.values(node.func.value).kind in ("tensor", "unknown")  # type: ignore[attr-defined]
+        if qualified in v.division_functions:
+            denominator = arg(node, 1, "other")
+        elif qualified in v.reciprocal_functions:
+            denominator = arg(node, 0, "input")
+        elif tensor_method and method in v.division_methods:
+            denominator = arg(node, 0, "other")
+        elif tensor_method and method in v.reciprocal_methods and not node.args:
+            denominator = node.func.value  # type: ignore[attr-defined]
+        else:
+            return
+        if denominator is not None:
+            self._check(node, denominator)
 
     def _check(self, node: cst.CSTNode, denominator: cst.BaseExpression) -> None:
         read = names_in(denominator)
@@ -72,8 +96,12 @@ class DivisionByReduction(Rule):
         elif value.zero == "spread" and self.walk.loops_here():
             message = (f"division by `{short}`, the spread of a batch recomputed in a loop: one constant batch "
                        f"(or a batch of one) makes it 0, and the result and every gradient NaN")
-            bare = denominator.with_changes(lpar=[], rpar=[]) if denominator.lpar else denominator
-            fix = FixSpec("Add an epsilon to the std", (Replace(denominator, f"({code(bare)} + 1e-8)"),), safe=False)
+            fix = self._add_epsilon(denominator, not _argument_of(node, denominator))
+        elif value.zero == "spread" and (window := recorded_window(denominator, self.scope(), self.walk.order,
+                                                                    self.walk.klass, self.names.qualify)):
+            message = (f"division by `{short}`, the spread of the values recorded in `{window}` (one per call): "
+                       f"when the recorded values are all equal it is exactly 0, and the result inf/NaN")
+            fix = self._add_epsilon(denominator, not _argument_of(node, denominator))
         elif value.zero == "rows":
             message = (f"division by `{short}`, a norm or sum over rows or entries of data this function is given: "
                        f"a row that is all zeros (a padded position, an isolated node, an all-zero vector, no positive "
@@ -83,6 +111,12 @@ class DivisionByReduction(Rule):
         else:
             return
         self.report(node, message, fix=fix, related=related)
+
+    def _add_epsilon(self, denominator: cst.BaseExpression, operand: bool) -> FixSpec:
+        """`(std + 1e-8)`; no parentheses as a call's argument (`a.div(std + 1e-8)`)."""
+        bare = denominator.with_changes(lpar=[], rpar=[]) if denominator.lpar else denominator
+        new = f"({code(bare)} + 1e-8)" if operand else f"{code(bare)} + 1e-8"
+        return FixSpec("Add an epsilon to the std", (Replace(denominator, new),), safe=False)
 
     def _zero_to_one(self, denominator: cst.BaseExpression) -> FixSpec:
         """1 where the denominator is 0: the row's result is then its numerator, 0 for an all-zero row
@@ -117,3 +151,8 @@ class DivisionByReduction(Rule):
                     ancestor.args and names_in(ancestor.args[0].value) & read:
                 return True
         return False
+
+
+def _argument_of(node: cst.CSTNode, expr: cst.BaseExpression) -> bool:
+    """`expr` is one of the call `node`'s arguments (no parentheses needed around a sum there)."""
+    return type(node) is cst.Call and any(a.value is expr for a in node.args)

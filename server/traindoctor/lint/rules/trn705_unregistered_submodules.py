@@ -24,10 +24,14 @@ from ..walk import iter_nodes
 
 class UnregisteredSubmodules(Rule):
     CODE = "TRN705"
-    READS = ("names", "classes")
+    READS = ("names", "classes", "functions")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         klass, function = self.walk.klass, self.walk.function
+        if klass is None and function is not None and len(node.targets) == 1 and \
+                type(node.targets[0].target) is cst.Name and type(node.value) is cst.List and not node.value.elements:
+            self._returned_into_a_model(node, node.targets[0].target.value, function)
+            return
         if klass is None or function is None or klass.name.value not in self.model.model_classes:
             return
         if len(node.targets) != 1:
@@ -76,6 +80,49 @@ class UnregisteredSubmodules(Rule):
             safe = uses and string_keys and kind != "tuple" and not isinstance(value, cst.DictComp)
             fix = FixSpec(f"Wrap in {container}", (Replace(value, new),), safe=safe)
         self.report(node.targets[0].target, message, fix=fix)
+
+    def _returned_into_a_model(self, node: cst.Assign, local: str, function: cst.FunctionDef) -> None:
+        """`module_list = []` in a module-level function that fills it with modules and returns it (as its
+        value, or as one item of the tuple it returns), and a model class of this file stores that result
+        in `self.x` (`self.info, self.layers = build(cfg)`): the model's list of modules is a plain list.
+        Reported here, where `nn.ModuleList()` goes."""
+        if sum(1 for a in iter_nodes(function) if type(a) is cst.Assign and any(
+                type(t.target) is cst.Name and t.target.value == local for t in a.targets)) != 1 or \
+                not self._filled_with_modules(function, local):
+            return
+        places = {_returned_item(r.value, local) for r in iter_nodes(function)
+                  if type(r) is cst.Return and r.value is not None}
+        if len(places) != 1 or -1 in places:
+            return
+        index = places.pop()
+        for info, _ in self.model.function_home.values():
+            klass = self.model.classes.get(info.klass) if info.klass in self.model.model_classes else None
+            if klass is None or type(info.node) is not cst.FunctionDef or type(klass.node) is not cst.ClassDef:
+                continue
+            for stored in iter_nodes(info.node):
+                if type(stored) is not cst.Assign or len(stored.targets) != 1 or type(stored.value) is not cst.Call or \
+                        type(stored.value.func) is not cst.Name or stored.value.func.value != function.name.value:
+                    continue
+                target = stored.targets[0].target
+                if index is not None:
+                    elements = target.elements if type(target) in (cst.Tuple, cst.List) else ()  # type: ignore[union-attr]
+                    target = elements[index].value if index < len(elements) else None
+                name = dotted_name(target) if target is not None else None
+                if not name or not name.startswith("self.") or name.count(".") != 1 or \
+                        self._uses(klass.node, name[5:], stored) is None or \
+                        _each_module_registered(klass.node, info.node, name, True):
+                    continue
+                nn = self.names.alias_of("torch.nn") or \
+                    next((k for k, v in self.names.imports.items() if v == "torch.nn"), None) or \
+                    (f"{self.names.alias_of('torch')}.nn" if self.names.alias_of("torch") else None)
+                fix = FixSpec("Make it an empty nn.ModuleList", (Replace(node.value, f"{nn}.ModuleList()"),),
+                              safe=False) if nn is not None else None
+                self.report(node.targets[0].target,
+                            f"`{local}` is a plain list of modules that `{function.name.value}()` returns into "
+                            f"`{name}` of `{klass.name}`: they are not registered, so their weights are missing from "
+                            f"`parameters()` (never trained), `.to(device)`, `state_dict()` and `train()`/`eval()`; "
+                            f"make it an `nn.ModuleList`", fix=fix)
+                return
 
     def _modules_built_here(self, value: cst.BaseExpression, function: cst.FunctionDef) -> bool:
         if isinstance(value, (cst.ListComp, cst.DictComp)):
@@ -292,6 +339,18 @@ def _registers_each(loop: cst.For, source: cst.BaseExpression) -> bool:
     return any(isinstance(node, cst.Call) and dotted_name(node.func) == "self.register_parameter"
                and isinstance(arg(node, 1, "param"), cst.Name) and arg(node, 1, "param").value == names.value
                for node in iter_nodes(loop.body))
+
+
+def _returned_item(value: cst.BaseExpression, local: str) -> int | None:
+    """Where a `return` gives back the local `local`: None (the whole value), the item's index in a
+    returned tuple, or -1 (not at all)."""
+    if type(value) is cst.Name and value.value == local:
+        return None
+    if type(value) in (cst.Tuple, cst.List):
+        for i, element in enumerate(value.elements):  # type: ignore[attr-defined]
+            if type(element.value) is cst.Name and element.value.value == local:
+                return i
+    return -1
 
 
 def _empty_or_placeholders(value: cst.BaseExpression) -> bool:
