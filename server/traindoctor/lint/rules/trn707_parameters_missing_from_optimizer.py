@@ -24,6 +24,7 @@ from ..analysis.names import dotted_name
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
 from ..rule import Related, Rule
+from ..walk import child_nodes
 
 
 class ParametersMissingFromOptimizer(Rule):
@@ -178,9 +179,11 @@ class ParametersMissingFromOptimizer(Rule):
 
 
 def _preorder(node: cst.CSTNode, parent: cst.CSTNode | None):
-    """(node, parent) in source order, nested functions and classes left out."""
+    """(node, parent) in source order, nested functions and classes left out. `child_nodes`, not libcst's
+    `.children`, which runs a visitor per node: with it this walk of every function body was 60 % of a
+    `check` of torch's own tree."""
     yield node, parent
-    for child in node.children:
+    for child in child_nodes(node):
         if type(child) not in (cst.FunctionDef, cst.ClassDef, cst.Lambda):
             yield from _preorder(child, node)
 
