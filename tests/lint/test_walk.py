@@ -64,3 +64,59 @@ def test_a_walk_leaves_no_garbage_for_the_cycle_collector():
     finally:
         if was_enabled:
             gc.enable()
+
+
+_EVERY_ORDER_CASE = """\
+@decorate(k=1)
+class A(Base, metaclass=Meta):
+    def f(self, a, /, b, *c, d, **e) -> int:
+        try:
+            return g(a, key=b) if a else d
+        except ValueError as error:
+            raise error
+        match a:
+            case [x] if x > 0:
+                return x
+"""
+
+
+def test_child_nodes_are_the_children_that_hold_code_in_source_order():
+    """`child_nodes` stands in for libcst's `.children` (which runs a visitor per node: it was
+    about half of a whole-tree check): it may leave out only whitespace, punctuation and
+    operators, never a child that holds a name, and it keeps source order, which rules read
+    as "before" and "after"."""
+    import pathlib
+
+    import torch
+
+    from traindoctor.lint.walk import child_nodes, iter_nodes
+
+    sources = [_EVERY_ORDER_CASE, (pathlib.Path(torch.__file__).parent / "optim" / "adamw.py").read_text()]
+    checked = 0
+    for source in sources:
+        for node in iter_nodes(cst.parse_module(source)):
+            kept = child_nodes(node)
+            everything = list(node.children)
+            assert [c for c in everything if any(c is k for k in kept)] == kept, type(node)
+            for left_out in (c for c in everything if not any(c is k for k in kept)):
+                assert not any(type(n) is cst.Name for n in _all_nodes(left_out)), (type(node), type(left_out))
+            checked += 1
+    assert checked > 400
+
+
+def test_lint_code_does_not_walk_libcst_children():
+    import pathlib
+    import re
+
+    import traindoctor.lint as lint
+
+    root = pathlib.Path(lint.__file__).parent
+    users = [str(path.relative_to(root)) for path in sorted(root.rglob("*.py"))
+             if path.name != "walk.py" and re.search(r"\.children\b(?!`)", path.read_text())]
+    assert users == []
+
+
+def _all_nodes(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _all_nodes(child)

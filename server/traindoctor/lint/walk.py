@@ -41,12 +41,21 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
         f.name for f in dataclasses.fields(node_type)
         if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
     ]
-    if "decorators" in names:  # source order: decorators come first
-        names.remove("decorators")
-        names.insert(0, "decorators")
-    if node_type is cst.IfExp:  # `body if test else orelse`
-        names = ["body", "test", "orelse"]
-    return tuple(names)
+    # Source order where libcst's field order differs from it (checked against `.children` in
+    # tests/lint/test_walk.py): rules compare walk positions to tell "before" from "after".
+    first = _SOURCE_ORDER_FIRST.get(node_type, ())
+    return tuple(name for name in first if name in names) + tuple(name for name in names if name not in first)
+
+
+_SOURCE_ORDER_FIRST: dict[type, tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns"),  # `-> T:` before the body
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords"),  # `class A(B):` before the body
+    cst.ExceptHandler: ("type", "name"),  # `except E as e:` before the body
+    cst.Arg: ("keyword",),  # `k=v`
+    cst.Parameters: ("posonly_params", "posonly_ind"),  # `def f(a, /, b)`
+    cst.MatchCase: ("pattern", "guard"),  # `case p if guard:` before the body
+    cst.IfExp: ("body", "test", "orelse"),  # `body if test else orelse`
+}
 
 
 @functools.cache

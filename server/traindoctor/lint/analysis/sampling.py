@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..walk import child_nodes
 from .vocab import vocab
 
 _SHAPE_ONLY = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "contiguous", "float", "double",
@@ -179,7 +180,7 @@ def local_bindings(function: cst.FunctionDef) -> dict[str, list[cst.BaseExpressi
         elif kind in (cst.AugAssign, cst.For, cst.AnnAssign, cst.NamedExpr):
             for name in _target_names(node.target):
                 found.setdefault(name, []).append(None)
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return found
 
 
@@ -199,4 +200,4 @@ def _calls(function: cst.FunctionDef):
             continue
         if type(node) is cst.Call:
             yield node
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))

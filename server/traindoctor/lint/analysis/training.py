@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from ..walk import child_nodes
 from .events import BACKWARD, STEP, Event, Routine, block_routine  # noqa: F401  (BACKWARD, STEP: for rules)
 from .model import FileModel
 from .names import dotted_name
@@ -328,7 +329,7 @@ def _iter_calls(loop: cst.CSTNode) -> dict[str, cst.Call]:
             name = dotted_name(node.args[0].value)
             if name:
                 found.setdefault(name, node)
-        stack.extend(reversed(list(node.children)))
+        stack.extend(reversed(child_nodes(node)))
     return found
 
 

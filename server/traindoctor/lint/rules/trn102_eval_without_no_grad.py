@@ -238,7 +238,7 @@ class EvalWithoutNoGrad(RoutineRule):
         backpropagate: a `loss_compute(out, y)` that calls backward), when the function yields,
         or asks for gradients itself."""
         function = routine.node
-        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in iter_nodes(function)):
+        if not isinstance(function, cst.FunctionDef) or self._yields(function):
             return []
         switches = [e for e in routine.events if e.kind in ("eval", "train") and not e.no_grad]
         evaluated = [e.receiver for at, e in enumerate(switches) if e.kind == "eval" and
@@ -347,7 +347,7 @@ class EvalWithoutNoGrad(RoutineRule):
         container of the object or of a parameter (`self.log_probs.append(...)`), or it returns a
         tensor with history that a caller backpropagates (or that no in-file caller receives)."""
         function = routine.node
-        if not isinstance(function, cst.FunctionDef) or any(isinstance(n, cst.Yield) for n in iter_nodes(function)):
+        if not isinstance(function, cst.FunctionDef) or self._yields(function):
             return [], ""
         training = self.training
         candidates = []
@@ -382,7 +382,7 @@ class EvalWithoutNoGrad(RoutineRule):
             return []  # a model's own method: a training loop elsewhere may run it
         function = routine.node
         if function is not None and (not isinstance(function, cst.FunctionDef) or
-                                     any(isinstance(n, cst.Yield) for n in iter_nodes(function)) or
+                                     self._yields(function) or
                                      self._stores_outside(loop.node, routine) or not self._results_stay(routine)):
             return []
         root = function if function is not None else self._file_statements()
@@ -634,6 +634,11 @@ class EvalWithoutNoGrad(RoutineRule):
                 return True
         return False
 
+    def _yields(self, function: cst.FunctionDef) -> bool:
+        """A `yield` anywhere in the function (a nested one's included): walked once per function."""
+        return self.model.remembered(("trn102:yields", id(function)),
+                                     lambda: any(type(node) is cst.Yield for node in iter_nodes(function)))
+
     def _file_statements(self) -> cst.Module:
         """The file's top-level statements, in order: a module-level loop's earlier code."""
         return cst.Module(body=[t.node for t in self.model.facts["layout"] if t.node is not None])
@@ -643,7 +648,7 @@ class EvalWithoutNoGrad(RoutineRule):
         torch = self.names.alias_of("torch")
         if not isinstance(function, cst.FunctionDef) or function.decorators or function.asynchronous or torch is None:
             return None
-        if any(isinstance(node, cst.Yield) for node in iter_nodes(function)):
+        if self._yields(function):
             return None
         info = self.model.function(routine.qualname)
         safe = info is None or not info.returns or not self.values.summary(info).tensor_with_history

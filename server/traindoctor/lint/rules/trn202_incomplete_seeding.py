@@ -17,7 +17,7 @@ from ..analysis.facts import Draw, Seed
 from ..analysis.names import dotted_name
 from ..fixes import insert_after_imports, module_reference
 from ..rule import FixSpec, InsertAfter, Related, Rule
-from ..walk import iter_nodes
+from ..walk import child_nodes, iter_nodes
 
 _ORDER = ("torch", "cuda", "cuda_all", "numpy", "random")
 _SEED_FUNCTION = {"torch": "torch.manual_seed", "numpy": "np.random.seed", "random": "random.seed"}
@@ -55,7 +55,7 @@ def _shape_only(expr: cst.CSTNode, modules: frozenset[str]) -> bool:
         return all(_shape_only(a.value, modules) for a in expr.args)  # `tuple(out.shape[1:])`
     if type(expr) is cst.Call:
         return False  # an unknown call of a value (`out.sum()`, `f(x)`)
-    return all(_shape_only(child, modules) for child in expr.children)
+    return all(_shape_only(child, modules) for child in child_nodes(expr))
 
 
 def _runs_before(draw: Draw, seed: Seed, order: dict[int, int]) -> bool:

@@ -19,7 +19,7 @@ from ..analysis.scopes import code
 from ..analysis.names import arg, dotted_name
 from ..analysis.vocab import vocab
 from ..rule import FixSpec, Replace, Rule
-from ..walk import iter_nodes
+from ..walk import child_nodes, iter_nodes
 
 
 class UnregisteredSubmodules(Rule):
@@ -242,7 +242,7 @@ class UnregisteredSubmodules(Rule):
         uses = [node for node in iter_nodes(klass) if isinstance(node, (cst.BinaryOperation, cst.Comparison,
                                                                          cst.UnaryOperation))]
         mentions = sum(1 for node in iter_nodes(klass) if isinstance(node, cst.Attribute) and dotted_name(node) == attr)
-        in_arithmetic = sum(1 for op in uses for child in op.children
+        in_arithmetic = sum(1 for op in uses for child in child_nodes(op)
                             if isinstance(child, cst.Attribute) and dotted_name(child) == attr) + sum(
             1 for op in uses if isinstance(op, cst.Comparison) for c in op.comparisons
             if isinstance(c.comparator, cst.Attribute) and dotted_name(c.comparator) == attr)
@@ -382,7 +382,7 @@ def _regions(node: cst.CSTNode, region: cst.CSTNode, out: list[tuple[cst.CSTNode
     """Each node paired with its innermost enclosing loop (or the function): one pass of a loop
     binds a local name to one object, so a name registered and appended in the same pass is the
     same module."""
-    for child in node.children:
+    for child in child_nodes(node):
         out.append((child, region))
         _regions(child, child if isinstance(child, (cst.For, cst.While)) else region, out)
 

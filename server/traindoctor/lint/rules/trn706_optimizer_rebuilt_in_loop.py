@@ -18,7 +18,7 @@ import libcst as cst
 from ..analysis.names import dotted_name
 from ..analysis.scopes import names_in
 from ..analysis.training import Routine
-from ..walk import iter_nodes
+from ..walk import child_nodes, iter_nodes
 from ..rule import Related
 from .trn7xx_training_base import RoutineRule
 
@@ -111,7 +111,7 @@ def _free_names(expr) -> set[str]:
     if not any(type(node) is cst.Lambda for node in iter_nodes(expr)):
         return names_in(expr)
     found: set[str] = set()
-    for child in expr.children:
+    for child in child_nodes(expr):
         found |= _free_names(child)
     return found
 
