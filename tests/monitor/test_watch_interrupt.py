@@ -1,5 +1,6 @@
 """Ctrl-C at a terminal stops `traindoctor watch -- python train.py`: the watch and its training
-process both get SIGINT (one process group); the watch exits 130 and leaves no process behind."""
+process both get SIGINT (one process group); the watch exits 130 and leaves no process behind.
+`--timeout` stops it too, and the report says it was stopped."""
 
 from __future__ import annotations
 
@@ -79,3 +80,24 @@ def test_ctrl_c_stops_the_watch_and_its_training_process(tmp_path, options):
             os.killpg(watch.pid, signal.SIGKILL)
             watch.wait()
         watch.stderr.close()
+
+
+@pytest.mark.parametrize("options", [(), ("--stop-on", "nan")], ids=["plain", "stop-on"])
+def test_timeout_stops_the_training_process_and_says_so(tmp_path, options):
+    import json
+
+    script = tmp_path / "endless.py"
+    script.write_text(ENDLESS)
+    marker = tmp_path / "trained"
+    outcome = subprocess.run([PYTHON, "-m", "traindoctor", "watch", "--format", "json", "--timeout", "20", *options,
+                              "--runs-dir", str(tmp_path / "runs"), "--", PYTHON, str(script), str(marker)],
+                             cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=180)
+    report = json.loads(outcome.stdout)
+    assert report["timed_out"] is True, outcome.stderr
+    assert "stopped at the timeout" in report["summary"]
+    assert report["steps"] >= 20  # it trained before the stop
+    trainer = int(marker.read_text())
+    gone_by = time.monotonic() + 10
+    while alive(trainer) and time.monotonic() < gone_by:
+        time.sleep(0.1)
+    assert not alive(trainer)

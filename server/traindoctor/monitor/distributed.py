@@ -26,7 +26,7 @@ from typing import Any
 from ..live.launcher import LaunchError, _become_subreaper, _die_with, descendants, exit_code
 from .launchers import TorchrunCommand
 from .rules import load_monitor_rules
-from .runner import CONFIG_VARIABLE, MonitoredRun, interrupts_noted
+from .runner import CONFIG_VARIABLE, MonitoredRun, supervise
 
 _POLL_S = 0.25
 _STOP_GRACE_S = 10.0
@@ -56,37 +56,23 @@ def run_distributed(command: TorchrunCommand, config: dict[str, Any], timeout: f
     except OSError as exc:
         raise LaunchError(f"cannot start `{command.python}`: {exc.strerror or exc}") from None
     watch = HangWatch(job_dir, load_monitor_rules()["hang"].params, hang_after)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = False
-    with interrupts_noted() as interrupts:
-        try:
-            while True:
-                try:
-                    returncode = child.wait(_POLL_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if interrupts:
-                    raise KeyboardInterrupt
-                if deadline is not None and time.monotonic() > deadline:
-                    timed_out = True
-                    returncode = stop_job(child, job_dir)
-                    break
-                hang = watch.poll()
-                if hang is not None:
-                    stacks = confirmed_stacks(job_dir, watch)
-                    if stacks is None:  # moving, or waiting in nothing that blocks: not a hang (yet)
-                        watch.snooze()
-                        continue
-                    hang["stacks"] = stacks
-                    _write_json(job_dir / "hang.json", hang)
-                    returncode = stop_job(child, job_dir, hung=True)
-                    hang["stopped"] = True
-                    _write_json(job_dir / "hang.json", hang)
-                    break
-        except BaseException:  # Ctrl-C, or a bug of ours: the job must not outlive us (a second Ctrl-C is noted)
-            stop_job(child, job_dir)
-            raise
+
+    def stop_if_hung() -> int | None:
+        hang = watch.poll()
+        if hang is None:
+            return None
+        stacks = confirmed_stacks(job_dir, watch)
+        if stacks is None:  # moving, or waiting in nothing that blocks: not a hang (yet)
+            watch.snooze()
+            return None
+        hang["stacks"] = stacks
+        _write_json(job_dir / "hang.json", hang)
+        returncode = stop_job(child, job_dir, hung=True)
+        hang["stopped"] = True
+        _write_json(job_dir / "hang.json", hang)
+        return returncode
+
+    returncode, timed_out = supervise(child, lambda job: stop_job(job, job_dir), timeout, stop_if_hung, _POLL_S)
     return MonitoredRun(job_dir, exit_code(returncode), timed_out)
 
 

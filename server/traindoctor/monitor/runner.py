@@ -16,7 +16,7 @@ import secrets
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,25 +76,7 @@ def run_plain(debuggee: DebuggeeCommand, config: dict[str, Any], timeout: float 
         child = subprocess.Popen(argv, env=_environment(config))
     except OSError as exc:
         raise LaunchError(f"cannot start `{debuggee.python}`: {exc.strerror or exc}") from None
-    deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = False
-    with interrupts_noted() as interrupts:
-        try:
-            while True:
-                try:
-                    returncode = child.wait(_POLL_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if interrupts:
-                    raise KeyboardInterrupt
-                if deadline is not None and time.monotonic() > deadline:
-                    timed_out = True
-                    returncode = _stop(child)
-                    break
-        except BaseException:  # Ctrl-C, or a bug of ours: the run must not outlive us (a second Ctrl-C is noted)
-            _stop(child)
-            raise
+    returncode, timed_out = supervise(child, _stop, timeout)
     return MonitoredRun(Path(config["run_dir"]), exit_code(returncode), timed_out)
 
 
@@ -156,6 +138,33 @@ def run_debugged(debuggee: DebuggeeCommand, config: dict[str, Any], timeout: flo
 
 
 _POLL_S = 0.2
+
+
+def supervise(child: subprocess.Popen[bytes], stop: Callable[[subprocess.Popen[bytes]], int],
+              timeout: float | None = None, on_poll: Callable[[], int | None] | None = None,
+              poll_s: float = _POLL_S) -> tuple[int, bool]:
+    """Wait for `child`: (its return code, whether the timeout stopped it). Between polls a noted Ctrl-C or the
+    timeout stops it with `stop(child)`, and `on_poll()` may end the wait with a return code of its own (a hang
+    it stopped). Whatever ends the wait early, a bug of ours included, the child does not outlive it."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with interrupts_noted() as interrupts:
+        try:
+            while True:
+                try:
+                    return child.wait(poll_s), False
+                except subprocess.TimeoutExpired:
+                    pass
+                if interrupts:
+                    raise KeyboardInterrupt
+                if deadline is not None and time.monotonic() > deadline:
+                    return stop(child), True
+                if on_poll is not None:
+                    returncode = on_poll()
+                    if returncode is not None:
+                        return returncode, False
+        except BaseException:  # Ctrl-C, or a bug of ours (a second Ctrl-C is only noted: the stop runs in peace)
+            stop(child)
+            raise
 
 
 @contextmanager
