@@ -67,6 +67,12 @@ class ParametersMissingFromOptimizer(Rule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         """A param group dict built like the others (`group = {...}; group["params"].append(p)`) but,
         unlike them, never added to the list the optimizer is built from: its parameters never train."""
+        groups = [statement.body[0] for statement in node.body.body
+                  if type(statement) is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign and
+                  len(statement.body[0].targets) == 1 and type(statement.body[0].targets[0].target) is cst.Name and
+                  type(statement.body[0].value) is cst.Dict]
+        if not groups:
+            return  # no group dict bound in the body: nothing to walk for (most functions)
         order: list[tuple[cst.CSTNode, cst.CSTNode | None]] = list(_preorder(node.body, None))
         position = {id(n): i for i, (n, _) in enumerate(order)}
         parents = {id(n): parent for n, parent in order}
@@ -79,13 +85,7 @@ class ParametersMissingFromOptimizer(Rule):
                 elif isinstance(n.func, cst.Attribute) and n.func.attr.value == "append" and \
                         type(n.func.value) is cst.Name:
                     appended.setdefault(n.func.value.value, set()).add(n.args[0].value.value)
-        for statement in node.body.body:
-            if not (type(statement) is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign):
-                continue
-            bind = statement.body[0]
-            if len(bind.targets) != 1 or type(bind.targets[0].target) is not cst.Name or \
-                    type(bind.value) is not cst.Dict:
-                continue
+        for bind in groups:
             group = bind.targets[0].target.value
             start = position[id(bind)]
             built = next(((at, call, source) for at, call, source in optimizers
