@@ -18,6 +18,7 @@ from .summary import Binding, ClassSummary, FileSummary, FunctionSummary, import
 from .training import training_of
 from .values import Values, as_facts
 from .vocab import vocab
+from .worker_side import is_loader_class, worker_methods
 
 # Object kinds worth telling another file about (model.py's kind_of_callee).
 _BINDING_KINDS = ("model", "scaler", "loss", "optimizer", "scheduler", "dataloader", "dataset", "sequential")
@@ -44,8 +45,12 @@ def summarize_model(model: FileModel) -> FileSummary:
         scaler = any(model.kind_of_callee(obj.callee) == "scaler" for _, obj in
                      model.objects_of_owner.get(name, ()) if obj.where == "__init__")
         grad_off = class_turns_grad_off(model.names, info.node) if isinstance(info.node, cst.ClassDef) else None
+        own = tuple(methods.get(name, ()))
+        init = next((m for m in own if m.qualname == f"{name}.__init__"), None)
+        init_calls = tuple(c for c in init.calls if c.split(".")[0] not in _ALIAS_ROOTS) if init else ()
         classes.append(ClassSummary(name, info.bases, name in model.model_classes, scaler,
-                                    name in model.dataset_classes, tuple(methods.get(name, ())), grad_off))
+                                    name in model.dataset_classes, own, grad_off, is_loader_class(model, name),
+                                    worker_methods(model, name, init_calls)))
     scalers = {c.name for c in classes if c.scaler}
     bindings = []
     for name, objects in model.objects.items():

@@ -60,6 +60,10 @@ class ClassSummary:
     # Entering an instance turns autograd off (autograd_off.class_turns_grad_off): always, ("", -1, True),
     # or when the __init__ argument is true, (parameter, position or -1, its default is true).
     grad_off: tuple[str, int, bool] | None = None
+    loader: bool = False  # a DataLoader subclass
+    # Methods that only a DataLoader's worker processes run (worker_side.worker_methods): what they
+    # draw is reseeded per worker when the loader that runs the object starts workers.
+    worker_methods: tuple[str, ...] = ()
 
     def method(self, name: str) -> FunctionSummary | None:
         return next((m for m in self.methods if m.qualname.rsplit(".", 1)[-1] == name), None)

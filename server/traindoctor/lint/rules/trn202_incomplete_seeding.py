@@ -4,7 +4,10 @@ numpy, random) but draws in the main process from one it never seeds.
 Programs that never seed are not flagged (varied randomness is then intended),
 nor draws that run before every seed call (a warm-up before the seeded part), nor
 draws in a unit test whose assertions read only shapes (they hold for any draw),
-and neither are library helpers that seed everything. The fix seeds the missing
+nor draws that only DataLoader workers make (a dataset's `__getitem__`, a loader's
+`collate_fn`) when every loader running them starts workers, which reseed their RNGs
+from the seeded torch generator (analysis/worker_side.py), and neither are library
+helpers that seed everything. The fix seeds the missing
 RNGs with the seed the program already uses, next to its own seed call."""
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import libcst as cst
 
 from ..analysis.facts import Draw, Seed
 from ..analysis.names import dotted_name
+from ..analysis.worker_side import is_loader_class, reseeded_in_workers, worker_methods, workers_run
 from ..fixes import insert_after_imports, module_reference
 from ..rule import FixSpec, InsertAfter, Related, Rule
 from ..walk import child_nodes, iter_nodes
@@ -70,7 +74,7 @@ def _runs_before(draw: Draw, seed: Seed, order: dict[int, int]) -> bool:
 
 class IncompleteSeeding(Rule):
     CODE = "TRN202"
-    READS = ("names", "functions", "seeding", "layout", "project")
+    READS = ("names", "functions", "seeding", "layout", "project", "objects", "classes", "calls", "constants")
 
     def visit_Call(self, node: cst.Call) -> None:
         plan = self._plan()
@@ -119,7 +123,7 @@ class IncompleteSeeding(Rule):
         order = {id(fact): position for position, fact in enumerate(facts)}  # source order across the file
         for draw in facts:
             if isinstance(draw, Draw) and not self._in_worker_fn(draw) and not self._shape_only_test(draw) and \
-                    not all(_runs_before(draw, seed, order) for seed in seeds):
+                    not self._drawn_in_workers(draw) and not all(_runs_before(draw, seed, order) for seed in seeds):
                 first_draw.setdefault(draw.library, draw)
         project_seeds, project_draws = self._project_randomness()
         if project_seeds & {"all", "helper"}:
@@ -155,12 +159,39 @@ class IncompleteSeeding(Rule):
         used = [(obj.callee, obj.node) for obj in model.facts["objects"]]
         used += [(callee, site.node) for callee, sites in model.calls.items() for site in sites[:1]]
         for callee, node in used:
-            for function, how, library in model.imported.randomness(_qualified(model, callee)):
+            qualified = _qualified(model, callee)
+            for function, how, library in model.imported.randomness(qualified):
                 if how == "seeds":
                     seeds.update(("torch", "cuda") if library == "torch" else (library,))
-                else:
+                elif not self._project_draw_in_workers(callee, qualified, function, library):
                     draws.setdefault(library, Draw(library, function, "", "", "", node))
         return seeds, draws
+
+    def _drawn_in_workers(self, draw: Draw) -> bool:
+        """An in-file draw in a method that only DataLoader workers run (a dataset's `__getitem__`, a
+        loader's `collate_fn`), where every object of its class built here is run by a loader that
+        starts workers, which reseed that RNG from the seeded torch generator."""
+        method = draw.function.rsplit(".", 1)[-1]
+        if not draw.klass or not reseeded_in_workers(self.model, draw.library):
+            return False
+        if method not in worker_methods(self.model, draw.klass):
+            return False
+        sites = [site.node for site in self.model.calls.get(draw.klass, ())]
+        loader = is_loader_class(self.model, draw.klass)
+        return bool(sites) and all(isinstance(site, cst.Call) and workers_run(self.model, site, loader)
+                                   for site in sites)
+
+    def _project_draw_in_workers(self, callee: str, qualified: str, function: str, library: str) -> bool:
+        """The same for a draw of a project class built here: the project index names the methods
+        of the class that only workers run, and every call here that builds it is run by workers."""
+        klass = self.model.imported.klass(qualified)
+        if klass is None or function.rsplit(".", 1)[-1] not in klass.worker_methods or \
+                not reseeded_in_workers(self.model, library):
+            return False
+        sites = [site.node for site in self.model.calls.get(callee, ())]
+        sites += [obj.node for obj in self.model.facts["objects"] if obj.callee == callee]
+        return bool(sites) and all(isinstance(site, cst.Call) and workers_run(self.model, site, klass.loader)
+                                   for site in sites)
 
     def _with_project_helpers(self, seeds):
         """Each call of a seed helper defined in another project file stands for the seeds

@@ -1,0 +1,197 @@
+"""Randomness that only DataLoader worker processes draw.
+
+A DataLoader with `num_workers > 0` runs its dataset's item access (`__getitem__`...) and its
+batching hooks (`collate_fn`) in worker processes, and each worker reseeds global RNGs from a
+base seed drawn from the parent's torch generator (`worker_reseeded_rngs`, rules/vocab/torch.yaml):
+what is drawn there repeats when the program seeds torch. This module finds the methods of a
+class that only workers run, and whether the loaders that run an object start workers."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .environment import torch_version
+from .model import FileModel, lineage_of, reachable_methods
+from .names import dotted_name
+from .randomness import arg
+from .vocab import vocab
+from ..walk import iter_nodes
+
+
+def reseeded_in_workers(model: FileModel, library: str) -> bool:
+    """Workers reseed this global RNG on the torch the file's project runs with."""
+    since = vocab().worker_reseeded_rngs.get(library)
+    if since is None:
+        return False
+    version = torch_version(model.path)
+    return version is None or version >= tuple(int(p) for p in str(since).split("."))
+
+
+def is_loader_class(model: FileModel, klass: str) -> bool:
+    """An in-file subclass (directly or through in-file bases) of torch's DataLoader."""
+    loaders = vocab().dataloaders
+    return any(base in loaders for owner in lineage_of(model, klass) for base in model.classes[owner].bases)
+
+
+def worker_methods(model: FileModel, klass: str, init_calls: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The methods of `klass` that run only where a DataLoader's workers run it: a dataset's item
+    access and what it calls on `self`, a loader subclass's hooks handed as `collate_fn=self.m`;
+    and `__init__` when what it draws is only what the objects it binds on `self` draw, and only
+    those methods call them (`init_calls`: the other modules' names `__init__` calls, its summary's
+    `calls`)."""
+    if klass not in model.classes:
+        return ()
+    roots: set[str] = set()
+    if klass in model.dataset_classes:
+        roots |= vocab().dataset_worker_roots
+    if is_loader_class(model, klass):
+        roots |= _hooks_handed_to_workers(model, klass)
+    if not roots:
+        return ()
+    lineage = lineage_of(model, klass)
+    defined = {q.rsplit(".", 1)[-1] for q in model.function_home for owner in lineage
+               if q.startswith(owner + ".") and q.count(".") == 1}
+    found = reachable_methods(model, klass, tuple(sorted(roots))) & defined
+    # a method that `__init__` or another method the main process runs calls is not only the workers'
+    main = tuple(sorted(defined - found))
+    found -= reachable_methods(model, klass, main) if main else set()
+    if found and _init_draws_for_workers(model, klass, found, init_calls):
+        found.add("__init__")
+    return tuple(sorted(found))
+
+
+def _hooks_handed_to_workers(model: FileModel, klass: str) -> set[str]:
+    """`collate_fn=self.m` (a loader hook that workers run) anywhere in the class's methods."""
+    hooks = vocab().loader_worker_hooks
+    found = set()
+    for owner in lineage_of(model, klass):
+        node = model.classes[owner].node
+        for call in iter_nodes(node) if node is not None else ():
+            if type(call) is not cst.Call:
+                continue
+            for a in call.args:
+                name = dotted_name(a.value) if a.keyword is not None and a.keyword.value in hooks else None
+                if name and name.startswith("self.") and name.count(".") == 1:
+                    found.add(name[5:])
+    return found
+
+
+def _init_draws_for_workers(model: FileModel, klass: str, workers: set[str], init_calls: tuple[str, ...]) -> bool:
+    """`__init__` draws nothing itself, and each call of another module's name it makes (which the
+    project index counts as drawing what that class or function draws) builds an object bound on
+    `self` that only worker methods call."""
+    qualname = f"{klass}.__init__"
+    if qualname not in model.function_home or not init_calls:
+        return False
+    if any(d.function == qualname for _, d in model.draws_of_class.get(klass, ())):
+        return False
+    uses = [u for _, u in model.method_uses.get(klass, ())]
+    built = {}
+    for _, obj in model.objects_of_owner.get(klass, ()):
+        if obj.where == "__init__":
+            built.setdefault(obj.callee.rsplit(".", 1)[-1], []).append(obj.name.removeprefix("self."))
+    for callee in init_calls:
+        attrs = built.get(callee.rsplit(".", 1)[-1])
+        if not attrs:
+            return False  # a call whose result is not kept on `self`: it may draw right here
+        readers = {u.method for u in uses if u.attr in attrs}
+        if not readers or readers - workers:
+            return False
+    return True
+
+
+def workers_run(model: FileModel, site: cst.Call, loader: bool) -> bool:
+    """Every loader that runs the object `site` builds starts workers: the loader itself (a
+    DataLoader subclass) with `num_workers` > 0, or for a dataset, each DataLoader it is handed
+    to directly or through the one local name it is bound to, and nothing else reads that name."""
+    if loader:
+        return positive_count(model, arg(site, "num_workers", None))
+    scope = _enclosing(model, site)
+    if scope is None:
+        return False
+    loaders = [c for c in iter_nodes(scope) if type(c) is cst.Call and _is_dataloader(model, c)]
+    for call in loaders:
+        if _dataset_arg(call) is site:
+            return positive_count(model, _workers_arg(call))
+    bound = next((s for s in iter_nodes(scope) if type(s) is cst.Assign and s.value is site and
+                  len(s.targets) == 1 and type(s.targets[0].target) is cst.Name), None)
+    if bound is None:
+        return False
+    name = bound.targets[0].target.value
+    handed = [c for c in loaders if type(_dataset_arg(c)) is cst.Name and _dataset_arg(c).value == name]
+    reads = [n for n in iter_nodes(scope) if type(n) is cst.Name and n.value == name
+             and n is not bound.targets[0].target]
+    return bool(handed) and len(reads) == len(handed) and all(positive_count(model, _workers_arg(c)) for c in handed)
+
+
+def positive_count(model: FileModel, expr: cst.BaseExpression | None) -> bool:
+    """A count known to be above 0: a literal, a module constant, or the default of the argparse
+    option that `args.<dest>` reads (`args` bound to `parser.parse_args()` in the file)."""
+    if expr is None:
+        return False
+    if type(expr) is cst.Integer:
+        return expr.evaluated_value > 0
+    if type(expr) is cst.Name:
+        text = model.constants.get(expr.value, "")
+        return text.isdigit() and int(text) > 0
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name:
+        defaults = model.remembered("worker_side.argparse", lambda: _argparse_defaults(model))
+        receivers, options = defaults
+        return expr.value.value in receivers and options.get(expr.attr.value, 0) > 0
+    return False
+
+
+def _argparse_defaults(model: FileModel) -> tuple[frozenset[str], dict[str, int]]:
+    """Names bound to `<parser>.parse_args()`, and each option's integer default (0 when the
+    option is defined twice or its default is not an integer literal)."""
+    receivers, options, seen = set(), {}, set()
+    for top in model.facts["layout"]:
+        for node in iter_nodes(top.node) if top.node is not None else ():
+            if type(node) is cst.Assign and type(node.value) is cst.Call and \
+                    (dotted_name(node.value.func) or "").endswith(".parse_args"):
+                receivers.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+            elif type(node) is cst.Call and (dotted_name(node.func) or "").endswith(".add_argument"):
+                dest = _option_dest(node)
+                if dest is None:
+                    continue
+                default = arg(node, "default", None)
+                value = default.evaluated_value if type(default) is cst.Integer else 0
+                options[dest] = 0 if dest in seen else value
+                seen.add(dest)
+    return frozenset(receivers), options
+
+
+def _option_dest(call: cst.Call) -> str | None:
+    explicit = arg(call, "dest", None)
+    if type(explicit) is cst.SimpleString:
+        return explicit.evaluated_value
+    for a in call.args:
+        if a.keyword is None and type(a.value) is cst.SimpleString and a.value.evaluated_value.startswith("--"):
+            return a.value.evaluated_value[2:].replace("-", "_")
+    return None
+
+
+def _is_dataloader(model: FileModel, call: cst.Call) -> bool:
+    return (model.names.qualify(call.func) or "") in vocab().dataloaders
+
+
+def _dataset_arg(call: cst.Call) -> cst.BaseExpression | None:
+    return arg(call, "dataset", vocab().dataloader_positions["dataset"])
+
+
+def _workers_arg(call: cst.Call) -> cst.BaseExpression | None:
+    return arg(call, "num_workers", vocab().dataloader_positions["num_workers"])
+
+
+def _enclosing(model: FileModel, site: cst.CSTNode) -> cst.CSTNode | None:
+    """The innermost in-file function whose body holds `site`, else the top-level statement."""
+    def index() -> dict[int, cst.CSTNode]:
+        found: dict[int, cst.CSTNode] = {}
+        for top in model.facts["layout"]:
+            for node in iter_nodes(top.node) if top.node is not None else ():
+                found.setdefault(id(node), top.node)
+        for info, _ in sorted(model.function_home.values(), key=lambda h: h[0].qualname.count(".")):
+            for node in iter_nodes(info.node) if info.node is not None else ():
+                found[id(node)] = info.node  # nested functions come later and win
+        return found
+    return model.remembered("worker_side.enclosing", index).get(id(site))
