@@ -1,0 +1,121 @@
+"""Failures a paste shows only in the reporter's words, in a library's wording the signatures did
+not know, or in a log shape the clues missed (issue 28; chosen from the wild dev half's batches 5
+and 6). Each mechanism gets a paste shaped like the real ones and a quiet twin that must not move.
+The pastes are written here, so the wild corpus stays unseen data."""
+
+from __future__ import annotations
+
+import pytest
+
+from traindoctor.diagnose import diagnose_text
+from traindoctor.monitor.curves import diagnose_curves
+
+
+def kind_of(text: str) -> str:
+    return diagnose_curves(text, diagnose_text(text, correlate=False)).kind
+
+
+# --- bf16 refused: a precision choice (amp), whichever library words the refusal ------------
+@pytest.mark.parametrize("paste", [
+    "在 colab 的 T4 上训练时出现这个报错：ValueError: Your setup doesn't support bf16/gpu. You need "
+    "torch>=1.10, using Ampere GPU with cuda>=11.0",
+    'mixed_precision = "bf16"\n\nthrows the following error\n\n`bf16 mixed precision requires PyTorch >= 1.10 '
+    'and a supported device.`',
+])
+def test_bf16_refused_is_amp(paste: str) -> None:
+    assert kind_of(paste) == "amp"
+
+
+def test_a_bf16_setting_without_an_error_is_no_failure() -> None:
+    assert kind_of('save_precision = "bf16"\nmixed_precision = "bf16"\n') == "other"
+
+
+# --- torch < 0.4's load_state_dict KeyError ----------------------------------------------
+def test_old_state_dict_key_error_is_checkpoint_mismatch() -> None:
+    paste = ("When I resume training with model.load_state_dict(checkpoint['state_dict']) it reports "
+             "'unexpected key \"module.encoder.conv0.weight\" in state_dict'.")
+    assert kind_of(paste) == "checkpoint-mismatch"
+
+
+def test_an_unexpected_keyword_is_no_checkpoint_mismatch() -> None:
+    paste = "TypeError: __init__() got an unexpected keyword argument 'state_dict'"
+    assert kind_of(paste) != "checkpoint-mismatch"
+
+
+# --- the reporter says the loss became NaN, or the process was killed -------------------
+def test_a_reported_nan_loss_is_nan_inf() -> None:
+    paste = ("Around step 120000 the training loss becomes nan. I used the default config for 64 epochs.\n\n"
+             "[log.txt](https://example.com/log.txt)\n")
+    assert kind_of(paste) == "nan-inf"
+
+
+def test_a_reported_falling_loss_is_no_failure() -> None:
+    paste = "The training loss is going down nicely (0.41 -> 0.12) and is never NaN, but accuracy stays flat.\n"
+    assert kind_of(paste) == "other"
+
+
+def test_a_reported_kill_is_host_oom() -> None:
+    paste = ('When training reaches about the 4th epoch the terminal displays "killed" without any error message. '
+             "With batch_size 1 the same happens at the 10th epoch.\n")
+    assert kind_of(paste) == "host-oom"
+
+
+def test_stopping_a_run_by_hand_is_no_host_oom() -> None:
+    paste = "I killed the process with Ctrl-C after two epochs because the loss was flat.\n"
+    assert kind_of(paste) != "host-oom"
+
+
+# --- ZeRO-3 partitions seen outside the engine ----------------------------------------
+def test_empty_saved_weights_are_sharded() -> None:
+    paste = ("deepspeed stage 3 训练后保存的权重维度为0：zero_pp_rank_0_mp_rank_00_model_states.pt\n"
+             "model.embed_tokens.weight : torch.Size([0])\n"
+             "model.layers.0.input_layernorm.weight : torch.Size([0])\n"
+             "model.layers.0.input_layernorm.bias : torch.Size([0])\n")
+    assert kind_of(paste) == "sharded"
+
+
+def test_a_printed_empty_parameter_in_a_repl_is_sharded() -> None:
+    paste = (">>> import torch\n>>> torch.load('mp_rank_00_model_states.pt')\n"
+             "{'module': OrderedDict([('fc1.weight', tensor([], device='cuda:0', dtype=torch.float16)), "
+             "('fc1.bias', tensor([], device='cuda:0', dtype=torch.float16)), ('fc2.weight',\n")
+    assert kind_of(paste) == "sharded"
+
+
+def test_full_saved_weights_are_no_failure() -> None:
+    paste = ("model.embed_tokens.weight : torch.Size([32000, 4096])\n"
+             "model.layers.0.input_layernorm.weight : torch.Size([4096])\n")
+    assert kind_of(paste) == "other"
+
+
+# --- torch.compile's own log lines ---------------------------------------------------
+def test_graph_break_log_lines_are_compile() -> None:
+    paste = (
+        "V0301 10:02:11.100000 4242 torch/_dynamo/symbolic_convert.py:556] [2/0] [__graph_breaks] Graph break in "
+        "user code at /work/model.py:88\n"
+        "V0301 10:02:11.100000 4242 torch/_dynamo/symbolic_convert.py:556] [2/0] [__graph_breaks] Graph Break "
+        "Reason: Data-dependent branching\n"
+        "V0301 10:02:11.100000 4242 torch/_dynamo/symbolic_convert.py:556] [2/0] [__graph_breaks]   Hint: use "
+        "torch.cond\n")
+    assert kind_of(paste) == "compile"
+
+
+def test_epoch_counters_in_brackets_are_no_compile() -> None:
+    paste = "".join(f"[{i}/10] loss: 0.{90 - i} acc: 0.{50 + i}\n" for i in range(1, 8))
+    assert kind_of(paste) == "other"
+
+
+# --- a metrics table whose values print in list brackets ---------------------------
+def test_bracketed_nan_rows_are_nan_inf() -> None:
+    paste = ("`Step      Train loss    Test loss     Test metric\n"
+             "0         [4.12e+02]    [4.80e+02]    [1.00e+00]\n"
+             "1000      [nan]         [nan]         [nan]\n"
+             "2000      [nan]         [nan]         [nan]\n")
+    assert kind_of(paste) == "nan-inf"
+
+
+def test_bracketed_finite_rows_are_no_failure() -> None:
+    paste = ("Step      Train loss    Test loss     Test metric\n"
+             "0         [4.12e+02]    [4.80e+02]    [1.00e+00]\n"
+             "1000      [3.90e+01]    [4.10e+01]    [6.00e-01]\n"
+             "2000      [1.10e+00]    [1.30e+00]    [2.00e-01]\n")
+    assert kind_of(paste) == "other"
