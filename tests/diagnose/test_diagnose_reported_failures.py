@@ -119,3 +119,34 @@ def test_bracketed_finite_rows_are_no_failure() -> None:
              "1000      [3.90e+01]    [4.10e+01]    [6.00e-01]\n"
              "2000      [1.10e+00]    [1.30e+00]    [2.00e-01]\n")
     assert kind_of(paste) == "other"
+
+
+# --- a message pasted without its first sentence (torch's and Python's own wordings) ------
+@pytest.mark.parametrize("paste", [
+    "To use CUDA with multiprocessing, you must use the 'spawn' start method\nwhich release fixes this for cu113?\n",
+    "运行 python main.py --batch_size=256 时报错\n"
+    "    This probably means that you are not using fork to start your\n"
+    "    child processes and you have forgotten to use the proper idiom\n"
+    "    in the main module:\n\n"
+    "        if __name__ == '__main__':\n            freeze_support()\n",
+])
+def test_the_tail_of_a_multiprocessing_message_is_multiprocessing_pickle(paste: str) -> None:
+    assert kind_of(paste) == "multiprocessing-pickle"
+
+
+# --- Python 3.11+ qualified function names in IPython 8 frames ---------------------------
+IPYTHON8_PROCESS_START = """\
+File c:\\Users\\me\\anaconda3\\envs\\exp\\Lib\\multiprocessing\\process.py:121, in BaseProcess.{function}(self)
+    118 assert not _current_process._config.get('daemon'), \\
+    119        'daemonic processes are not allowed to have children'
+    120 _cleanup()
+--> 121 self._popen = self._Popen(self)
+"""
+
+
+def test_a_notebook_stack_cut_in_process_start_is_multiprocessing_pickle() -> None:
+    assert kind_of(IPYTHON8_PROCESS_START.format(function="start")) == "multiprocessing-pickle"
+
+
+def test_a_notebook_stack_cut_in_another_process_method_is_no_pickling() -> None:
+    assert kind_of(IPYTHON8_PROCESS_START.format(function="join")) != "multiprocessing-pickle"
