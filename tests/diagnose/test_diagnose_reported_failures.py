@@ -8,6 +8,9 @@ from __future__ import annotations
 import pytest
 
 from traindoctor.diagnose import diagnose_text
+from traindoctor.diagnose.normalize import normalize
+from traindoctor.diagnose.parse import parse_chains
+from traindoctor.diagnose.partial import infer
 from traindoctor.monitor.curves import diagnose_curves
 
 
@@ -150,3 +153,52 @@ def test_a_notebook_stack_cut_in_process_start_is_multiprocessing_pickle() -> No
 
 def test_a_notebook_stack_cut_in_another_process_method_is_no_pickling() -> None:
     assert kind_of(IPYTHON8_PROCESS_START.format(function="join")) != "multiprocessing-pickle"
+
+
+# --- a CUDA error c10 reports as a warning (met in a destructor) -------------------------
+def test_a_cuda_error_reported_as_a_warning_is_the_failure() -> None:
+    paste = ("Warning: CUDA warning: an illegal memory access was encountered (function destroyEvent)\n"
+             "terminate called after throwing an instance of 'c10::CUDAError'\n")
+    assert kind_of(paste) == "device-side-assert"
+
+
+def test_a_cuda_warning_at_shutdown_is_no_failure() -> None:
+    paste = "Epoch 3 done, val acc 0.91\nWarning: CUDA warning: driver shutting down (function uncheckedGetDevice)\n"
+    assert kind_of(paste) == "other"
+
+
+# --- DeepSpeed building the ZeRO optimizer, the message cut ----------------------------
+ZERO_OPTIMIZER_SETUP = """\
+Traceback (most recent call last):
+  File "/workspace/megatron/training.py", line 419, in setup_model_and_optimizer
+    model, optimizer, _, lr_scheduler = deepspeed.initialize(
+  File "/opt/conda/lib/python3.8/site-packages/deepspeed/__init__.py", line 119, in initialize
+    engine = DeepSpeedEngine(args=args,
+  File "/opt/conda/lib/python3.8/site-packages/deepspeed/runtime/engine.py", line 294, in __init__
+    self.{call}
+  File "/opt/conda/lib/python3.8/site-packages/deepspeed/runtime/engine.py", line 1082, in {function}
+"""
+
+
+def test_a_stack_cut_building_the_zero_optimizer_is_cuda_oom() -> None:
+    paste = ZERO_OPTIMIZER_SETUP.format(call="_configure_optimizer(optimizer, model_parameters)",
+                                        function="_configure_optimizer")
+    assert kind_of(paste) == "cuda-oom"
+    # a clue says so, not only the fitted model (which knows the DeepSpeed stack from dev pastes)
+    lines = normalize(paste)
+    clues = [c for h in infer(lines, parse_chains(lines)) if h.kind == "cuda-oom" for c in h.clues]
+    assert "zero-optimizer-setup" in clues
+
+
+def test_a_stack_cut_configuring_a_lightning_optimizer_is_no_cuda_oom() -> None:
+    paste = """\
+Traceback (most recent call last):
+  File "train.py", line 88, in <module>
+    trainer.fit(model, datamodule=dm)
+  File "/opt/conda/lib/python3.8/site-packages/pytorch_lightning/trainer/trainer.py", line 740, in fit
+    self._run(model)
+  File "/opt/conda/lib/python3.8/site-packages/pytorch_lightning/core/optimizer.py", line 179, in _init_optimizers_and_lr_schedulers
+    optim_conf = model.trainer._call_lightning_module_hook("configure_optimizers", pl_module=model)
+  File "/home/u/proj/model.py", line 51, in configure_optimizers
+"""
+    assert kind_of(paste) != "cuda-oom"
