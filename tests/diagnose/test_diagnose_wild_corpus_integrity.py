@@ -1,6 +1,7 @@
 """The wild corpus (data/wild) is what it says: every case has a source thread that is not in
 /work/shared/HELD-OUT.md (when that file is present) and not in another corpus of this
-repository, one case per thread, and a split fixed by a hash of the URL alone."""
+repository, one case per thread, and a split fixed by a hash of the URL alone (a batch collected whole
+for the dev half, DEV_ONLY_BATCHES, is dev)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,21 @@ def _key(url: str) -> str:
     return url.lower().rstrip("/")
 
 
+# Batches collected whole for the dev half (a carry-over measure the lead asked for, issue 28):
+# their split is dev by design, not by the hash.
+DEV_ONLY_BATCHES = ((868, 929),)
+
+
+def _in_dev_only_batch(case_id: str) -> bool:
+    number = int(case_id[1:])
+    return any(lo <= number <= hi for lo, hi in DEV_ONLY_BATCHES)
+
+
 def test_split_is_a_hash_of_the_url() -> None:
     for entry in LABELS:
+        if _in_dev_only_batch(entry["id"]):
+            assert entry["split"] == "dev", entry["id"]
+            continue
         even = hashlib.sha256(entry["source"].encode()).digest()[0] % 2 == 0
         assert entry["split"] == ("dev" if even else "test"), entry["id"]
 

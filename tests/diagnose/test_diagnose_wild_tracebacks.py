@@ -37,6 +37,9 @@ LABELS = load_yaml(WILD / "labels.yaml")
 # After h/diag3 and a refit on the 364: 0.808. w725-w867 (143) were labelled before any tool ran on
 # them: their 67 dev pastes 0.672 before any change (test 76: 0.618), 0.687 after a refit on the
 # 431 dev pastes (test 0.618); the dev half (431) is 0.787, frame 0.988.
+# w868-w929 (batch 7, 62, all dev by design) were labelled before any tool ran on them: 0.677 with main's
+# code and weights (e32fe62), 0.694 with h/diag6's rules and the same weights; after the refit on the 493
+# dev pastes the dev half is 0.832, frame 0.990 (bench/generalisation.md).
 DEV_KIND_ACCURACY = 0.78
 DEV_FRAME_ACCURACY = 0.98  # 0.991 once frames named in fragments count (h/diag)
 # A curve detector's kind refines a traceback kind (a NaN onset is a nan-inf failure): the

@@ -109,7 +109,13 @@ def infer(lines: list[Line], chains: list[Chain]) -> list[PartialHypothesis]:
     """Kinds the evidence supports, best first (empty when nothing does)."""
     settings, clues = _catalog()
     innermost = int(settings.get("innermost", 4))
-    frame_texts = [f"{f.path} {f.function} {f.code or ''}" for chain in chains for f in chain.frames[-innermost:]]
+    frame_texts = []
+    for chain in chains:
+        for f in chain.frames[-innermost:]:
+            frame_texts.append(f"{f.path} {f.function} {f.code or ''}")
+            bare = f.function.rsplit(".", 1)[-1]
+            if bare != f.function:  # Python 3.11+ qualified names (IPython 8, rich): `BaseProcess.start`
+                frame_texts.append(f"{f.path} {bare} {f.code or ''}")
     matched: dict[str, tuple[Clue, str]] = {}
     for clue in clues:
         found = _match(clue, frame_texts, lines)

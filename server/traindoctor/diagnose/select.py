@@ -293,8 +293,10 @@ _MESSAGE_WINDOW = 200_000  # characters at the end of the log searched for a mes
 
 # Lines that report, not fail: warnings (`UserWarning: Plan failed with a cudnnException ...`,
 # `[W reducer.cpp:1346] Warning: ...`, "(Triggered internally at ...)") and info logs (`NCCL INFO`).
-_NOT_AN_ERROR = re.compile(r"\b[A-Z]\w*Warning\b|^\s*\[W[ \d]|\bWarning:|\bWARN(?:ING)?\b|\bINFO\b|"
-                           r"\(Triggered internally at ")
+# c10 reports a CUDA error met in a destructor as a warning (`Warning: CUDA warning: an illegal memory
+# access was encountered (function destroyEvent)`): the error is real and sticky, so that line is one.
+_NOT_AN_ERROR = re.compile(r"\b[A-Z]\w*Warning\b|^\s*\[W[ \d]|\bWarning:(?!\s*CUDA warning:)|\bWARN(?:ING)?\b|"
+                           r"\bINFO\b|\(Triggered internally at ")
 
 
 # A progress line that names an error is one (`FloatingPointError: Loss became infinite or NaN at
