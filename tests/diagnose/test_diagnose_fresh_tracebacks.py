@@ -24,16 +24,14 @@ FRESH = DATA / "fresh"
 # (f*, the 50 the first fixes were made from) kind 0.76, frame 0.92. Batches collected later and
 # scored before any further change: batch 2 (g*, 18) kind 0.89, frame 1.00 (main: 0.67, 1.00);
 # batch 3 (h*, 5) kind 0.80, frame 0.60; batch 4 (i*, 10) kind 1.00, frame 0.90. Each batch's
-# misses then got general fixes.
-KIND_ACCURACY = 0.97
-FRAME_ACCURACY = 0.96
+# misses then got general fixes. On 2026-12-06, 18 cases whose threads or repositories
+# /work/shared/HELD-OUT.md reserves were removed (the three known misses among them); all 65 left
+# are right. Every case here has been tuned on: this set guards against regressions, it measures
+# nothing unseen.
+KIND_ACCURACY = 1.0
+FRAME_ACCURACY = 1.0
 # Misses left, with their cause; an entry that starts passing must leave this list (strict xfail).
-KNOWN_MISSES = {
-    "f02": "frame: the OOM is logged by detectron2's loop, the user's re-raise traceback is cut mid-path",
-    "f31": "frame: anomaly mode's forward trace lost its warning header, so it is not read as one",
-    "g09": "the paste ends before the exception line: the message is only in the issue title",
-}
-
+KNOWN_MISSES: dict[str, str] = {}
 
 def score(folder: Path = FRESH, batch: int | None = None) -> tuple[float, float, list[str]]:
     """(kind accuracy, user-frame accuracy, one line per miss) over a folder's labels.yaml

@@ -35,16 +35,3 @@ def train_model(model, dataloaders, criterion, phase):
     epoch_acc = running_corrects.double() / len(dataloaders[phase])  # expect: TRN304
     print(acc_total / len(dataloaders[phase].dataset))  # expect: TRN304
     return epoch_loss, epoch_acc
-
-
-def test_siamese(model, device, test_loader):
-    # pytorch/examples siamese_network: `.sum()` of a mean-reduced BCELoss is still one batch mean
-    model.eval()
-    test_loss = 0
-    criterion = torch.nn.BCELoss()
-    with torch.no_grad():
-        for (images_1, images_2, targets) in test_loader:
-            outputs = model(images_1.to(device), images_2.to(device)).squeeze()
-            test_loss += criterion(outputs, targets.to(device)).sum().item()  # sum up batch loss
-    test_loss /= len(test_loader.dataset)  # expect: TRN304
-    return test_loss
