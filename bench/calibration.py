@@ -1,7 +1,7 @@
 """Calibrate diagnosis confidence on the labelled logs and report a reliability table.
 
 The labelled set: the real tracebacks of tests/diagnose/data/dev and fresh (labels.yaml;
-fresh: 83 from issue threads, labelled before the tool ran on them) and the real-shaped logs of tests/diagnose/data/formats and kinds, and the real PyTorch stderr of
+fresh: 65 from issue threads, labelled before the tool ran on them; 18 from reserved sources were removed on 2026-12-06) and the real-shaped logs of tests/diagnose/data/formats and kinds, and the real PyTorch stderr of
 tests/diagnose/data/real (expected.yaml).
 Every hypothesis of every diagnosis is one prediction: its raw confidence (the signature's
 number, adjusted by the engine) and whether its kind is the labelled one.
