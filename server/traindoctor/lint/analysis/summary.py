@@ -47,6 +47,10 @@ class FunctionSummary:
     # Functions and classes of other modules it calls, qualified as its file spells them: what
     # they seed and draw from is its own too (the project index adds it, project.py).
     calls: tuple[str, ...] = ()
+    # Parameters it runs with autograd on inside a loop, training nothing ("model", or "model.predict"
+    # when it runs them through a method): a caller's evaluated model records a graph per batch there.
+    evaluates: tuple[str, ...] = ()
+    evaluates_own: bool = False  # a method that puts its instance's module in eval mode and runs it, grad on
 
 
 @dataclass(frozen=True)
