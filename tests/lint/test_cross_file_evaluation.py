@@ -176,3 +176,50 @@ def test_the_claim_on_torch_an_eval_mode_forward_records_a_graph_and_no_grad_giv
     with torch.no_grad():
         quiet = model(x)
     assert quiet.grad_fn is None and torch.equal(out.detach(), quiet)  # the fix changes no result
+
+
+NET = '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+        self.opt = torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def fit_batch(self, x, y):
+        loss = nn.functional.cross_entropy(self(x), y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return loss.item()
+'''
+
+FIT = '''\
+def fit(model, data):
+    losses = []
+    for x, y in data:
+        losses.append(model.fit_batch(x, y))
+    return losses
+'''
+
+FIT_MAIN = '''\
+import torch
+
+from fitting import fit
+from net import Net
+
+data = [(torch.randn(8, 4), torch.randint(0, 2, (8,))) for _ in range(3)]
+net = Net()
+net.eval()  # a frozen-BatchNorm fine-tune: eval mode, but trained through the method
+print(fit(net, data))
+'''
+
+
+def test_quiet_when_the_helper_runs_a_method_a_project_class_trains_in(tmp_path):
+    assert _check(_project(tmp_path, {"net.py": NET, "fitting.py": FIT, "main.py": FIT_MAIN})) == []

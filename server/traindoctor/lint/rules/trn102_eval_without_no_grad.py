@@ -155,8 +155,9 @@ class EvalWithoutNoGrad(RoutineRule):
             for entry in evaluates:
                 param, _, method = entry.partition(".")
                 argument = passed.get(param, "")
-                if not argument:
-                    continue
+                if not argument or method and (self.model.imported.training_method(method) or
+                                               self.model.imported.no_grad_method(method)):
+                    continue  # a method some project class trains in, or runs under no_grad
                 mine = [e for e in switches if same_object(e.receiver, argument)]
                 why = "put in eval mode here" if mine and mine[-1].kind == "eval" else \
                     f"`{method}()` puts its network in eval mode" if method and not mine and \
