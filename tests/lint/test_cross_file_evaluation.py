@@ -223,3 +223,12 @@ print(fit(net, data))
 
 def test_quiet_when_the_helper_runs_a_method_a_project_class_trains_in(tmp_path):
     assert _check(_project(tmp_path, {"net.py": NET, "fitting.py": FIT, "main.py": FIT_MAIN})) == []
+
+
+def test_the_evaluating_class_may_be_defined_in_the_calling_file(tmp_path):
+    body = WRAPPER.split("\n", 3)[3]  # the class, without its imports
+    here = MAIN.replace("from wrapper import Classifier\n", "from torch import nn\n") \
+        .replace("data = [", body + "\n\ndata = [", 1)
+    found = _check(_project(tmp_path, {"helpers.py": HELPERS, "main.py": here}))
+    line = here.splitlines().index("        predictions = eval_model(model, data)") + 1
+    assert found == [("TRN102", "main.py", line)]

@@ -34,6 +34,7 @@ from ..analysis.events import Event, disables_grad
 from ..analysis.iteration_output import stays_in_iteration
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
+from ..analysis.summarize import function_summary
 from ..analysis.summary import ClassSummary
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
@@ -173,14 +174,18 @@ class EvalWithoutNoGrad(RoutineRule):
         return False
 
     def _evaluating_method(self, name: str, method: str, routine: Routine) -> bool:
-        """Every binding of `name` builds an object of a project class of another file whose `method`
-        puts the instance's module in eval mode and runs it with autograd on (summary `evaluates_own`)."""
+        """Every binding of `name` builds an object of a project class (of this file or another) whose
+        `method` puts the instance's module in eval mode and runs it with autograd on (`evaluates_own`)."""
         callees = self._built_by(name, routine)
         if not callees:
             return False
         for callee in callees:
-            klass = self.model.imported.klass(callee) if callee else None
-            found = klass.method(method) if klass is not None else None
+            last = callee.rsplit(".", 1)[-1]
+            if f"{last}.{method}" in self.model.function_home:  # a class of this file: its own summary
+                found = function_summary(self.model, f"{last}.{method}", {})
+            else:
+                klass = self.model.imported.klass(callee) if callee else None
+                found = klass.method(method) if klass is not None else None
             if found is None or not found.evaluates_own:
                 return False
         return True
