@@ -232,3 +232,45 @@ def test_the_evaluating_class_may_be_defined_in_the_calling_file(tmp_path):
     found = _check(_project(tmp_path, {"helpers.py": HELPERS, "main.py": here}))
     line = here.splitlines().index("        predictions = eval_model(model, data)") + 1
     assert found == [("TRN102", "main.py", line)]
+
+
+AGENT = '''\
+import torch
+from torch import nn
+
+
+class Agent:
+    def __init__(self):
+        self.net = nn.Linear(4, 2)
+
+    def eval(self):
+        self.net.eval()
+
+    def act(self, state):
+        with torch.no_grad():
+            return self.net(state).argmax(1)
+'''
+
+ROLLOUT = '''\
+def test(agent, states):
+    actions = []
+    for state in states:
+        actions.append(agent.act(state))
+    return actions
+'''
+
+AGENT_MAIN = '''\
+import torch
+
+from agent import Agent
+from rollout import test
+
+agent = Agent()
+agent.eval()
+print(test(agent, [torch.randn(8, 4) for _ in range(3)]))
+'''
+
+
+def test_quiet_when_the_method_the_helper_runs_turns_autograd_off_inside(tmp_path):
+    # an agent's own eval() and an `act` whose forward is under `with torch.no_grad():`
+    assert _check(_project(tmp_path, {"agent.py": AGENT, "rollout.py": ROLLOUT, "main.py": AGENT_MAIN})) == []

@@ -137,9 +137,10 @@ class EvalWithoutNoGrad(RoutineRule):
     def _project_helper_evaluates(self, routine: Routine) -> bool:
         """A call, outside no_grad, of a function of another project file whose summary says it runs one
         of its parameters over a loop with autograd on and trains nothing (analysis/evaluation.py), given
-        an evaluated model: one this function put in eval mode before the call (no `train()` since), or
-        an object of a project class whose method the helper runs puts its own module in eval mode and
-        runs it (`score = model.predict(batch)` of a `predict` that calls `self.network.eval()`).
+        an evaluated model: a module this function put in eval mode before the call (no `train()` since)
+        that the helper runs directly, or an object of a project class whose method the helper runs puts
+        its own module in eval mode and runs it (`score = model.predict(batch)` of a `predict` that calls
+        `self.network.eval()`).
         Reported at the call, where `with torch.no_grad():` goes: the helper's file cannot see its callers."""
         if not self.model.imported:
             return False
@@ -160,9 +161,14 @@ class EvalWithoutNoGrad(RoutineRule):
                                                self.model.imported.no_grad_method(method)):
                     continue  # a method some project class trains in, or runs under no_grad
                 mine = [e for e in switches if same_object(e.receiver, argument)]
-                why = "put in eval mode here" if mine and mine[-1].kind == "eval" else \
-                    f"`{method}()` puts its network in eval mode" if method and not mine and \
-                    self._evaluating_method(argument, method, routine) else ""
+                # Put in eval mode here: run directly (`model(x)`), a module; through a method, only a
+                # method known to evaluate its own module (it may turn autograd off inside: an agent's
+                # `act` under `with torch.no_grad()`).
+                why = "put in eval mode here" if not method and mine and mine[-1].kind == "eval" and \
+                    not self._plain_object(argument, routine) else \
+                    f"`{method}()` puts its network in eval mode" if method and \
+                    (not mine or mine[-1].kind == "eval") and self._evaluating_method(argument, method, routine) \
+                    else ""
                 if why:
                     message = (f"`{event.receiver}()` (another file) runs `{argument}` over its data with autograd "
                                f"on and trains nothing, and `{argument}` is evaluated ({why}): called outside "
