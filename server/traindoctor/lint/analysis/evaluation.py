@@ -68,7 +68,7 @@ def evaluated_parameters(function: cst.FunctionDef, params: tuple[str, ...], nam
             continue
         if kind is cst.Expr:
             dropped.add(id(node.value))
-        if kind is cst.Call:
+        if kind is cst.Call and _root_name(node.func) in candidates:  # most calls name no parameter: cheap test
             name = dotted_name(node.func) or ""
             head, _, method = name.rpartition(".")
             if method in ("eval", "train") and head in candidates:
@@ -83,6 +83,13 @@ def evaluated_parameters(function: cst.FunctionDef, params: tuple[str, ...], nam
         inner = looping or kind in _LOOPS
         todo.extend((child, inner) for child in child_nodes(node))
     return tuple(sorted(entry for param, entry in found.items() if own_switches or param not in switched))
+
+
+def _root_name(func: cst.BaseExpression) -> str:
+    """`model` of `model(x)`, `model.predict(x)`, `model.module.forward(x)`; "" otherwise."""
+    while type(func) is cst.Attribute:
+        func = func.value
+    return func.value if type(func) is cst.Name else ""
 
 
 def evaluates_own(function: cst.FunctionDef, events, klass: cst.ClassDef | None) -> bool:

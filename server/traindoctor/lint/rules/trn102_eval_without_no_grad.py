@@ -145,30 +145,29 @@ class EvalWithoutNoGrad(RoutineRule):
         if not self.model.imported:
             return False
         for at, event in enumerate(routine.events):
-            if event.kind != "call" or event.no_grad:
+            if event.kind != "call" or event.no_grad or not (event.args or event.keywords):
                 continue
-            evaluates = self.model.project_fact(event.receiver, "evaluates")
-            if not evaluates:
-                continue
-            params = [p for p in self.model.project_fact(event.receiver, "params") or () if p not in ("self", "cls")]
-            passed = dict(zip(params, event.args))
-            passed.update((k, a) for k, a in event.keywords if k in params)
             switches = [e for e in routine.events[:at] if e.kind in ("eval", "train") and not e.no_grad]
-            for entry in evaluates:
-                param, _, method = entry.partition(".")
-                argument = passed.get(param, "")
-                if not argument or method and (self.model.imported.training_method(method) or
-                                               self.model.imported.no_grad_method(method)):
-                    continue  # a method some project class trains in, or runs under no_grad
+            passed = [(i, "", a) for i, a in enumerate(event.args)] + [(-1, k, a) for k, a in event.keywords]
+            for position, keyword, argument in passed:
+                if not argument:
+                    continue
                 mine = [e for e in switches if same_object(e.receiver, argument)]
+                evaluated_here = bool(mine) and mine[-1].kind == "eval"
+                if not evaluated_here and (mine or not any(self._built_by(argument, routine))):
+                    continue  # neither evaluated here nor an object this code builds: ask nothing
+                entry = self.model.project_evaluated_argument(event.receiver, position, keyword)
+                method = entry.partition(".")[2]
+                if not entry or method and (self.model.imported.training_method(method) or
+                                            self.model.imported.no_grad_method(method)):
+                    continue  # a method some project class trains in, or runs under no_grad
                 # Put in eval mode here: run directly (`model(x)`), a module; through a method, only a
                 # method known to evaluate its own module (it may turn autograd off inside: an agent's
                 # `act` under `with torch.no_grad()`).
-                why = "put in eval mode here" if not method and mine and mine[-1].kind == "eval" and \
+                why = "put in eval mode here" if not method and evaluated_here and \
                     not self._plain_object(argument, routine) else \
                     f"`{method}()` puts its network in eval mode" if method and \
-                    (not mine or mine[-1].kind == "eval") and self._evaluating_method(argument, method, routine) \
-                    else ""
+                    self._evaluating_method(argument, method, routine) else ""
                 if why:
                     message = (f"`{event.receiver}()` (another file) runs `{argument}` over its data with autograd "
                                f"on and trains nothing, and `{argument}` is evaluated ({why}): called outside "
