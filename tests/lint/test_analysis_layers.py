@@ -70,7 +70,7 @@ def test_analysis_has_no_import_circle():
 
 def test_the_layers_import_only_downwards():
     graph = _graph()
-    order = ["names", "flow", "scopes", "events", "collect", "summary", "model", "project", "values", "training",
+    order = ["names", "flow", "scopes", "events", "evaluation", "collect", "summary", "model", "project", "values", "training",
              "summarize"]
     for lower, upper in ((a, b) for i, a in enumerate(order) for b in order[i + 1:]):
         if lower in graph and upper in graph:

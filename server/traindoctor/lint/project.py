@@ -18,11 +18,13 @@ from pathlib import Path
 
 import libcst as cst
 
+from .analysis.evaluation import evaluated_parameters
 from .analysis.meters import returned_from_params
 from .analysis.model import FileModel
 from .analysis.names import Names
 from .analysis.project import ProjectIndex
 from .analysis.summarize import summarize_model
+from .analysis.vocab import vocab
 from .analysis.summary import (EMPTY_IMPORTS, EMPTY_SUMMARY, AskedFacts, ClassSummary, FileSummary, FunctionSummary,
                                ImportedFacts, ImportFact)
 from .api import MAX_BYTES, read_source
@@ -95,7 +97,8 @@ def _plain_summary(text: str) -> FileSummary:
                         aliases[alias.asname or alias.name] = f"{stmt.module}.{alias.name}"
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defined.add(stmt.name)
-            told = _tensor_helper_summary(text, stmt) if isinstance(stmt, ast.FunctionDef) else None
+            told = _tensor_helper_summary(text, stmt) or _evaluation_helper_summary(text, stmt) \
+                if isinstance(stmt, ast.FunctionDef) else None
             if told is not None:
                 functions.append(told)
             if isinstance(stmt, ast.ClassDef):  # its bases: a chain of model classes may pass through it
@@ -130,6 +133,28 @@ def _tensor_helper_summary(text: str, function: ast.FunctionDef) -> FunctionSumm
     params = tuple(p.name.value for p in node.params.params)
     sources = returned_from_params(node, params)
     return FunctionSummary(function.name, params, returns_from=sources) if sources else None
+
+
+def _evaluation_helper_summary(text: str, function: ast.FunctionDef) -> FunctionSummary | None:
+    """A torch-free file's function that runs a parameter over a loop (`for x, y in loader: out =
+    model(x)`) and trains nothing: the models come in from its callers (analysis/evaluation.py). This
+    file is not linted, so a `model.eval()` of its own raises no finding here: the call site reports."""
+    params = tuple(a.arg for a in function.args.args)
+    loops = [n for n in ast.walk(function) if isinstance(n, (ast.For, ast.While, ast.comprehension))]
+    if not loops or not any(isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)) and
+                            (n.func.id if isinstance(n.func, ast.Name) else getattr(n.func.value, "id", "")) in params
+                            for loop in loops for n in ast.walk(loop)):
+        return None
+    segment = ast.get_source_segment(text, function) or ""
+    if any(word in segment for word in (".step(", *vocab().training_wants_grad_words)):
+        return None
+    try:
+        parsed = cst.parse_module(segment).body
+    except cst.ParserSyntaxError:
+        return None
+    node = parsed[0] if parsed and isinstance(parsed[0], cst.FunctionDef) else None
+    evaluates = evaluated_parameters(node, params, Names(()), own_switches=True) if node is not None else ()
+    return FunctionSummary(function.name, params, evaluates=evaluates) if evaluates else None
 
 
 def _qualified_base(node: ast.expr, aliases: dict[str, str]) -> str:

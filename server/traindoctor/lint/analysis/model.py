@@ -195,6 +195,11 @@ class FileModel:
         return self.imported.fact(_qualify_dotted(name, self.names.imports), fact) if self.imported and name \
             else None
 
+    def project_evaluated_argument(self, name: str, position: int, keyword: str) -> str:
+        """ImportedFacts.evaluated_argument of a function this file imports, called as its code spells it."""
+        return self.imported.evaluated_argument(_qualify_dotted(name, self.names.imports), position, keyword) \
+            if self.imported and name else ""
+
     def project_plain_function(self, name: str) -> bool:
         """`name` (as this file spells it) is a function of another project file whose summary
         says nothing: it trains, zeroes, seeds, draws, switches modes and keeps arguments in no state."""

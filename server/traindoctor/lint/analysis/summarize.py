@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .autograd_off import class_turns_grad_off, wraps_without_grad
+from .autograd_off import class_turns_grad_off, runs_without_grad, wraps_without_grad
+from .evaluation import evaluated_parameters, evaluates_own
+from .events import BACKWARD, STEP
 from .facts import Checkpoint, Draw
 from .meters import accumulated_params, returned_from_params
 from .model import FileModel
 from .names import dotted_name
+from .scopes import code
 from .summary import Binding, ClassSummary, FileSummary, FunctionSummary, imports_of, literal_path
 from .training import training_of
 from .values import Values, as_facts
@@ -92,6 +95,8 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         for r in info.returns)
     seeds = sorted({s.kind for s in model.seeds if s.function == qualname})
     modes = tuple(dict.fromkeys(e.kind for e in events if e.kind in ("eval", "train")))
+    backward = info.trains or any(e.kind in ("backward", "scaled_backward") for e in events)
+    evaluates, own = _evaluates(model, info, events, backward, returned)
     return FunctionSummary(
         qualname, info.params,
         returns=_told(as_facts(returned)) if returned is not None else (),
@@ -100,7 +105,7 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         seeds=tuple(seeds),
         draws=tuple(sorted(draws.get(qualname, ()))),
         zeroes=any(e.kind == "zero_grad" for e in events),
-        backward=info.trains or any(e.kind in ("backward", "scaled_backward") for e in events),
+        backward=backward,
         no_grad=info.no_grad,
         leaves_grad_off=training.leaves_grad_off(qualname) is not None,
         modes=modes,
@@ -112,7 +117,26 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         isinstance(info.node, cst.FunctionDef) else (),
         returns_from=returned_from_params(info.node, info.params) if isinstance(info.node, cst.FunctionDef) else (),
         calls=tuple(sorted({_qualified(model, e.receiver) for e in events
-                            if e.kind == "call" and e.receiver.split(".")[0] in imported})))
+                            if e.kind == "call" and e.receiver.split(".")[0] in imported})),
+        evaluates=evaluates,
+        evaluates_own=own)
+
+
+def _evaluates(model: FileModel, info, events, backward: bool, returned) -> tuple[tuple[str, ...], bool]:
+    """evaluation.py's two facts, for a function that trains nothing (no backward, no optimizer step),
+    runs with autograd on, asks for no gradients and returns nothing with autograd history."""
+    function = info.node
+    if backward or info.no_grad or not isinstance(function, cst.FunctionDef) or \
+            any(e.kind in BACKWARD or e.kind in STEP for e in events) or runs_without_grad(model, function) or \
+            (returned is not None and returned.tensor_with_history):
+        return (), False
+    klass = model.classes.get(info.klass) if info.klass else None
+    klass_node = klass.node if klass is not None and isinstance(klass.node, cst.ClassDef) else None
+    evaluates = evaluated_parameters(function, info.params, model.names)
+    own = evaluates_own(function, events, klass_node)
+    if (evaluates or own) and any(word in code(function) for word in vocab().training_wants_grad_words):
+        return (), False
+    return evaluates, own
 
 
 def _epoch_loaders(training, qualname: str, params: tuple[str, ...]) -> tuple[str, ...]:

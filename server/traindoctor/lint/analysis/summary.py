@@ -47,6 +47,10 @@ class FunctionSummary:
     # Functions and classes of other modules it calls, qualified as its file spells them: what
     # they seed and draw from is its own too (the project index adds it, project.py).
     calls: tuple[str, ...] = ()
+    # Parameters it runs with autograd on inside a loop, training nothing ("model", or "model.predict"
+    # when it runs them through a method): a caller's evaluated model records a graph per batch there.
+    evaluates: tuple[str, ...] = ()
+    evaluates_own: bool = False  # a method that puts its instance's module in eval mode and runs it, grad on
 
 
 @dataclass(frozen=True)
@@ -231,6 +235,18 @@ class ImportedFacts:
         found = self.function(qualified)
         return found.returns if found is not None else ()
 
+    def evaluated_argument(self, qualified: str | None, position: int, keyword: str) -> str:
+        """What the imported function does with the argument at `position` (among its parameters
+        other than self/cls) or passed by `keyword`: its `evaluates` entry ("model", "model.predict"),
+        "" when it does not run it. Asked per argument, so that a helper that runs some other
+        argument (`dict_apply(x, func)`) answers nothing and costs its importers no second lint."""
+        found = self.function(qualified)
+        if found is None or not found.evaluates:
+            return ""
+        params = [p for p in found.params if p not in ("self", "cls")]
+        param = keyword if keyword in params else params[position] if 0 <= position < len(params) else ""
+        return next((e for e in found.evaluates if param and e.partition(".")[0] == param), "")
+
     def fact(self, qualified: str | None, name: str):
         """One field of an imported function's summary (`returns_eval`, `seeds`...), falsy when unknown."""
         found = self.function(qualified)
@@ -255,7 +271,7 @@ EMPTY_IMPORTS = ImportedFacts()
 # What rules and values ask of the imported facts (AskedFacts notes each).
 QUERIES = ("get", "function", "klass", "object_kind", "binding", "randomness", "returns", "fact", "has_kind", "saved",
            "star_aliases", "plain_function", "no_grad_method",
-           "training_method")
+           "training_method", "evaluated_argument")
 
 
 class AskedFacts(ImportedFacts):

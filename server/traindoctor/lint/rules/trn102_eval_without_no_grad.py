@@ -29,10 +29,12 @@ import libcst as cst
 from ..analysis.autograd_off import frozen_before, runs_without_grad
 from ..analysis.detached_use import only_detached
 from ..analysis.environment import torch_version
+from ..analysis.evaluation import runs as _runs
 from ..analysis.events import Event, disables_grad
 from ..analysis.iteration_output import stays_in_iteration
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
+from ..analysis.summarize import function_summary
 from ..analysis.summary import ClassSummary
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
@@ -57,6 +59,8 @@ class EvalWithoutNoGrad(RoutineRule):
                 (routine.node is not None and runs_without_grad(self.model, routine.node)) or \
                 routine.qualname.rsplit(".", 1)[-1].startswith(tuple(vocab().training_eval_hooks)) or \
                 self.model.is_unit_test(routine.qualname):
+            return
+        if self._project_helper_evaluates(routine):
             return
         if any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
             self._run_after_last_backward(routine)
@@ -129,6 +133,67 @@ class EvalWithoutNoGrad(RoutineRule):
                        f"backpropagates: the autograd graph it records, with its activations, is built for nothing "
                        f"(more memory, slower, OOM on large inputs).")
             self.report(call, message, fix=self._fix(routine))
+
+    def _project_helper_evaluates(self, routine: Routine) -> bool:
+        """A call, outside no_grad, of a function of another project file whose summary says it runs one
+        of its parameters over a loop with autograd on and trains nothing (analysis/evaluation.py), given
+        an evaluated model: a module this function put in eval mode before the call (no `train()` since)
+        that the helper runs directly, or an object of a project class whose method the helper runs puts
+        its own module in eval mode and runs it (`score = model.predict(batch)` of a `predict` that calls
+        `self.network.eval()`).
+        Reported at the call, where `with torch.no_grad():` goes: the helper's file cannot see its callers."""
+        if not self.model.imported:
+            return False
+        for at, event in enumerate(routine.events):
+            if event.kind != "call" or event.no_grad or not (event.args or event.keywords):
+                continue
+            switches = [e for e in routine.events[:at] if e.kind in ("eval", "train") and not e.no_grad]
+            passed = [(i, "", a) for i, a in enumerate(event.args)] + [(-1, k, a) for k, a in event.keywords]
+            for position, keyword, argument in passed:
+                if not argument:
+                    continue
+                mine = [e for e in switches if same_object(e.receiver, argument)]
+                evaluated_here = bool(mine) and mine[-1].kind == "eval"
+                if not evaluated_here and (mine or not any(self._built_by(argument, routine))):
+                    continue  # neither evaluated here nor an object this code builds: ask nothing
+                entry = self.model.project_evaluated_argument(event.receiver, position, keyword)
+                method = entry.partition(".")[2]
+                if not entry or method and (self.model.imported.training_method(method) or
+                                            self.model.imported.no_grad_method(method)):
+                    continue  # a method some project class trains in, or runs under no_grad
+                # Put in eval mode here: run directly (`model(x)`), a module; through a method, only a
+                # method known to evaluate its own module (it may turn autograd off inside: an agent's
+                # `act` under `with torch.no_grad()`).
+                why = "put in eval mode here" if not method and evaluated_here and \
+                    not self._plain_object(argument, routine) else \
+                    f"`{method}()` puts its network in eval mode" if method and \
+                    self._evaluating_method(argument, method, routine) else ""
+                if why:
+                    message = (f"`{event.receiver}()` (another file) runs `{argument}` over its data with autograd "
+                               f"on and trains nothing, and `{argument}` is evaluated ({why}): called outside "
+                               f"`torch.no_grad()`/`torch.inference_mode()`, every forward pass records an "
+                               f"autograd graph and keeps its activations, for nothing (more memory, slower, OOM "
+                               f"on large batches). Wrap the call in `with torch.no_grad():`.")
+                    self.report(event.node, message)
+                    return True
+        return False
+
+    def _evaluating_method(self, name: str, method: str, routine: Routine) -> bool:
+        """Every binding of `name` builds an object of a project class (of this file or another) whose
+        `method` puts the instance's module in eval mode and runs it with autograd on (`evaluates_own`)."""
+        callees = self._built_by(name, routine)
+        if not callees:
+            return False
+        for callee in callees:
+            last = callee.rsplit(".", 1)[-1]
+            if f"{last}.{method}" in self.model.function_home:  # a class of this file: its own summary
+                found = function_summary(self.model, f"{last}.{method}", {})
+            else:
+                klass = self.model.imported.klass(callee) if callee else None
+                found = klass.method(method) if klass is not None else None
+            if found is None or not found.evaluates_own:
+                return False
+        return True
 
     def _run_after_last_backward(self, routine: Routine) -> None:
         """A training loop (every backward and optimizer step of the function in one loop) that, after
@@ -207,14 +272,17 @@ class EvalWithoutNoGrad(RoutineRule):
         derives from nothing: not an nn.Module, so its `eval()` is its own method (an environment's
         evaluation mode), and calling it records no graph of its own. Every binding of a local
         name must be such a construction; `self.x` and module-level names by the object they hold."""
+        callees = self._built_by(name, routine)
+        return bool(callees) and all(self._plain_class(callee) for callee in callees)
+
+    def _built_by(self, name: str, routine: Routine) -> list[str]:
+        """The callees of every binding of `name` ("" for a binding that is no call)."""
         if "." not in name and routine.node is not None:
             defs = self.analysis.scope_of(routine.node).defs.get(name, ())
-            callees = [self.names.qualify(d.value.func) or "" if d.how == "assign" and d.index is None and
-                       isinstance(d.value, cst.Call) else "" for d in defs]
-        else:
-            obj = self.model.object(name, routine.klass)
-            callees = [obj.callee] if obj is not None else []
-        return bool(callees) and all(self._plain_class(callee) for callee in callees)
+            return [self.names.qualify(d.value.func) or "" if d.how == "assign" and d.index is None and
+                    isinstance(d.value, cst.Call) else "" for d in defs]
+        obj = self.model.object(name, routine.klass)
+        return [obj.callee] if obj is not None else []
 
     def _plain_class(self, callee: str) -> bool:
         if not callee:
@@ -737,27 +805,6 @@ def _assigned_names(stmt, call) -> set[str]:
     if type(small) is not cst.Assign or small.value is not call:
         return set()
     return {n.value for t in small.targets for n in iter_nodes(t.target) if type(n) is cst.Name}
-
-
-def _runs(function: cst.CSTNode, model: str, names=None) -> bool:
-    """`function` calls `model` (or its forward) or one of its methods on an input, outside a
-    no_grad/inference_mode block (with `names`, the file's, to tell them)."""
-    todo = list(child_nodes(function))
-    while todo:
-        node = todo.pop()
-        if names is not None and type(node) is cst.With and \
-                any(disables_grad(names, item.item) for item in node.items):
-            continue
-        todo.extend(child_nodes(node))
-        if type(node) is not cst.Call:
-            continue
-        name = dotted_name(node.func) or ""
-        if name in (model, f"{model}.forward"):
-            return True
-        if type(node.func) is cst.Attribute and node.args and dotted_name(node.func.value) == model and \
-                node.func.attr.value not in vocab().module_state_methods:
-            return True
-    return False
 
 
 def _decorated_no_grad(names, function: cst.FunctionDef) -> bool:
