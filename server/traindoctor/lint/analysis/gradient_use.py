@@ -7,11 +7,12 @@ it; or every use ends where autograd does not differentiate (a comparison, `.ite
 to backward when the result only feeds a validity mask or a logged metric.
 
 Followed within one function (or module-level code): through expressions, and through
-the plain names the value is assigned to, to every read of those names. Anything not
-known to drop the gradient keeps it (a call of an unknown function, a return, a
+the plain names the value is assigned to, to the reads of those names that the assignment
+reaches (flow.py: a binding overwritten on every path before a read is not read there).
+Anything not known to drop the gradient keeps it (a call of an unknown function, a return, a
 `self.x = ...`): the answer "no gradient" is given only when every path is known.
 
-Layer 1 of the analysis: it imports only names.py and the walker."""
+Layer 1 of the analysis: it imports only names.py, flow.py and the walker."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import Callable, Sequence
 import libcst as cst
 
 from ..walk import child_nodes, iter_nodes
+from .flow import FlowGraph
 
 # Tensor methods and attributes whose result carries no gradient (a Python number, a
 # NumPy array, an integer or boolean tensor, a detached copy, metadata).
@@ -48,29 +50,77 @@ def reaches_gradient(stack: Sequence[cst.CSTNode], qualify: Callable[[cst.BaseEx
     if root is None:
         return True
     parents = _parents(root)
-    seen: set[str] = set()
+    reached = _Reached(root, parents)
+    seen: set[tuple[str, int]] = set()
     pending: list[cst.CSTNode] = [stack[-1]]
     while pending:
         node = pending.pop()
         outcome = _follow(node, parents, qualify)
         if outcome is True:
             return True
-        for name in outcome or ():
-            if name in seen:
+        names, binding = outcome if outcome else ([], None)
+        for name in names:
+            if (name, id(binding)) in seen:
                 continue
-            seen.add(name)
+            seen.add((name, id(binding)))
             if len(seen) > _MAX_NAMES:
                 return True
             reads = _reads(root, name, parents)
             if reads is None:
                 return True  # read in a nested function or class: it may go anywhere
-            pending.extend(reads)
+            pending.extend(read for read in reads if reached(binding, name, read))
     return False
 
 
-def _follow(node: cst.CSTNode, parents: dict[int, cst.CSTNode], qualify) -> bool | list[str]:
+def value_unused(stack: Sequence[cst.CSTNode]) -> bool:
+    """The expression (the last entry of the walk's `stack`) is the whole value of an assignment to
+    plain local names, and no read of any of them is reached by that assignment: every path
+    rebinds them first, or nothing reads them. A value nobody reads cannot turn a loss NaN. Only in a
+    function: a module's names may be imported and read elsewhere."""
+    root = next((node for node in reversed(stack) if type(node) in (cst.FunctionDef, cst.Module)), None)
+    if type(root) is not cst.FunctionDef or len(stack) < 2 or type(stack[-2]) is not cst.Assign or stack[-2].value is not stack[-1]:
+        return False
+    statement = stack[-2]
+    names = [_plain(t.target) for t in statement.targets]
+    if any(group is None for group in names):
+        return False
+    parents = _parents(root)
+    reached = _Reached(root, parents)
+    for name in (n for group in names for n in group):
+        reads = _reads(root, name, parents)
+        if reads is None or any(reached(statement, name, read) for read in reads):
+            return False
+    return True
+
+
+class _Reached:
+    """Whether a binding statement reaches a read of `name` (flow.py's reaching definitions over
+    `root`'s statements); yes whenever the flow graph cannot tell."""
+
+    def __init__(self, root: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> None:
+        self.root, self.parents = root, parents
+        self._flow: FlowGraph | None = None
+
+    def __call__(self, binding: cst.CSTNode | None, name: str, read: cst.CSTNode) -> bool:
+        if binding is None:
+            return True
+        if self._flow is None:
+            body = self.root.body.body if type(self.root) is cst.FunctionDef else self.root.body
+            self._flow = FlowGraph(body if isinstance(body, (list, tuple)) else [])
+        flow = self._flow
+        if flow.node_of(binding) is None:
+            return True
+        statement: cst.CSTNode | None = read
+        while statement is not None and flow.node_of(statement) is None:
+            statement = self.parents.get(id(statement))
+        if statement is None:
+            return True
+        return any(found is binding for found in flow.reaching(statement, name))
+
+
+def _follow(node: cst.CSTNode, parents: dict[int, cst.CSTNode], qualify) -> bool | tuple[list[str], cst.CSTNode | None]:
     """Climb from `node` while the value flows on: True when it may keep a gradient, the
-    names it is assigned to (to follow), or [] when the gradient is dropped here."""
+    names it is assigned to (to follow) with the assignment, or () when the gradient is dropped here."""
     child = node
     while True:
         parent = parents.get(id(child))
@@ -78,40 +128,40 @@ def _follow(node: cst.CSTNode, parents: dict[int, cst.CSTNode], qualify) -> bool
             return True
         kind = type(parent)
         if kind is cst.Comparison or kind is cst.ComparisonTarget:
-            return []
+            return ()
         if kind is cst.FormattedStringExpression or kind is cst.FormattedString:
-            return []
+            return ()
         if kind is cst.Attribute:
             if parent.value is child and parent.attr.value in _DROPPING_ATTRIBUTES:
-                return []
+                return ()
         elif kind is cst.Call:
             func = parent.func
             if func is child:  # x.method(...)
                 if type(func) is cst.Attribute and func.attr.value in _DROPPING_METHODS:
-                    return []
+                    return ()
             else:  # an argument (through its Arg)
                 qualified = qualify(func) or ""
                 if qualified in _DROPPING_FUNCTIONS or \
                         (type(func) is cst.Attribute and func.attr.value in _DROPPING_CALL_METHODS):
-                    return []
+                    return ()
                 if not qualified.startswith(_PREFIXES_KEEPING):
                     return True  # an unknown callee (or a method given the value: `losses.append(x)`) may keep it
         elif kind is cst.Subscript:
             if parent.value is not child:
-                return []  # an index: integer positions carry no gradient
+                return ()  # an index: integer positions carry no gradient
         elif kind in (cst.SubscriptElement, cst.Index, cst.Slice):
             pass
         elif kind is cst.IfExp:
             if parent.test is child:
-                return []
+                return ()
         elif kind in (cst.If, cst.While, cst.Assert):
-            return []  # a test
+            return ()  # a test
         elif kind is cst.Assign:
             names = [_plain(t.target) for t in parent.targets]
-            return True if any(n is None for n in names) else [n for group in names for n in group]
+            return True if any(n is None for n in names) else ([n for group in names for n in group], parent)
         elif kind is cst.AnnAssign or kind is cst.AugAssign:
             names = _plain(parent.target)
-            return True if names is None else names
+            return True if names is None else (names, None)  # an accumulation: every read
         elif kind in (cst.Arg, cst.BinaryOperation, cst.UnaryOperation, cst.Tuple, cst.List, cst.Element,
                       cst.StarredElement, cst.Dict, cst.DictElement, cst.Set):
             pass

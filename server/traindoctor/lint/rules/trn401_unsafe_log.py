@@ -7,7 +7,8 @@ flows through. The model's `zero` fact says why a value can be 0 (a probability 
 `1 - tanh(x)**2` (0 once tanh saturates), a count, a sum of squares of something that can be 0, a spread,
 or the function's own test of it against 0 or clamp to at least 1) and which guards rule it out (clamp
 with a positive minimum, where, + eps, max(x, eps), exp, an `if`/assert on it). A value only printed or
-logged carries no gradient and is not reported. softmax and
+logged carries no gradient and is not reported, nor one bound to a name that every path rebinds before
+any read (analysis/gradient_use.py). softmax and
 sigmoid outputs under a torch log are TRN402's. The fixes clamp or add a tiny
 value, which can change a finite result: they are unsafe (applied on request).
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.gradient_use import reaches_gradient
+from ..analysis.gradient_use import reaches_gradient, value_unused
 from ..analysis.scopes import code
 from ..analysis.values import _number as literal_number, arg
 from ..analysis.vocab import vocab
@@ -66,8 +67,8 @@ class UnsafeLog(Rule):
         else:
             return
         if target is None or self._guarded(target) or not self.gradient_flows() or self._only_shown() or \
-                not reaches_gradient(self.walk.stack, self.names.qualify):
-            return  # no gradient can come back through this log
+                not reaches_gradient(self.walk.stack, self.names.qualify) or value_unused(self.walk.stack):
+            return  # no gradient can come back through this log, or nothing reads it
         if isinstance(target, cst.BinaryOperation) and \
                 isinstance(target.operator, cst.Subtract) and self.values(target.right).prob == "sigmoid":
             return  # TRN402: logsigmoid(-x)
@@ -96,8 +97,9 @@ class UnsafeLog(Rule):
 
     def _check_sqrt(self, node: cst.CSTNode, target: cst.BaseExpression | None, method: bool,
                     inverse: bool = False) -> None:
-        if target is None or not self.gradient_flows() or self._guarded(target) or self._only_shown():
-            return  # sqrt(0) is 0; only its gradient is the problem
+        if target is None or not self.gradient_flows() or self._guarded(target) or self._only_shown() or \
+                value_unused(self.walk.stack):
+            return  # sqrt(0) is 0; only its gradient is the problem (and a root nobody reads has none)
         value = self.values(target)
         rsqrt = inverse  # inf forward at 0
         if value.zero == "selected" and not rsqrt:

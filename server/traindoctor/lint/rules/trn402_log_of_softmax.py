@@ -6,7 +6,8 @@ file), from functions that return one, from every caller of a function or a modu
 forward, from a dict item the function stored, and written by hand (`e / e.sum(dim)` of an
 exp, `1 / (1 + exp(-z))`); `log(1 - p)` of any such sigmoid. Not reported: the probability picked at an index that the
 program draws from the same function's output (`Categorical(probs).sample()`), which is
-never exactly 0 (analysis/sampling.py); nor a log whose operand carries no gradient (detached,
+never exactly 0 (analysis/sampling.py); nor a log bound to a name that every path rebinds before any
+read; nor a log whose operand carries no gradient (detached,
 bound under no_grad, from NumPy): its value may be -inf, but no gradient, so none NaN. A rewrite is offered where the softmax/sigmoid
 call is right there; it computes the same value, stably: safe."""
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.gradient_use import value_unused
 from ..analysis.sampling import probability_of_drawn_index
 from ..analysis.scopes import code
 from ..analysis.values import arg
@@ -40,8 +42,8 @@ class LogOfSoftmax(Rule):
             target = node.func.value
         else:
             return
-        if target is None:
-            return
+        if target is None or value_unused(self.walk.stack):
+            return  # a log nobody reads (rebound on every path first) turns nothing NaN
         one_minus = self._one_minus_sigmoid(target)
         if one_minus is not None:
             message = (f"`log(1 - sigmoid(...))` is -inf once the sigmoid saturates at 1 (in float32 from logits "
