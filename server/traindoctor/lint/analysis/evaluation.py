@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..walk import child_nodes
+from ..walk import child_nodes, iter_nodes
 from .events import disables_grad
 from .names import dotted_name
+from .scopes import names_in
 from .vocab import vocab
 
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -116,21 +117,6 @@ def evaluates_own(function: cst.FunctionDef, events, klass: cst.ClassDef | None)
 def _built_from(klass: cst.ClassDef, attribute: str, module: str) -> bool:
     """Every assignment of `attribute` (`self.x`) in the class's methods is an expression that holds
     `module` (`DataParallel(self.network)`, `... if multi_gpu else self.network`): the same module."""
-    values = []
-    todo = list(child_nodes(klass))
-    while todo:
-        node = todo.pop()
-        todo.extend(child_nodes(node))
-        if type(node) is cst.Assign and any(dotted_name(t.target) == attribute for t in node.targets):
-            values.append(node.value)
-    return bool(values) and all(_mentions(value, module) for value in values)
-
-
-def _mentions(expr: cst.CSTNode, name: str) -> bool:
-    todo = [expr]
-    while todo:
-        node = todo.pop()
-        if type(node) in (cst.Name, cst.Attribute) and dotted_name(node) == name:
-            return True
-        todo.extend(child_nodes(node))
-    return False
+    values = [node.value for node in iter_nodes(klass)
+              if type(node) is cst.Assign and any(dotted_name(t.target) == attribute for t in node.targets)]
+    return bool(values) and all(module in names_in(value) for value in values)
