@@ -4,11 +4,8 @@ evaluated model outside no_grad. Reported at the call, through `traindoctor chec
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import torch
+from project_helpers import places_found_by_check, write_project
 from torch import nn
 
 EVALUATION = '''\
@@ -105,66 +102,60 @@ main()
 '''
 
 
-def _check(root, select="TRN102"):
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", select,
-                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return sorted((f["code"], f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout))
-
-
-def _project(tmp_path, files):
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    return tmp_path
-
-
 def test_an_evaluated_model_handed_to_an_evaluation_helper_of_another_file(tmp_path):
-    root = _project(tmp_path, {"evaluation.py": EVALUATION, "train.py": TRAIN})
-    assert _check(root) == [("TRN102", "train.py", 20)]
+    root = write_project(tmp_path, {"evaluation.py": EVALUATION, "train.py": TRAIN})
+    assert places_found_by_check(root, "TRN102") == [("TRN102", "train.py", 20)]
 
 
 def test_quiet_under_no_grad_or_without_an_evaluated_model(tmp_path):
     wrapped = TRAIN.replace("        correct = evaluate(model, data)\n",
                             "        with torch.no_grad():\n            correct = evaluate(model, data)\n")
-    assert _check(_project(tmp_path / "a", {"evaluation.py": EVALUATION, "train.py": wrapped})) == []
+    root = write_project(tmp_path / "a", {"evaluation.py": EVALUATION, "train.py": wrapped})
+    assert places_found_by_check(root, "TRN102") == []
     decorated = "import torch\n\n\n@torch.no_grad()\n" + EVALUATION
-    assert _check(_project(tmp_path / "b", {"evaluation.py": decorated, "train.py": TRAIN})) == []
+    root = write_project(tmp_path / "b", {"evaluation.py": decorated, "train.py": TRAIN})
+    assert places_found_by_check(root, "TRN102") == []
     # back in train mode before the call: the helper may be fitting it, not evaluating it
     trained = TRAIN.replace("        model.eval()\n", "        model.eval()\n        model.train()\n")
-    assert _check(_project(tmp_path / "c", {"evaluation.py": EVALUATION, "train.py": trained})) == []
+    root = write_project(tmp_path / "c", {"evaluation.py": EVALUATION, "train.py": trained})
+    assert places_found_by_check(root, "TRN102") == []
     # the helper backpropagates through what it runs: a training step, not an evaluation
     training = EVALUATION.replace("        correct += (out.argmax(1) == y).sum().item()\n",
                                   "        out.sum().backward()\n")
-    assert _check(_project(tmp_path / "d", {"evaluation.py": training, "train.py": TRAIN})) == []
+    root = write_project(tmp_path / "d", {"evaluation.py": training, "train.py": TRAIN})
+    assert places_found_by_check(root, "TRN102") == []
 
 
 def test_a_helper_that_evaluates_the_model_itself_is_reported_there_once(tmp_path):
     own = EVALUATION.replace("    correct = 0\n", "    model.eval()\n    correct = 0\n")
     linted = "import torch\n\n\n" + own  # a file that names torch is linted: its own loop is the finding
-    found = _check(_project(tmp_path / "a", {"evaluation.py": linted, "train.py": TRAIN}))
+    root = write_project(tmp_path / "a", {"evaluation.py": linted, "train.py": TRAIN})
+    found = places_found_by_check(root, "TRN102")
     assert found == [("TRN102", "evaluation.py", 8)]  # not a second one at the call
     # a torch-free helper file is not linted: the call reports it
-    assert _check(_project(tmp_path / "b", {"evaluation.py": own, "train.py": TRAIN})) == [("TRN102", "train.py", 20)]
+    root = write_project(tmp_path / "b", {"evaluation.py": own, "train.py": TRAIN})
+    assert places_found_by_check(root, "TRN102") == [("TRN102", "train.py", 20)]
 
 
 def test_a_method_of_a_project_class_that_evaluates_its_own_network(tmp_path):
-    root = _project(tmp_path, {"wrapper.py": WRAPPER, "helpers.py": HELPERS, "main.py": MAIN})
-    assert _check(root) == [("TRN102", "main.py", 14)]
+    root = write_project(tmp_path, {"wrapper.py": WRAPPER, "helpers.py": HELPERS, "main.py": MAIN})
+    assert places_found_by_check(root, "TRN102") == [("TRN102", "main.py", 14)]
 
 
 def test_quiet_when_the_method_turns_autograd_off_or_trains(tmp_path):
     quiet = WRAPPER.replace("        score = self.mnetwork(x)\n",
                             "        with torch.no_grad():\n            score = self.mnetwork(x)\n")
-    assert _check(_project(tmp_path / "a", {"wrapper.py": quiet, "helpers.py": HELPERS, "main.py": MAIN})) == []
+    root = write_project(tmp_path / "a", {"wrapper.py": quiet, "helpers.py": HELPERS, "main.py": MAIN})
+    assert places_found_by_check(root, "TRN102") == []
     # a method that runs another object (not the module it put in eval mode) says nothing
     other = WRAPPER.replace("        score = self.mnetwork(x)\n", "        score = self.scorer(x)\n")
-    assert _check(_project(tmp_path / "b", {"wrapper.py": other, "helpers.py": HELPERS, "main.py": MAIN})) == []
+    root = write_project(tmp_path / "b", {"wrapper.py": other, "helpers.py": HELPERS, "main.py": MAIN})
+    assert places_found_by_check(root, "TRN102") == []
     # the call is already under no_grad
     wrapped = MAIN.replace("        predictions = eval_model(model, data)\n",
                            "        with torch.no_grad():\n            predictions = eval_model(model, data)\n")
-    assert _check(_project(tmp_path / "c", {"wrapper.py": WRAPPER, "helpers.py": HELPERS, "main.py": wrapped})) == []
+    root = write_project(tmp_path / "c", {"wrapper.py": WRAPPER, "helpers.py": HELPERS, "main.py": wrapped})
+    assert places_found_by_check(root, "TRN102") == []
 
 
 def test_the_claim_on_torch_an_eval_mode_forward_records_a_graph_and_no_grad_gives_the_same_output():
@@ -222,14 +213,16 @@ print(fit(net, data))
 
 
 def test_quiet_when_the_helper_runs_a_method_a_project_class_trains_in(tmp_path):
-    assert _check(_project(tmp_path, {"net.py": NET, "fitting.py": FIT, "main.py": FIT_MAIN})) == []
+    root = write_project(tmp_path, {"net.py": NET, "fitting.py": FIT, "main.py": FIT_MAIN})
+    assert places_found_by_check(root, "TRN102") == []
 
 
 def test_the_evaluating_class_may_be_defined_in_the_calling_file(tmp_path):
     body = WRAPPER.split("\n", 3)[3]  # the class, without its imports
     here = MAIN.replace("from wrapper import Classifier\n", "from torch import nn\n") \
         .replace("data = [", body + "\n\ndata = [", 1)
-    found = _check(_project(tmp_path, {"helpers.py": HELPERS, "main.py": here}))
+    root = write_project(tmp_path, {"helpers.py": HELPERS, "main.py": here})
+    found = places_found_by_check(root, "TRN102")
     line = here.splitlines().index("        predictions = eval_model(model, data)") + 1
     assert found == [("TRN102", "main.py", line)]
 
@@ -273,4 +266,5 @@ print(test(agent, [torch.randn(8, 4) for _ in range(3)]))
 
 def test_quiet_when_the_method_the_helper_runs_turns_autograd_off_inside(tmp_path):
     # an agent's own eval() and an `act` whose forward is under `with torch.no_grad():`
-    assert _check(_project(tmp_path, {"agent.py": AGENT, "rollout.py": ROLLOUT, "main.py": AGENT_MAIN})) == []
+    root = write_project(tmp_path, {"agent.py": AGENT, "rollout.py": ROLLOUT, "main.py": AGENT_MAIN})
+    assert places_found_by_check(root, "TRN102") == []

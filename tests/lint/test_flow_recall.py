@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import pickle
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import sys
 import pytest
 import torch
 
+from project_helpers import places_found_by_check, write_project
 from traindoctor.config import Config
 from traindoctor.lint import fix_source, lint_source
 
@@ -22,13 +22,6 @@ CONFIG = Config(select=("strict",))
 
 def _lines(source: str, code: str) -> list[int]:
     return [f.range.start.line + 1 for f in lint_source(source, "t.py", CONFIG).findings if f.code == code]
-
-
-def _check(root, select: str) -> list[tuple[str, str, int]]:
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", select,
-                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return sorted((f["code"], f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout))
 
 
 # -- TRN102: a module run whose output is only ever used detached records a graph for nothing
@@ -155,9 +148,9 @@ def test_project_model_class_run_and_detached_in_another_file(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (tmp_path / "models.py").write_text(MODELS)
     (tmp_path / "predict.py").write_text(PREDICT)
-    assert _check(tmp_path, "TRN102") == [("TRN102", "predict.py", 11)]
+    assert places_found_by_check(tmp_path, "TRN102") == [("TRN102", "predict.py", 11)]
     (tmp_path / "models.py").write_text(MODELS.replace("class Net(nn.Module):", "class Net:"))
-    assert _check(tmp_path, "TRN102") == []  # not a module: nothing says it records a graph
+    assert places_found_by_check(tmp_path, "TRN102") == []  # not a module: nothing says it records a graph
 
 
 # -- TRN602: a file the same function loads with weights_only=False; Lightning's loaders from 2.6
@@ -178,13 +171,13 @@ def test_load_of_a_file_the_function_loads_unsafely(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\ndependencies = ['torch>=2.6', "
                                              "'lightning>=2.6']\n")
     (tmp_path / "restore.py").write_text(LOADS)
-    assert _check(tmp_path, "TRN602") == [("TRN602", "restore.py", 7), ("TRN602", "restore.py", 8)]
+    assert places_found_by_check(tmp_path, "TRN602") == [("TRN602", "restore.py", 7), ("TRN602", "restore.py", 8)]
     # Lightning before 2.6 passes weights_only=False itself: only torch.load's default bites
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\ndependencies = ['torch>=2.6', "
                                              "'pytorch-lightning==2.5.1']\n")
-    assert _check(tmp_path, "TRN602") == [("TRN602", "restore.py", 7)]
+    assert places_found_by_check(tmp_path, "TRN602") == [("TRN602", "restore.py", 7)]
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\ndependencies = ['torch==2.5.1']\n")
-    assert _check(tmp_path, "TRN602") == []  # torch 2.5 loads everything by default
+    assert places_found_by_check(tmp_path, "TRN602") == []  # torch 2.5 loads everything by default
 
 
 @pytest.mark.parametrize("change", [
@@ -197,7 +190,7 @@ def test_load_of_a_file_the_function_loads_unsafely_quiet(tmp_path, change):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\ndependencies = ['torch>=2.6', "
                                              "'lightning>=2.6']\n")
     (tmp_path / "restore.py").write_text(LOADS.replace(*change))
-    assert _check(tmp_path, "TRN602") == []
+    assert places_found_by_check(tmp_path, "TRN602") == []
 
 
 def test_load_fix_runs_on_a_file_with_objects(tmp_path):
@@ -354,18 +347,14 @@ def train(loader):
 
 
 def _meter_project(root, meter=METER, measures=MEASURES, train=TRAIN_METER):
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (root / "utils").mkdir(exist_ok=True)
-    (root / "utils" / "__init__.py").write_text("")
-    (root / "utils" / "generic.py").write_text(meter)
-    (root / "utils" / "measures.py").write_text(measures)
-    (root / "train.py").write_text(train)
+    write_project(root, {"utils/__init__.py": "", "utils/generic.py": meter, "utils/measures.py": measures,
+                         "train.py": train})
 
 
 @pytest.mark.parametrize("measures", [MEASURES, MEASURES.replace("import torch\n\n\n", "")])  # a torch-free helper file
 def test_meter_of_another_file_fed_a_helper_result_with_history(tmp_path, monkeypatch, measures):
     _meter_project(tmp_path, measures=measures)
-    assert _check(tmp_path, "TRN101") == [("TRN101", "train.py", 21)]
+    assert places_found_by_check(tmp_path, "TRN101") == [("TRN101", "train.py", 21)]
     # the claim: the average keeps the graph of every step it was given
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in ("train", "utils", "utils.generic", "utils.measures"):
@@ -378,7 +367,7 @@ def test_meter_of_another_file_fed_a_helper_result_with_history(tmp_path, monkey
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     fixed = (tmp_path / "train.py").read_text()
     assert 'keep_avg.update_value("score", score.detach())' in fixed, done.stdout + done.stderr
-    assert _check(tmp_path, "TRN101") == []
+    assert places_found_by_check(tmp_path, "TRN101") == []
     monkeypatch.delitem(sys.modules, "train")
     kept = importlib.import_module("train").train([(torch.randn(2, 4), torch.randn(2, 4)) for _ in range(3)])
     assert kept.avg_values["score"].grad_fn is None
@@ -400,4 +389,4 @@ def test_meter_of_another_file_quiet(tmp_path, where, change):
     assert change[0] in texts[where]
     texts[where] = texts[where].replace(*change)
     _meter_project(tmp_path, texts["meter"], texts["measures"], texts["train"])
-    assert _check(tmp_path, "TRN101") == []
+    assert places_found_by_check(tmp_path, "TRN101") == []

@@ -9,28 +9,11 @@ shape, a look-alike that must stay found, and the torch fact the fix rests on, c
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import torch
 import torch.nn as nn
-
-
-def _check(root, select):
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", select,
-                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return [(f["code"], f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout)]
-
-
-def _write(root, files):
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
+from project_helpers import places_found_by_check, write_project
 
 
 # -- TRN705: a list of stateless in-file modules ---------------------------------------------------
@@ -60,8 +43,8 @@ STATELESS = """\
 
 
 def test_a_list_of_stateless_in_file_modules_is_not_reported(tmp_path):
-    _write(tmp_path, {"decomp.py": STATELESS})
-    assert _check(tmp_path, "TRN705") == []
+    write_project(tmp_path, {"decomp.py": STATELESS}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN705") == []
 
 
 def test_a_list_of_in_file_modules_with_weights_or_a_mode_is_still_reported(tmp_path):
@@ -75,9 +58,9 @@ def test_a_list_of_in_file_modules_with_weights_or_a_mode_is_still_reported(tmp_
                              "            self.norm = nn.BatchNorm1d(1)")
     for variant in (weights, mode, norm):
         assert variant != STATELESS
-        _write(tmp_path, {"decomp.py": variant})
+        write_project(tmp_path, {"decomp.py": variant}, dedent=True)
         line = textwrap.dedent(variant).splitlines().index("        self.moving_avg = [MovingAvg(k) for k in kernel_sizes]") + 1
-        assert _check(tmp_path, "TRN705") == [("TRN705", "decomp.py", line)], variant
+        assert places_found_by_check(tmp_path, "TRN705") == [("TRN705", "decomp.py", line)], variant
 
 
 def test_torch_registers_nothing_for_a_stateless_module():
@@ -134,9 +117,9 @@ SEARCH = """\
 
 
 def test_a_method_every_project_class_defines_under_no_grad_is_not_an_autograd_run(tmp_path):
-    _write(tmp_path, {"models/model.py": MODELS, "models/__init__.py": "", "decode/search.py": SEARCH,
-                      "decode/__init__.py": ""})
-    assert _check(tmp_path, "TRN102") == []
+    write_project(tmp_path, {"models/model.py": MODELS, "models/__init__.py": "", "decode/search.py": SEARCH,
+                             "decode/__init__.py": ""}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN102") == []
 
 
 def test_the_same_run_is_reported_when_one_project_class_defines_it_with_autograd(tmp_path):
@@ -148,9 +131,9 @@ def test_the_same_run_is_reported_when_one_project_class_defines_it_with_autogra
             def recognize(self, inputs, lengths):
                 return self.fc(inputs).max(-1)[1]
     """), "    ")
-    _write(tmp_path, {"models/model.py": other, "models/__init__.py": "", "decode/search.py": SEARCH,
-                      "decode/__init__.py": ""})
-    assert _check(tmp_path, "TRN102") == [("TRN102", "search.py", 9)]
+    write_project(tmp_path, {"models/model.py": other, "models/__init__.py": "", "decode/search.py": SEARCH,
+                             "decode/__init__.py": ""}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN102") == [("TRN102", "search.py", 9)]
 
 
 def test_torch_a_method_decorated_with_no_grad_records_no_graph():
@@ -188,12 +171,12 @@ VOLATILE_EVAL = """\
 
 
 def test_no_eval_finding_where_the_project_pins_a_torch_without_no_grad(tmp_path):
-    _write(tmp_path, {"mnist/teacher.py": VOLATILE_EVAL})
+    write_project(tmp_path, {"mnist/teacher.py": VOLATILE_EVAL}, dedent=True)
     (tmp_path / "pyproject.toml").unlink()
     (tmp_path / "requirements.txt").write_text("numpy==1.14.0\ntorch==0.3.0.post4\ntorchvision==0.2.0\n")
-    assert _check(tmp_path, "TRN102") == []
+    assert places_found_by_check(tmp_path, "TRN102") == []
     (tmp_path / "requirements.txt").write_text("numpy==1.14.0\ntorch==1.0.0\ntorchvision==0.2.0\n")
-    assert _check(tmp_path, "TRN102") == [("TRN102", "teacher.py", 12)]
+    assert places_found_by_check(tmp_path, "TRN102") == [("TRN102", "teacher.py", 12)]
 
 
 def test_torch_volatile_no_longer_turns_recording_off():
@@ -262,8 +245,9 @@ EVALUATE = """\
 
 
 def test_a_helper_calling_a_method_that_a_project_class_trains_in_is_not_an_evaluation(tmp_path):
-    _write(tmp_path, {"methods/template.py": FINETUNE, "methods/__init__.py": "", "test.py": EVALUATE})
-    assert _check(tmp_path, "TRN102") == []
+    write_project(tmp_path, {"methods/template.py": FINETUNE, "methods/__init__.py": "", "test.py": EVALUATE},
+                  dedent=True)
+    assert places_found_by_check(tmp_path, "TRN102") == []
 
 
 def test_the_same_helper_is_reported_when_no_project_class_trains_in_its_methods(tmp_path):
@@ -273,8 +257,9 @@ def test_the_same_helper_is_reported_when_no_project_class_trains_in_its_methods
                 loss.backward()
                 opt.step()
 """, "")
-    _write(tmp_path, {"methods/template.py": inference_only, "methods/__init__.py": "", "test.py": EVALUATE})
-    assert _check(tmp_path, "TRN102") == [("TRN102", "test.py", 15)]
+    write_project(tmp_path, {"methods/template.py": inference_only, "methods/__init__.py": "", "test.py": EVALUATE},
+                  dedent=True)
+    assert places_found_by_check(tmp_path, "TRN102") == [("TRN102", "test.py", 15)]
 
 
 def test_torch_no_grad_breaks_a_probe_fitted_inside_the_evaluation():

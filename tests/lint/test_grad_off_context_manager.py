@@ -7,14 +7,12 @@ manager without `no_grad=True` leaves autograd on, and the sum is still found; s
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from project_helpers import places_found_by_check, write_project
 
 UTILS = """\
     import torch
@@ -136,30 +134,15 @@ ONE_FILE = """\
 """
 
 
-def _check(root):
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "TRN101",
-                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return sorted((f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout))
-
-
-def _write(root, files):
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-
-
 def test_a_project_context_manager_that_enters_no_grad_quiets_the_sum(tmp_path):
-    _write(tmp_path, {"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/policy.py": POLICY})
+    write_project(tmp_path, {"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/policy.py": POLICY}, dedent=True)
     # grad_on (no_grad left False) and modes (only eval mode) keep their graphs; quiet does not.
-    assert _check(tmp_path) == [("policy.py", 27), ("policy.py", 35)]
+    assert places_found_by_check(tmp_path, "TRN101", fields=("file", "line")) == [("policy.py", 27), ("policy.py", 35)]
 
 
 def test_an_in_file_context_manager_with_a_positional_flag(tmp_path):
-    _write(tmp_path, {"train.py": ONE_FILE})
-    assert _check(tmp_path) == [("train.py", 35)]
+    write_project(tmp_path, {"train.py": ONE_FILE}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN101", fields=("file", "line")) == [("train.py", 35)]
 
 
 def _eval_mode_class():

@@ -6,14 +6,12 @@ helper only reads the output detached is still found."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 import torch.nn as nn
+from project_helpers import run_check
 
 
 PROGRAM = '''\
@@ -61,10 +59,7 @@ PROGRAM = '''\
 def test_a_loop_whose_helper_differentiates_the_output_is_quiet(tmp_path):
     path = tmp_path / "fromp.py"
     path.write_text(textwrap.dedent(PROGRAM))
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "TRN102",
-                           str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    assert [f["line"] for f in json.loads(done.stdout)] == [34]  # plain(): its helper only reads it detached
+    assert [f["line"] for f in run_check(path, "TRN102")] == [34]  # plain(): its helper only reads it detached
 
 
 def test_no_grad_would_break_the_helper():

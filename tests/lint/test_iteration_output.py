@@ -7,12 +7,9 @@ records a graph, no_grad records none) is checked against torch."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 import torch
+from project_helpers import places_found_by_check, write_project
 
 UTILS = '''import torch
 
@@ -43,21 +40,12 @@ def train(net, optimizer, loader, writer, sample):
 '''
 
 
-def _check(root) -> list[tuple[str, str, int]]:
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "TRN102",
-                           "--jobs", "1", str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return sorted((f["code"], f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout))
-
-
 def _project(tmp_path, train: str = TRAIN, utils: str = UTILS):
-    (tmp_path / "utils.py").write_text(utils)
-    (tmp_path / "train.py").write_text(train)
-    return tmp_path
+    return write_project(tmp_path, {"utils.py": utils, "train.py": train}, pyproject=None)
 
 
 def test_a_sample_generated_after_the_step_for_the_logs(tmp_path):
-    assert _check(_project(tmp_path)) == [("TRN102", "train.py", 14)]
+    assert places_found_by_check(_project(tmp_path), "TRN102", "--jobs", "1") == [("TRN102", "train.py", 14)]
 
 
 @pytest.mark.parametrize("change", [
@@ -76,18 +64,18 @@ def test_a_sample_generated_after_the_step_quiet(tmp_path, change):
     old, new = change
     assert old in TRAIN
     train = TRAIN.replace(old, new).replace("    net.train()\n", "    net.train()\n    samples = {}\n    out = None\n")
-    assert _check(_project(tmp_path, train)) == []
+    assert places_found_by_check(_project(tmp_path, train), "TRN102", "--jobs", "1") == []
 
 
 def test_a_helper_that_backpropagates_what_it_gets(tmp_path):
     trains = UTILS.replace("        writer.add_audio(key, torch.as_tensor(value).float(), global_step)",
                            "        value.sum().backward()")
     assert trains != UTILS
-    assert _check(_project(tmp_path, utils=trains)) == []
+    assert places_found_by_check(_project(tmp_path, utils=trains), "TRN102", "--jobs", "1") == []
     # a helper of the same file that backpropagates what it is given
     local = TRAIN.replace("from utils import summarize\n", "\n\ndef summarize(writer, step, scalars, audios):\n"
                           "    audios['gen'].sum().backward()\n")
-    assert _check(_project(tmp_path, local)) == []
+    assert places_found_by_check(_project(tmp_path, local), "TRN102", "--jobs", "1") == []
 
 
 def test_a_run_after_the_step_records_a_graph_on_the_installed_torch():

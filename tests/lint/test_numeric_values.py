@@ -4,14 +4,11 @@ missed before, quiet twins with the guard forms, and its float32/backward claim 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 import torch
 import torch.nn.functional as F
 
+from project_helpers import places_found_by_check
 from traindoctor.config import Config
 from traindoctor.lint import fix_source, lint_source
 
@@ -349,21 +346,14 @@ def main():
 '''
 
 
-def _check(root) -> list[tuple[str, str, int]]:
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "strict",
-                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return sorted((f["code"], f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout))
-
-
 def test_a_discriminator_of_another_file_ending_in_sigmoid(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'gan'\n")
     (tmp_path / "models.py").write_text(MODELS)
     (tmp_path / "train.py").write_text(TRAIN)
-    found = [f for f in _check(tmp_path) if f[0] in ("TRN401", "TRN402")]
+    found = [f for f in places_found_by_check(tmp_path, "strict") if f[0] in ("TRN401", "TRN402")]
     assert found == [("TRN402", "train.py", 11), ("TRN402", "train.py", 11)]
     (tmp_path / "models.py").write_text(MODELS.replace(", nn.Sigmoid())", ")"))  # raw scores: a different bug
-    assert not [f for f in _check(tmp_path) if f[0] in ("TRN401", "TRN402")]
+    assert not [f for f in places_found_by_check(tmp_path, "strict") if f[0] in ("TRN401", "TRN402")]
 
 
 # -- a forward that returns a tuple: each item keeps its facts, in the file and across files ------------
@@ -419,7 +409,7 @@ def test_the_items_of_a_forward_of_another_file(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'vae'\n")
     (tmp_path / "models.py").write_text(VAE_MODEL)
     (tmp_path / "train.py").write_text("import torch\nfrom models import VAE\n" + VAE_TRAIN)
-    assert [f for f in _check(tmp_path) if f[0] in ("TRN401", "TRN402", "TRN405")] == \
+    assert [f for f in places_found_by_check(tmp_path, "strict") if f[0] in ("TRN401", "TRN402", "TRN405")] == \
         [("TRN402", "train.py", 10), ("TRN402", "train.py", 10)]
 
 

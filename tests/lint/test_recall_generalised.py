@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from project_helpers import places_found_by_check
 from traindoctor.config import Config
 from traindoctor.lint import fix_source, lint_source
 
@@ -342,26 +343,15 @@ def train_pipeline():
 '''
 
 
-def _check(root, select):
-    import json
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", select,
-                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return [(f["code"], f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout)]
-
-
 def test_benchmark_in_a_program_seeded_by_a_helper_of_another_file(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (tmp_path / "utils").mkdir()
     (tmp_path / "utils" / "__init__.py").write_text("")
     (tmp_path / "utils" / "options.py").write_text(OPTIONS)
     (tmp_path / "train.py").write_text(TRAIN)
-    assert _check(tmp_path, "TRN205") == [("TRN205", "train.py", 8)]
+    assert places_found_by_check(tmp_path, "TRN205") == [("TRN205", "train.py", 8)]
     (tmp_path / "utils" / "options.py").write_text(OPTIONS.replace("    set_random_seed(opt[\"manual_seed\"])\n", ""))
-    assert _check(tmp_path, "TRN205") == []  # the helper no longer seeds: nothing to reproduce
+    assert places_found_by_check(tmp_path, "TRN205") == []  # the helper no longer seeds: nothing to reproduce
 
 
 # -- the project index: a class whose base is a model class of another project file (through a chain
@@ -411,10 +401,10 @@ def test_subclass_of_a_project_model_class_is_a_model(tmp_path):
     (package / "module.py").write_text(BASE)
     (package / "kernel.py").write_text(KERNEL)
     (package / "index_kernel.py").write_text(INDEX_KERNEL)
-    assert sorted(_check(tmp_path, "TRN501,TRN704")) == [("TRN501", "index_kernel.py", 14),
-                                                          ("TRN704", "index_kernel.py", 18)]
+    assert places_found_by_check(tmp_path, "TRN501,TRN704") == [("TRN501", "index_kernel.py", 14),
+                                                                ("TRN704", "index_kernel.py", 18)]
     (package / "module.py").write_text(BASE.replace("(torch.nn.Module)", "(object)"))
-    assert _check(tmp_path, "TRN501,TRN704") == []  # not a model: nothing runs it in training
+    assert places_found_by_check(tmp_path, "TRN501,TRN704") == []  # not a model: nothing runs it in training
 
 
 def test_anomaly_mode_in_a_model_method_is_on_whenever_it_runs():
@@ -509,13 +499,13 @@ def test_star_import_binds_the_module_aliases_of_a_project_file(tmp_path, marker
     (models / "__init__.py").write_text("")
     (models / "utils.py").write_text(UTILS)
     (models / "net.py").write_text(NET)
-    assert _check(tmp_path, "TRN704") == [("TRN704", "net.py", 13)]
+    assert places_found_by_check(tmp_path, "TRN704") == [("TRN704", "net.py", 13)]
     (models / "net.py").write_text(NET.replace("class Net", "F = None\n\n\nclass Net"))
-    assert _check(tmp_path, "TRN704") == []  # the file binds `F` itself: not the star import's
+    assert places_found_by_check(tmp_path, "TRN704") == []  # the file binds `F` itself: not the star import's
     (models / "net.py").write_text(NET)
     no_f = UTILS.replace("import torch.nn.functional as F\n", "")
     (models / "utils.py").write_text(no_f + "\n__all__ = ['conv_bn']\n")
-    assert _check(tmp_path, "TRN704") == []  # nothing binds `F` as torch's
+    assert places_found_by_check(tmp_path, "TRN704") == []  # nothing binds `F` as torch's
 
 
 # -- TRN102: the model comes in eval mode from an in-file loader (as a tuple element) and runs in a
@@ -589,7 +579,7 @@ def test_a_file_that_gets_torch_from_a_star_import_is_linted(tmp_path):
     assert "torch" not in predict
     (tmp_path / "utils.py").write_text(utils)
     (tmp_path / "predict.py").write_text(predict)
-    assert _check(tmp_path, "TRN102") == [("TRN102", "predict.py", 21)]
+    assert places_found_by_check(tmp_path, "TRN102") == [("TRN102", "predict.py", 21)]
 
 
 def test_model_run_by_a_helper_under_no_grad_is_quiet():
@@ -620,7 +610,7 @@ def test_a_torch_free_file_deriving_from_a_project_model_is_linted(tmp_path):
     (package / "kernel.py").write_text(KERNEL)
     (package / "index_kernel.py").write_text(INDEX_KERNEL)
     (package / "lcm_kernel.py").write_text(LCM)
-    assert ("TRN705", "lcm_kernel.py", 8) in _check(tmp_path, "TRN705")
+    assert ("TRN705", "lcm_kernel.py", 8) in places_found_by_check(tmp_path, "TRN705")
 
 
 def test_two_optimizers_built_in_one_outer_loop_are_linted(tmp_path):
@@ -640,6 +630,6 @@ def fit(model, head, loader, stages):
             head_optimizer.step()
 '''
     (tmp_path / "fit.py").write_text(source)
-    found = _check(tmp_path, "TRN000,TRN706")
+    found = places_found_by_check(tmp_path, "TRN000,TRN706")
     assert "TRN000" not in [code for code, _, _ in found], found
     assert sorted(line for code, _, line in found if code == "TRN706") == [5, 6]

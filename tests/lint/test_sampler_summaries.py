@@ -5,11 +5,8 @@ calling `set_epoch`. Each shape has quiet twins: set_epoch in a helper, `shuffle
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import torch
+from project_helpers import places_found_by_check, write_project
 from torch.utils.data import DataLoader, DistributedSampler
 
 from traindoctor.config import Config
@@ -87,16 +84,7 @@ TRAIN_HEADER = "import torch\n\nfrom data import build_loaders\n\n\n"
 
 
 def _project(root, builder: str = BUILDER, loop_header: str = TRAIN_HEADER) -> None:
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (root / "data.py").write_text(builder)
-    (root / "train.py").write_text(loop_header + LOOP + MAIN)
-
-
-def _check(root) -> list[tuple[str, int]]:
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "TRN203",
-                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return sorted((f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout))
+    write_project(root, {"data.py": builder, "train.py": loop_header + LOOP + MAIN})
 
 
 TRAIN_LINE = ("import torch\n\nfrom data import build_loaders\n\n\n" + LOOP).splitlines().index(
@@ -105,12 +93,12 @@ TRAIN_LINE = ("import torch\n\nfrom data import build_loaders\n\n\n" + LOOP).spl
 
 def test_a_builder_in_another_file_through_check(tmp_path):
     _project(tmp_path)
-    assert _check(tmp_path) == [("train.py", TRAIN_LINE)]
+    assert places_found_by_check(tmp_path, "TRN203", fields=("file", "line")) == [("train.py", TRAIN_LINE)]
 
 
 def test_quiet_twins_across_files_through_check(tmp_path):
     _project(tmp_path, BUILDER.replace("shuffle=True", "shuffle=False"))
-    assert _check(tmp_path) == []
+    assert places_found_by_check(tmp_path, "TRN203", fields=("file", "line")) == []
     # another file's helper steps the epoch, and the loop calls it
     helper = BUILDER + '''
 
@@ -122,15 +110,13 @@ def start_epoch(loader, epoch):
         "import torch\n\nfrom data import build_loaders, start_epoch\n\n\n" +
         LOOP.replace("    for epoch in range(epochs):\n",
                      "    for epoch in range(epochs):\n        start_epoch(train_loader, epoch)\n") + MAIN)
-    assert _check(tmp_path) == []
+    assert places_found_by_check(tmp_path, "TRN203", fields=("file", "line")) == []
 
 
 def _three_files(root, builder: str = BUILDER, loop: str = LOOP) -> None:
     """The real shape: data.py builds the loaders, train.py loops, main.py wires them together."""
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (root / "data.py").write_text(builder)
-    (root / "train.py").write_text("import torch\n\n\n" + loop)
-    (root / "main.py").write_text("import torch\n\nfrom data import build_loaders\nfrom train import fit\n" + MAIN)
+    write_project(root, {"data.py": builder, "train.py": "import torch\n\n\n" + loop,
+                         "main.py": "import torch\n\nfrom data import build_loaders\nfrom train import fit\n" + MAIN})
 
 
 MAIN_LINE = ("import torch\n\nfrom data import build_loaders\nfrom train import fit\n" + MAIN).splitlines().index(
@@ -139,21 +125,21 @@ MAIN_LINE = ("import torch\n\nfrom data import build_loaders\nfrom train import 
 
 def test_the_loader_handed_to_another_files_epoch_loop_through_check(tmp_path):
     _three_files(tmp_path)
-    assert _check(tmp_path) == [("main.py", MAIN_LINE)]
+    assert places_found_by_check(tmp_path, "TRN203", fields=("file", "line")) == [("main.py", MAIN_LINE)]
 
 
 def test_quiet_when_the_other_files_loop_steps_the_epoch(tmp_path):
     _three_files(tmp_path, loop=LOOP.replace("    for epoch in range(epochs):\n",
                                              "    for epoch in range(epochs):\n"
                                              "        train_loader.sampler.set_epoch(epoch)\n"))
-    assert _check(tmp_path) == []
+    assert places_found_by_check(tmp_path, "TRN203", fields=("file", "line")) == []
     _three_files(tmp_path, builder=BUILDER.replace("shuffle=True", "shuffle=False"))
-    assert _check(tmp_path) == []
+    assert places_found_by_check(tmp_path, "TRN203", fields=("file", "line")) == []
     # only the validation loader (no shuffling) reaches the epoch loop
     (tmp_path / "data.py").write_text(BUILDER)
     (tmp_path / "main.py").write_text((tmp_path / "main.py").read_text().replace(
         "train_loader=train_loader, val_loader=val_loader", "train_loader=val_loader, val_loader=train_loader"))
-    assert _check(tmp_path) == []
+    assert places_found_by_check(tmp_path, "TRN203", fields=("file", "line")) == []
 
 
 def test_a_loop_that_only_measures_the_loader_or_waits_on_it_is_no_epoch_loop():

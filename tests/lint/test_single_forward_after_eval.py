@@ -9,15 +9,13 @@ other than `forward` (`decode`, `generate`, `infer`), which may run the model ma
 from __future__ import annotations
 
 import gc
-import json
-import subprocess
-import sys
 import textwrap
 import weakref
 
 import pytest
 import torch
 import torch.nn as nn
+from project_helpers import run_check
 
 
 PROGRAM = """\
@@ -61,10 +59,7 @@ PROGRAM = """\
 def _lines(tmp_path, body):
     path = tmp_path / "sample.py"
     path.write_text(textwrap.dedent(PROGRAM).format(body=body))
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "TRN102",
-                           str(path)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return [f["line"] for f in json.loads(done.stdout)]
+    return [f["line"] for f in run_check(path, "TRN102")]
 
 
 @pytest.mark.parametrize("body, found", [

@@ -11,10 +11,11 @@ fact is checked against torch: the same draws twice with workers, different draw
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import textwrap
+
+from project_helpers import places_found_by_check, write_project
 
 UTIL = """\
     import random
@@ -133,46 +134,36 @@ IN_FILE = """\
 """
 
 
-def _check(root):
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "TRN202",
-                           str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return sorted((f["path"].rsplit("/", 1)[-1], f["line"]) for f in json.loads(done.stdout))
-
-
-def _write(root, files):
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        (root / name).write_text(textwrap.dedent(text))
-
-
 def test_a_loader_subclass_whose_collate_fn_draws_in_workers_is_quiet(tmp_path):
-    _write(tmp_path, {"util.py": UTIL, "loaders.py": LOADERS, "pretrain.py": PRETRAIN.format(workers=8)})
-    assert _check(tmp_path) == []
+    write_project(tmp_path, {"util.py": UTIL, "loaders.py": LOADERS, "pretrain.py": PRETRAIN.format(workers=8)},
+                  dedent=True)
+    assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == []
 
 
 def test_the_same_loader_without_workers_is_found(tmp_path):
-    _write(tmp_path, {"util.py": UTIL, "loaders.py": LOADERS, "pretrain.py": PRETRAIN.format(workers=0)})
-    assert _check(tmp_path) == [("pretrain.py", 12)]
+    write_project(tmp_path, {"util.py": UTIL, "loaders.py": LOADERS, "pretrain.py": PRETRAIN.format(workers=0)},
+                  dedent=True)
+    assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == [("pretrain.py", 12)]
 
 
 def test_a_project_dataset_drawing_in_getitem_under_workers_is_quiet(tmp_path):
-    _write(tmp_path, {"data.py": DATA, "train.py": TRAIN.format(peek="pass", workers=4)})
-    assert _check(tmp_path) == []
+    write_project(tmp_path, {"data.py": DATA, "train.py": TRAIN.format(peek="pass", workers=4)}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == []
 
 
 def test_a_project_dataset_without_workers_or_read_in_the_main_process_is_found(tmp_path):
-    _write(tmp_path, {"data.py": DATA, "train.py": TRAIN.format(peek="pass", workers=0)})
-    assert _check(tmp_path) == [("train.py", 9)]
-    _write(tmp_path, {"data.py": DATA, "train.py": TRAIN.format(peek="print(dataset[0])", workers=4)})
-    assert _check(tmp_path) == [("train.py", 9)]
+    write_project(tmp_path, {"data.py": DATA, "train.py": TRAIN.format(peek="pass", workers=0)}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == [("train.py", 9)]
+    write_project(tmp_path, {"data.py": DATA, "train.py": TRAIN.format(peek="print(dataset[0])", workers=4)},
+                  dedent=True)
+    assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == [("train.py", 9)]
 
 
 def test_an_in_file_dataset_follows_the_loader_s_worker_count(tmp_path):
-    _write(tmp_path, {"train.py": IN_FILE.format(workers=2)})
-    assert _check(tmp_path) == []
-    _write(tmp_path, {"train.py": IN_FILE.format(workers=0)})
-    assert _check(tmp_path) == [("train.py", 18)]
+    write_project(tmp_path, {"train.py": IN_FILE.format(workers=2)}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == []
+    write_project(tmp_path, {"train.py": IN_FILE.format(workers=0)}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == [("train.py", 18)]
 
 
 SHARED = """\
@@ -203,8 +194,8 @@ SHARED = """\
 
 
 def test_a_drawing_method_that_init_calls_too_is_found(tmp_path):
-    _write(tmp_path, {"train.py": SHARED})
-    assert _check(tmp_path) == [("train.py", 21)]
+    write_project(tmp_path, {"train.py": SHARED}, dedent=True)
+    assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == [("train.py", 21)]
 
 
 # -- the torch fact: workers reseed `random` and NumPy from the seeded torch generator ----------------

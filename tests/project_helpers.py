@@ -1,0 +1,49 @@
+"""Small multi-file projects written to a temporary folder and linted as a whole through
+`traindoctor check`, run as a user runs it (a subprocess). Shared by the lint and lsp tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+DEMO_PYPROJECT = "[project]\nname = 'demo'\n"
+
+
+def write_project(root: Path, files: dict[str, str], *, dedent: bool = False,
+                  pyproject: str | None = DEMO_PYPROJECT) -> Path:
+    """Writes FILES (a path under ROOT -> its text), in their order, with the folders they need, after a
+    pyproject.toml that makes ROOT the project (None: no pyproject.toml). Returns ROOT."""
+    root.mkdir(parents=True, exist_ok=True)
+    if pyproject is not None:
+        (root / "pyproject.toml").write_text(pyproject)
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text) if dedent else text)
+    return root
+
+
+def run_check(target: Path, select: str, *options: str) -> list[dict]:
+    """`traindoctor check --format json --select SELECT *OPTIONS TARGET` in a subprocess, run in TARGET's
+    folder (TARGET itself when it is one). Asserts that it ran (exit 0: no findings, 1: findings) and
+    returns its findings as JSON objects, in check's order."""
+    folder = target if target.is_dir() else target.parent
+    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", select,
+                           *options, str(target)], capture_output=True, text=True, cwd=folder, timeout=300)
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+def places(findings: list[dict], fields: tuple[str, ...] = ("code", "file", "line")) -> list[tuple]:
+    """Each JSON finding as a tuple of FIELDS, in the findings' order; "file" is the file's name alone."""
+    return [tuple(Path(f["path"]).name if field == "file" else f[field] for field in fields) for f in findings]
+
+
+def places_found_by_check(target: Path, select: str, *options: str,
+                          fields: tuple[str, ...] = ("code", "file", "line")) -> list[tuple]:
+    """run_check's findings as places(FIELDS), sorted (check's order across files is not what is tested)."""
+    return sorted(places(run_check(target, select, *options), fields))
+
