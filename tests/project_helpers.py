@@ -1,5 +1,6 @@
-"""Small multi-file projects written to a temporary folder and linted as a whole through
-`traindoctor check`, run as a user runs it (a subprocess). Shared by the lint and lsp tests."""
+"""Small multi-file projects written to a temporary folder and linted as a whole: through
+`traindoctor check` run as a user runs it (a subprocess), or through `lint_source` in process with a
+project index (as the language server lints an open file). Shared by the lint and lsp tests."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
+
+from traindoctor.config import Config
+from traindoctor.lint import LintResult, lint_source
+from traindoctor.lint.project import ProjectIndex, new_index
 
 DEMO_PYPROJECT = "[project]\nname = 'demo'\n"
 
@@ -46,4 +52,19 @@ def places_found_by_check(target: Path, select: str, *options: str,
                           fields: tuple[str, ...] = ("code", "file", "line")) -> list[tuple]:
     """run_check's findings as places(FIELDS), sorted (check's order across files is not what is tested)."""
     return sorted(places(run_check(target, select, *options), fields))
+
+
+def index_of(paths: Iterable[Path]) -> ProjectIndex:
+    """A project index of the files at PATHS, read in that order."""
+    index = new_index()
+    for path in paths:
+        index.update(str(path), path.read_text())
+    return index
+
+
+def lint_in_project(root: Path, name: str, select: str, index: ProjectIndex) -> LintResult:
+    """`lint_source` over ROOT/NAME with SELECT's rules alone (nothing ignored) and the project INDEX."""
+    path = root / name
+    config = Config().with_overrides(select=(select,), ignore=())
+    return lint_source(path.read_text(), str(path), config, project=index)
 

@@ -4,13 +4,10 @@ another file's facts, on real files in tmp_path, through `check` as a user runs 
 
 from __future__ import annotations
 
-import json
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
-from traindoctor.lint import lint_source
+from project_helpers import index_of, lint_in_project, places, run_check, write_project
 from traindoctor.lint.analysis.summary import ClassSummary, FunctionSummary
 from traindoctor.lint.project import index_for_check, new_index, summarize_source
 
@@ -58,38 +55,6 @@ def evaluate(loader):
 """
 
 
-def _project(tmp_path: Path, files: dict[str, str]) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    for name, text in files.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path
-
-
-def _check(root: Path, select: str, *extra: str) -> list[dict]:
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", select,
-                           *extra, str(root)], capture_output=True, text=True, cwd=root, timeout=300)
-    assert done.returncode in (0, 1), done.stderr
-    return [{"code": f["code"], "file": Path(f["path"]).name, "line": f["line"],
-             "message": f["message"]} for f in json.loads(done.stdout)]
-
-
-def _lint(index, root: Path, name: str, select: str) -> list:
-    from traindoctor.config import Config
-
-    path = root / name
-    config = Config().with_overrides(select=(select,), ignore=())
-    return [f for f in lint_source(path.read_text(), str(path), config, project=index).findings]
-
-
-def _index(root: Path):
-    index = new_index()
-    for path in sorted(root.rglob("*.py")):
-        index.update(str(path), path.read_text())
-    return index
-
-
 # -- summaries -------------------------------------------------------------------------
 
 
@@ -120,14 +85,14 @@ def test_update_says_whether_the_summary_changed(tmp_path):
 
 
 def test_relative_star_and_package_reexports_resolve(tmp_path):
-    root = _project(tmp_path, {
+    root = write_project(tmp_path, {
         "src/demo/__init__.py": "from .nets import *\n",
         "src/demo/nets/__init__.py": "from .core import load_model, _private\n__all__ = ['load_model']\n",
         "src/demo/nets/core.py": MODELS + "\ndef _private():\n    pass\n",
         "src/demo/run.py": "from . import load_model\nfrom .nets.core import nograd as ng\n",
         "scripts/eval.py": "import demo.nets.core as core\nfrom demo import *\n",
     })
-    index = _index(root)
+    index = index_of(sorted(root.rglob("*.py")))
     run = root / "src/demo/run.py"
     facts = index.imported_for(str(run), index.summary(str(run)).imports)
     assert isinstance(facts.function("load_model"), FunctionSummary)  # relative, through two __init__.py
@@ -144,8 +109,8 @@ def test_relative_star_and_package_reexports_resolve(tmp_path):
 
 
 def test_a_library_import_is_unknown_not_a_project_fact(tmp_path):
-    root = _project(tmp_path, {"train.py": "import torch\nfrom torchvision.models import resnet18\n"})
-    index = _index(root)
+    root = write_project(tmp_path, {"train.py": "import torch\nfrom torchvision.models import resnet18\n"})
+    index = index_of(sorted(root.rglob("*.py")))
     path = str(root / "train.py")
     assert not index.imported_for(path, index.summary(path).imports)
 
@@ -154,36 +119,36 @@ def test_a_library_import_is_unknown_not_a_project_fact(tmp_path):
 
 
 def test_trn102_a_model_from_a_helper_in_another_file_evaluated_without_no_grad(tmp_path):
-    root = _project(tmp_path, {"models.py": MODELS, "evaluate.py": EVALUATE})
-    found = _check(root, "TRN102")
-    assert [(f["file"], f["line"]) for f in found] == [("evaluate.py", 9)]
+    root = write_project(tmp_path, {"models.py": MODELS, "evaluate.py": EVALUATE})
+    found = run_check(root, "TRN102")
+    assert places(found, ("file", "line")) == [("evaluate.py", 9)]
     # the same loop, decorated with the project's own no_grad decorator from models.py: quiet
     (root / "evaluate.py").write_text(EVALUATE.replace("from models import load_model",
                                                        "from models import load_model, nograd")
                                       .replace("def evaluate", "@nograd\ndef evaluate"))
-    assert _check(root, "TRN102") == []
+    assert run_check(root, "TRN102") == []
     # a helper of another file that leaves grad mode off before the loop: quiet
     (root / "evaluate.py").write_text(EVALUATE.replace("from models import load_model",
                                                        "from models import load_model, freeze_autograd")
                                       .replace("    correct = 0\n", "    freeze_autograd()\n    correct = 0\n"))
-    assert _check(root, "TRN102") == []
+    assert run_check(root, "TRN102") == []
 
 
 def test_trn102_unknown_helper_stays_quiet(tmp_path):
     """Without the file that defines load_model, nothing says the model is in eval mode."""
-    root = _project(tmp_path, {"evaluate.py": EVALUATE})
-    assert _check(root, "TRN102") == []
+    root = write_project(tmp_path, {"evaluate.py": EVALUATE})
+    assert run_check(root, "TRN102") == []
 
 
 def test_trn602_save_in_one_file_and_load_in_another(tmp_path):
     save = "import torch\nfrom models import Net\n\nnet = Net()\ntorch.save(net, 'net.pt')\n"
     load = "import torch\n\nstate = torch.load('net.pt')\n"
-    root = _project(tmp_path, {"models.py": MODELS, "train.py": save, "super_resolve.py": load})
-    found = _check(root, "TRN602")
-    assert [(f["file"], f["line"]) for f in found] == [("super_resolve.py", 3)]
+    root = write_project(tmp_path, {"models.py": MODELS, "train.py": save, "super_resolve.py": load})
+    found = run_check(root, "TRN602")
+    assert places(found, ("file", "line")) == [("super_resolve.py", 3)]
     assert "train.py" in found[0]["message"] and "`net`" in found[0]["message"]
     (root / "train.py").write_text(save.replace("torch.save(net,", "torch.save(net.state_dict(),"))
-    assert _check(root, "TRN602") == []
+    assert run_check(root, "TRN602") == []
 
 
 def test_trn602_a_parameter_every_caller_passes_a_state_dict_is_a_state_dict(tmp_path):
@@ -201,13 +166,13 @@ def main():
     save_checkpoint({"model": model.state_dict(), "epoch": 3}, epoch=2)
     torch.load("ckpt.pt")
 """
-    root = _project(tmp_path, {"models.py": MODELS, "train.py": text})
-    assert _check(root, "TRN602") == []
+    root = write_project(tmp_path, {"models.py": MODELS, "train.py": text})
+    assert run_check(root, "TRN602") == []
     (root / "train.py").write_text(text.replace('save_checkpoint(model.state_dict(), 1)',
                                                 'save_checkpoint(model, 1)'))
     # one caller passes the module: the parameter is not known to be a state dict (the rule
     # then falls back to the name, as before: `model_data` names a model)
-    assert [f["line"] for f in _check(root, "TRN602")] == [13]
+    assert [f["line"] for f in run_check(root, "TRN602")] == [13]
 
 
 SCALER = """import torch
@@ -239,11 +204,11 @@ def train(model, loader, optimizer):
 
 
 def test_trn403_a_gradscaler_wrapped_in_a_project_class_of_another_file_is_a_scaler(tmp_path):
-    root = _project(tmp_path, {"amp_utils.py": SCALER, "train.py": AMP_TRAIN})
-    assert _check(root, "TRN403") == []
+    root = write_project(tmp_path, {"amp_utils.py": SCALER, "train.py": AMP_TRAIN})
+    assert run_check(root, "TRN403") == []
     (root / "amp_utils.py").write_text(SCALER.replace("self.scaler = torch.cuda.amp.GradScaler()",
                                                       "self.scaler = None"))
-    assert [f["file"] for f in _check(root, "TRN403")] == ["train.py"]
+    assert places(run_check(root, "TRN403"), ("file",)) == [("train.py",)]
 
 
 SEEDING = """import random
@@ -266,15 +231,15 @@ weights = torch.randn(3)
 
 
 def test_trn202_a_seeding_helper_of_another_file_seeds_what_its_body_seeds(tmp_path):
-    root = _project(tmp_path, {"utils.py": SEEDING, "train.py": SEEDED_TRAIN})
-    found = _check(root, "TRN202")
-    assert [(f["file"], f["line"]) for f in found] == [("train.py", 5)]
+    root = write_project(tmp_path, {"utils.py": SEEDING, "train.py": SEEDED_TRAIN})
+    found = run_check(root, "TRN202")
+    assert places(found, ("file", "line")) == [("train.py", 5)]
     assert "numpy" in found[0]["message"]
     (root / "utils.py").write_text(SEEDING + "    np.random.seed(seed)\n    random.seed(seed)\n")
-    assert _check(root, "TRN202") == []
+    assert run_check(root, "TRN202") == []
     # not indexed (outside the project): what the helper seeds is unknown, and the rule is quiet
     (root / "utils.py").unlink()
-    assert _check(root, "TRN202") == []
+    assert run_check(root, "TRN202") == []
 
 
 REPLAY = """import random
@@ -300,14 +265,14 @@ batch = memory.sample(32)
 
 
 def test_trn202_a_project_class_of_another_file_draws_from_an_unseeded_rng(tmp_path):
-    root = _project(tmp_path, {"replay_memory.py": REPLAY, "main.py": SAC_MAIN})
-    found = _check(root, "TRN202")
-    assert [(f["file"], f["line"]) for f in found] == [("main.py", 5)]
+    root = write_project(tmp_path, {"replay_memory.py": REPLAY, "main.py": SAC_MAIN})
+    found = run_check(root, "TRN202")
+    assert places(found, ("file", "line")) == [("main.py", 5)]
     assert "`random`" in found[0]["message"] and "ReplayMemory.sample" in found[0]["message"]
     # the fix of that commit: the class seeds `random` itself
     (root / "replay_memory.py").write_text(REPLAY.replace("        self.buffer = []\n",
                                                           "        self.buffer = []\n        random.seed(0)\n"))
-    assert _check(root, "TRN202") == []
+    assert run_check(root, "TRN202") == []
 
 
 def test_trn202_draws_two_files_away_a_manager_building_another_files_sampler(tmp_path):
@@ -338,13 +303,13 @@ from data_manager import DataManager
 torch.manual_seed(1)
 manager = DataManager(dataset)
 """
-    root = _project(tmp_path, {"samplers.py": samplers, "data_manager.py": manager, "main.py": main})
-    found = _check(root, "TRN202")
-    assert [(f["file"], f["line"]) for f in found] == [("main.py", 4)]
+    root = write_project(tmp_path, {"samplers.py": samplers, "data_manager.py": manager, "main.py": main})
+    found = run_check(root, "TRN202")
+    assert places(found, ("file", "line")) == [("main.py", 4)]
     assert "`numpy`" in found[0]["message"] and "DataManager.__init__" in found[0]["message"]
     (root / "main.py").write_text(main.replace("torch.manual_seed(1)\n", "torch.manual_seed(1)\nnp.random.seed(1)\n")
                                   .replace("import torch\n", "import numpy as np\nimport torch\n"))
-    assert _check(root, "TRN202") == []
+    assert run_check(root, "TRN202") == []
 
 
 def test_trn204_a_worker_seeding_through_a_helper_of_another_file(tmp_path):
@@ -363,36 +328,36 @@ if __name__ == "__main__":
     mp.spawn(worker, nprocs=2)
 """
     helper = "import torch\n\n\ndef init_rngs(seed):\n    torch.manual_seed(seed)\n"
-    root = _project(tmp_path, {"utils.py": helper, "main.py": spawn})
-    assert _check(root, "TRN204") == []
+    root = write_project(tmp_path, {"utils.py": helper, "main.py": spawn})
+    assert run_check(root, "TRN204") == []
     (root / "utils.py").write_text("import torch\n\n\ndef init_rngs(seed):\n    pass\n")
-    assert [f["file"] for f in _check(root, "TRN204")] == ["main.py"]
+    assert places(run_check(root, "TRN204"), ("file",)) == [("main.py",)]
 
 
 def test_check_indexes_imported_project_files_it_was_not_asked_to_check(tmp_path):
-    root = _project(tmp_path, {"models.py": MODELS, "evaluate.py": EVALUATE})
-    found = _check(root, "TRN102", "--jobs", "1", str(root / "evaluate.py"))
-    assert {(f["file"], f["line"]) for f in found} == {("evaluate.py", 9)}
+    root = write_project(tmp_path, {"models.py": MODELS, "evaluate.py": EVALUATE})
+    found = run_check(root, "TRN102", "--jobs", "1", str(root / "evaluate.py"))
+    assert set(places(found, ("file", "line"))) == {("evaluate.py", 9)}
 
 
 def test_check_in_parallel_reads_the_same_facts(tmp_path):
     files = {"models.py": MODELS, "evaluate.py": EVALUATE}
     files.update({f"other{i}.py": "import torch\nx = torch.zeros(1)\n" for i in range(10)})
-    root = _project(tmp_path, files)
-    assert [(f["file"], f["line"]) for f in _check(root, "TRN102", "--jobs", "2")] == [("evaluate.py", 9)]
+    root = write_project(tmp_path, files)
+    assert places(run_check(root, "TRN102", "--jobs", "2"), ("file", "line")) == [("evaluate.py", 9)]
 
 
 def test_an_edit_of_the_helper_changes_the_lint_of_its_dependant(tmp_path):
-    root = _project(tmp_path, {"models.py": MODELS, "evaluate.py": EVALUATE})
-    index = _index(root)
-    assert [f.code for f in _lint(index, root, "evaluate.py", "TRN102")] == ["TRN102"]
+    root = write_project(tmp_path, {"models.py": MODELS, "evaluate.py": EVALUATE})
+    index = index_of(sorted(root.rglob("*.py")))
+    assert [f.code for f in lint_in_project(root, "evaluate.py", "TRN102", index).findings] == ["TRN102"]
     models = str(root / "models.py")
     assert index.update(models, MODELS.replace("    model.eval()\n", ""))
     assert index.dependants(models) == {str(root / "evaluate.py")}
-    assert _lint(index, root, "evaluate.py", "TRN102") == []
+    assert lint_in_project(root, "evaluate.py", "TRN102", index).findings == ()
 
 
 def test_index_for_check_is_bounded_to_imported_project_files(tmp_path):
-    root = _project(tmp_path, {"models.py": MODELS, "evaluate.py": EVALUATE, "unrelated.py": "import torch\n"})
+    root = write_project(tmp_path, {"models.py": MODELS, "evaluate.py": EVALUATE, "unrelated.py": "import torch\n"})
     index = index_for_check([str(root / "evaluate.py")], lambda f, items: [f(i) for i in items])
     assert sorted(Path(p).name for p in index.paths()) == ["evaluate.py", "models.py"]
