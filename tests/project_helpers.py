@@ -68,3 +68,11 @@ def lint_in_project(root: Path, name: str, select: str, index: ProjectIndex) -> 
     config = Config().with_overrides(select=(select,), ignore=())
     return lint_source(path.read_text(), str(path), config, project=index)
 
+
+def lines_found_in_project(root: Path, files: dict[str, str], code: str, target: str = "train.py") -> list[int]:
+    """Writes FILES (dedented) as a project under ROOT, indexes them and lints TARGET in process for CODE;
+    asserts the lint did not fail and returns the 1-based lines of CODE's findings."""
+    write_project(root, files, dedent=True)
+    result = lint_in_project(root, target, code, index_of(root / name for name in files))
+    assert result.error is None, result.error
+    return [f.range.start.line + 1 for f in result.findings if f.code == code]

@@ -12,29 +12,9 @@ never by a name, and each has a true twin that must still be found.
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 import torch
-
-from traindoctor.config import Config
-from traindoctor.lint import lint_source
-from traindoctor.lint.project import new_index
-
-
-def _hits(files: dict[str, str], target: str, code: str, tmp_path: Path) -> list[int]:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    index = new_index()
-    for name, text in files.items():
-        path = tmp_path / name
-        path.write_text(textwrap.dedent(text))
-        index.update(str(path), path.read_text())
-    path = tmp_path / target
-    config = Config().with_overrides(select=(code,), ignore=())
-    result = lint_source(path.read_text(), str(path), config, project=index)
-    assert result.error is None, result.error
-    return [f.range.start.line + 1 for f in result.findings if f.code == code]
+from project_helpers import lines_found_in_project
 
 
 # -- TRN101: a name rebound after its backward ------------------------------------------------
@@ -66,7 +46,7 @@ def train_epoch(model, batches, optimizer):
     ("pass", [15]),
 ])
 def test_trn101_reaching_definition_decides_not_the_name(rebind, found, tmp_path):
-    assert _hits({"train.py": REBOUND.format(rebind=rebind)}, "train.py", "TRN101", tmp_path) == found
+    assert lines_found_in_project(tmp_path, {"train.py": REBOUND.format(rebind=rebind)}, "TRN101") == found
 
 
 def test_a_numpy_array_of_a_detached_loss_holds_no_graph():
@@ -147,12 +127,12 @@ TENSOR_BODY = """\
 
 def test_trn101_a_project_loss_objects_number_is_not_a_loss_tensor(tmp_path):
     files = {"losses.py": LOSSES, "trainer.py": TRAINER.format(body=OBJECT_BODY)}
-    assert _hits(files, "trainer.py", "TRN101", tmp_path) == []
+    assert lines_found_in_project(tmp_path, files, "TRN101", target="trainer.py") == []
 
 
 def test_trn101_a_helper_returning_the_backpropagated_tensor_is_still_found(tmp_path):
     files = {"losses.py": LOSSES, "trainer.py": TRAINER.format(body=TENSOR_BODY)}
-    assert _hits(files, "trainer.py", "TRN101", tmp_path) == [26]
+    assert lines_found_in_project(tmp_path, files, "TRN101", target="trainer.py") == [26]
 
 
 def test_trn101_an_attribute_rebound_outside_init_may_be_a_fresh_loss(tmp_path):
@@ -162,7 +142,7 @@ def test_trn101_an_attribute_rebound_outside_init_may_be_a_fresh_loss(tmp_path):
                                "        self.loss = F.cross_entropy(self.model(x), y)\n        loss = self.loss\n")
     body = body.replace("        return loss.value()", "        return loss")
     files = {"losses.py": LOSSES, "trainer.py": TRAINER.format(body=body)}
-    assert _hits(files, "trainer.py", "TRN101", tmp_path) == [30]
+    assert lines_found_in_project(tmp_path, files, "TRN101", target="trainer.py") == [30]
 
 
 def test_a_tensor_with_history_built_once_cannot_be_backpropagated_every_step():
@@ -234,10 +214,10 @@ def evaluate(agent, episodes):
 ])
 def test_trn102_only_a_module_is_evaluated(build, evaluated, stepped, found, tmp_path):
     files = {"env.py": ENV, "evaluate.py": EVALUATE.format(build=build, evaluated=evaluated, stepped=stepped)}
-    assert _hits(files, "evaluate.py", "TRN102", tmp_path) == found
+    assert lines_found_in_project(tmp_path, files, "TRN102", target="evaluate.py") == found
 
 
 def test_trn102_an_in_file_environment_class_is_not_a_module(tmp_path):
     source = ENV + EVALUATE.replace("from env import Env\n", "").format(
         build="env = Env(0)", evaluated="env", stepped="env.step(action)")
-    assert _hits({"evaluate.py": source}, "evaluate.py", "TRN102", tmp_path) == []
+    assert lines_found_in_project(tmp_path, {"evaluate.py": source}, "TRN102", target="evaluate.py") == []

@@ -16,30 +16,13 @@ the decision rests on is checked here against torch.
 from __future__ import annotations
 
 import gc
-import textwrap
 import weakref
-from pathlib import Path
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-from traindoctor.config import Config
-from traindoctor.lint import lint_source
-from traindoctor.lint.project import new_index
-
-
-def _hits(source: str, code: str, tmp_path: Path) -> list[int]:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    path = tmp_path / "train.py"
-    path.write_text(textwrap.dedent(source))
-    index = new_index()
-    index.update(str(path), path.read_text())
-    config = Config().with_overrides(select=(code,), ignore=())
-    result = lint_source(path.read_text(), str(path), config, project=index)
-    assert result.error is None, result.error
-    return [f.range.start.line + 1 for f in result.findings if f.code == code]
+from project_helpers import lines_found_in_project
 
 
 # -- TRN705: parameters of a plain list registered by hand --------------------------------------
@@ -76,7 +59,8 @@ DIRECTLY = "for j, p in enumerate(module.parameters()):\n                self.re
     ("nn.Linear(size, size)", "self._add_to_parameters([], 'linear_{}'.format(i))", [8]),  # not the module's
 ])
 def test_trn705_parameters_registered_by_hand(build, register, found, tmp_path):
-    assert _hits(HIGHWAY.format(build=build, register=register), "TRN705", tmp_path) == found
+    files = {"train.py": HIGHWAY.format(build=build, register=register)}
+    assert lines_found_in_project(tmp_path, files, "TRN705") == found
 
 
 def test_hand_registered_parameters_are_trained_saved_and_converted():
@@ -130,7 +114,7 @@ def finish_episode(policy, optimizer, saved, rewards):
 ])
 def test_trn101_one_updates_terms_in_a_local_list(bind_outside, bind_inside, after, found, tmp_path):
     source = FINISH_EPISODE.format(bind_outside=bind_outside, bind_inside=bind_inside, after=after)
-    assert _hits(source, "TRN101", tmp_path) == found
+    assert lines_found_in_project(tmp_path, {"train.py": source}, "TRN101") == found
 
 
 def test_trn101_a_local_list_filled_by_a_training_loop_is_still_found(tmp_path):
@@ -148,7 +132,7 @@ def test_trn101_a_local_list_filled_by_a_training_loop_is_still_found(tmp_path):
             losses.append(loss)
         return sum(l.item() for l in losses) / len(losses)
     """
-    assert _hits(source, "TRN101", tmp_path) == [12]
+    assert lines_found_in_project(tmp_path, {"train.py": source}, "TRN101") == [12]
 
 
 def test_trn101_a_local_list_of_an_outer_loop_is_still_found(tmp_path):
@@ -168,7 +152,8 @@ def test_trn101_a_local_list_of_an_outer_loop_is_still_found(tmp_path):
             torch.stack(terms).sum().backward()
             optimizer.step()
     """
-    assert _hits(source, "TRN101", tmp_path) == [12]  # bound once for all episodes: it grows
+    # bound once for all episodes: it grows
+    assert lines_found_in_project(tmp_path, {"train.py": source}, "TRN101") == [12]
 
 
 def test_a_local_lists_graphs_are_freed_when_the_call_returns():
@@ -211,7 +196,7 @@ def fit(model, batches, optimizer):
     ("print(total.item())", [9]),  # nothing backpropagates the sum: it only grows
 ])
 def test_trn101_backward_keywords(backward, found, tmp_path):
-    assert _hits(RETAIN.format(backward=backward), "TRN101", tmp_path) == found
+    assert lines_found_in_project(tmp_path, {"train.py": RETAIN.format(backward=backward)}, "TRN101") == found
 
 
 def test_backward_with_retain_graph_backpropagates_its_receiver():
@@ -263,7 +248,7 @@ class Agent:
     ("self.actor.eval()", []),
 ])
 def test_detached_runs_need_a_mark_of_inference(before, found, tmp_path):
-    assert _hits(AGENT.format(before=before), "TRN102", tmp_path) == found
+    assert lines_found_in_project(tmp_path, {"train.py": AGENT.format(before=before)}, "TRN102") == found
 
 
 def test_detached_runs_in_a_loop_over_inputs_are_still_found(tmp_path):
@@ -275,7 +260,7 @@ def test_detached_runs_in_a_loop_over_inputs_are_still_found(tmp_path):
         "            found.append(self.actor(torch.as_tensor(state)).detach().numpy())\n"
         "        return found\n\n"
         "    def select_action(self, state):")
-    assert _hits(source, "TRN102", tmp_path) == [24]
+    assert lines_found_in_project(tmp_path, {"train.py": source}, "TRN102") == [24]
 
 
 def test_a_forward_whose_output_is_only_read_detached_is_freed_on_return():

@@ -12,28 +12,10 @@ the torch fact each decision rests on is checked here against torch.
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 import torch
 import torch.nn as nn
-
-from traindoctor.config import Config
-from traindoctor.lint import lint_source
-from traindoctor.lint.project import new_index
-
-
-def _hits(source: str, code: str, tmp_path: Path) -> list[int]:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    path = tmp_path / "train.py"
-    path.write_text(textwrap.dedent(source))
-    index = new_index()
-    index.update(str(path), path.read_text())
-    config = Config().with_overrides(select=(code,), ignore=())
-    result = lint_source(path.read_text(), str(path), config, project=index)
-    assert result.error is None, result.error
-    return [f.range.start.line + 1 for f in result.findings if f.code == code]
+from project_helpers import lines_found_in_project
 
 
 # -- TRN705: every module of the list also registered on self -------------------------------------
@@ -74,7 +56,7 @@ REGISTERED = {
 
 @pytest.mark.parametrize("how", sorted(REGISTERED))
 def test_a_list_whose_modules_are_registered_in_the_same_pass_is_not_reported(how, tmp_path):
-    assert _hits(MLP.format(register_fc=REGISTERED[how]), "TRN705", tmp_path) == []
+    assert lines_found_in_project(tmp_path, {"train.py": MLP.format(register_fc=REGISTERED[how])}, "TRN705") == []
 
 
 NOT_REGISTERED = {
@@ -89,7 +71,7 @@ NOT_REGISTERED = {
 
 @pytest.mark.parametrize("how", sorted(NOT_REGISTERED))
 def test_a_list_whose_modules_are_not_all_registered_is_still_reported(how, tmp_path):
-    assert _hits(MLP.format(register_fc=NOT_REGISTERED[how]), "TRN705", tmp_path) == [8]
+    assert lines_found_in_project(tmp_path, {"train.py": MLP.format(register_fc=NOT_REGISTERED[how])}, "TRN705") == [8]
 
 
 def test_registering_in_another_pass_than_the_append_is_still_reported(tmp_path):
@@ -108,7 +90,7 @@ def test_registering_in_another_pass_than_the_append_is_still_reported(tmp_path)
                 fc = nn.Linear(4, 4)
                 self.add_module(f"fc{i}", fc)
     """
-    assert _hits(source, "TRN705", tmp_path) == [8]
+    assert lines_found_in_project(tmp_path, {"train.py": source}, "TRN705") == [8]
 
 
 class _RegisteredMlp(nn.Module):
@@ -180,7 +162,8 @@ NO_GRADIENT = {
 @pytest.mark.parametrize("how", sorted(NO_GRADIENT))
 def test_log_of_a_softmax_without_gradient_is_not_reported(how, tmp_path):
     # only the log of the live probabilities (line 17, column 56) is reported
-    assert _hits(POLICY.format(bind=NO_GRADIENT[how]), "TRN402", tmp_path) == [17 + (how == "no_grad")]
+    files = {"train.py": POLICY.format(bind=NO_GRADIENT[how])}
+    assert lines_found_in_project(tmp_path, files, "TRN402") == [17 + (how == "no_grad")]
 
 
 def test_log_of_a_detached_softmax_direct_is_not_reported(tmp_path):
@@ -190,14 +173,14 @@ def test_log_of_a_detached_softmax_direct_is_not_reported(tmp_path):
         p = torch.softmax(logits, -1)
         return -(p.detach() * torch.log(p.detach())).sum()
     """
-    assert _hits(source, "TRN402", tmp_path) == []
+    assert lines_found_in_project(tmp_path, {"train.py": source}, "TRN402") == []
 
 
 def test_a_name_bound_once_without_and_once_with_history_is_still_reported(tmp_path):
     source = POLICY.format(bind="action_prob0 = action_prob1.detach()\n"
                                 "        if x.shape[0] > 1:\n"
                                 "            action_prob0 = action_prob1")
-    assert _hits(source, "TRN402", tmp_path) == [19, 19]
+    assert lines_found_in_project(tmp_path, {"train.py": source}, "TRN402") == [19, 19]
 
 
 @pytest.mark.parametrize("use", [
@@ -209,7 +192,7 @@ def test_a_detached_log_that_multiplies_a_live_tensor_is_still_reported(use, tmp
     source = POLICY.replace("kl = action_prob0 * (torch.log(action_prob0) - torch.log(action_prob1))\n"
                             "        return kl.sum(1, keepdim=True)", use + "\n        return loss")
     source = source.format(bind="action_prob0 = action_prob1.detach()")
-    assert _hits(source, "TRN402", tmp_path) == [17]
+    assert lines_found_in_project(tmp_path, {"train.py": source}, "TRN402") == [17]
 
 
 def _underflowing_logits() -> torch.Tensor:
