@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from lsprotocol import types as lsp
+from project_helpers import write_project
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lint"))
 from test_flow_recall import MEASURES, METER, TRAIN_METER  # noqa: E402
@@ -15,12 +16,8 @@ from test_workspace_index import _codes, _index_built  # noqa: E402
 
 
 async def test_an_edit_of_the_meter_changes_the_finding_of_the_training_file(client, workspace: Path):
-    (workspace / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (workspace / "utils").mkdir()
-    (workspace / "utils" / "__init__.py").write_text("")
-    (workspace / "utils" / "generic.py").write_text(METER)
-    (workspace / "utils" / "measures.py").write_text(MEASURES)
-    (workspace / "train.py").write_text(TRAIN_METER)
+    write_project(workspace, {"utils/__init__.py": "", "utils/generic.py": METER, "utils/measures.py": MEASURES,
+                              "train.py": TRAIN_METER})
     meter = client.open(workspace / "utils" / "generic.py")
     train = client.open(workspace / "train.py")
     await _index_built(client)

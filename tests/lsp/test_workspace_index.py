@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lsp_helpers import CONFIG, start_session
 from lsprotocol import types as lsp
+from project_helpers import write_project
 
 MODELS = """import torch
 import torch.nn as nn
@@ -43,14 +44,11 @@ def evaluate(loader):
 """
 
 
+PROJECT = {"models.py": MODELS, "evaluate.py": EVALUATE}
+
+
 def _codes(diagnostics) -> list[str]:
     return [str(d.code) for d in diagnostics]
-
-
-def _write(root: Path) -> None:
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (root / "models.py").write_text(MODELS)
-    (root / "evaluate.py").write_text(EVALUATE)
 
 
 def _index_tokens(client) -> list[str]:
@@ -68,7 +66,7 @@ async def _index_built(client, limit: float = 60) -> list:
 
 
 async def test_the_index_reports_progress_and_its_facts_reach_the_open_file(client, workspace: Path):
-    _write(workspace)
+    write_project(workspace, PROJECT)
     evaluate = client.open(workspace / "evaluate.py")
     reports = await _index_built(client)
     assert [r.kind for r in reports][0] == "begin" and reports[-1].kind == "end"
@@ -78,7 +76,7 @@ async def test_the_index_reports_progress_and_its_facts_reach_the_open_file(clie
 
 
 async def test_an_edit_in_one_file_changes_a_finding_published_for_another(client, workspace: Path):
-    _write(workspace)
+    write_project(workspace, PROJECT)
     models = client.open(workspace / "models.py")
     evaluate = client.open(workspace / "evaluate.py")
     await _index_built(client)
@@ -97,7 +95,7 @@ def _changed_on_disk(client, path: Path, kind=lsp.FileChangeType.Changed) -> Non
 
 
 async def test_a_file_changed_on_disk_updates_the_findings_of_the_open_files(client, workspace: Path):
-    _write(workspace)
+    write_project(workspace, PROJECT)
     evaluate = client.open(workspace / "evaluate.py")
     await _index_built(client)
     await client.eventually(evaluate, lambda ds: "TRN102" in _codes(ds))
@@ -120,7 +118,7 @@ async def test_a_file_changed_on_disk_updates_the_findings_of_the_open_files(cli
 
 
 async def test_closing_an_unsaved_buffer_puts_the_file_on_disk_back_in_the_index(client, workspace: Path):
-    _write(workspace)
+    write_project(workspace, PROJECT)
     models = client.open(workspace / "models.py")
     evaluate = client.open(workspace / "evaluate.py")
     await _index_built(client)
@@ -133,7 +131,7 @@ async def test_closing_an_unsaved_buffer_puts_the_file_on_disk_back_in_the_index
 
 
 async def test_an_unchanged_summary_does_not_republish_its_dependants(workspace: Path):
-    _write(workspace)
+    write_project(workspace, PROJECT)
     client = await CONFIG.start()
     try:
         await start_session(client, "visual-studio-code", workspace)
@@ -169,7 +167,7 @@ async def test_an_unchanged_summary_does_not_republish_its_dependants(workspace:
 async def test_the_open_file_is_diagnosed_while_a_big_index_is_still_building(workspace: Path):
     """~3,000 files: the open file's diagnostics come before the index's progress ends
     (an order of notifications, not a timing)."""
-    _write(workspace)
+    write_project(workspace, PROJECT)
     for package in range(30):
         folder = workspace / f"pkg{package:02d}"
         folder.mkdir()
@@ -198,7 +196,7 @@ async def test_the_open_file_is_diagnosed_while_a_big_index_is_still_building(wo
 
 
 async def test_index_workspace_false_builds_nothing(workspace: Path):
-    _write(workspace)
+    write_project(workspace, PROJECT)
     client = await CONFIG.start()
     try:
         await start_session(client, "visual-studio-code", workspace, {"indexWorkspace": False})
