@@ -217,7 +217,9 @@ def iter_nodes(root: cst.CSTNode):
     whitespace and punctuation: a cheap replacement for a libcst visitor in
     rules that look inside one expression."""
     stack = [root]
+    memo = _CHILDREN
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(child_nodes(node)[::-1])
+        known = memo.get(id(node))  # child_nodes' memo, read here: a call per node is most of the cost
+        stack.extend((known[1] if known is not None and known[0] is node else child_nodes(node))[::-1])
