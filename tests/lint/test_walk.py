@@ -95,7 +95,7 @@ def test_child_nodes_are_the_children_that_hold_code_in_source_order():
     checked = 0
     for source in sources:
         for node in iter_nodes(cst.parse_module(source)):
-            kept = child_nodes(node)
+            kept = list(child_nodes(node))
             everything = list(node.children)
             assert [c for c in everything if any(c is k for k in kept)] == kept, type(node)
             for left_out in (c for c in everything if not any(c is k for k in kept)):
@@ -120,3 +120,18 @@ def _all_nodes(node: cst.CSTNode):
     yield node
     for child in node.children:
         yield from _all_nodes(child)
+
+
+def test_child_nodes_memo_answers_only_for_the_node_it_was_asked_about():
+    """child_nodes keeps each node's children for the rest of the lint; a tree parsed after
+    forget_children (whose nodes may reuse freed ids) gets its own children."""
+    from traindoctor.lint.walk import child_nodes, forget_children, iter_nodes
+
+    first = cst.parse_module("a = f(x)\n")
+    assert [type(n).__name__ for n in iter_nodes(first)][:3] == ["Module", "SimpleStatementLine", "Assign"]
+    assert child_nodes(first) is child_nodes(first)
+    forget_children()
+    del first
+    second = cst.parse_module("for i in range(3):\n    g(i)\n")
+    assert [type(n).__name__ for n in child_nodes(second.body[0])] == ["Name", "Call", "IndentedBlock"]
+    forget_children()

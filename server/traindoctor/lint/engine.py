@@ -44,7 +44,7 @@ from .context import WalkState
 from .parsing import parse_module
 from .positions import BlockPositions
 from .rule import FixSpec, InsertBefore, Related, Replace, Rule, RuleContext
-from .walk import walk as walk_tree
+from .walk import forget_children, walk as walk_tree
 
 
 class LintError(Exception):
@@ -497,6 +497,7 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache, projec
                     cache.summary, cache.summary_key = None, ()
     finally:
         model.lint_done()
+        forget_children()
     findings = _findings_for(path, blocks, parsed, per_block, config, owners)
     if findings and ("#" in source):
         lines = [line for p in parsed for line in p.lines()]

@@ -184,8 +184,17 @@ def walk(
     visit = None  # type: ignore[assignment]
 
 
-def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
+# node id -> (node, its children): the analyses walk the same function bodies many times (one
+# question each); the node is kept beside its children, so a reused id never answers for another.
+# Emptied at the end of each lint (forget_children).
+_CHILDREN: dict[int, tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = {}
+
+
+def child_nodes(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     """The direct children of `node` that rules look at (cheap: no libcst `.children`)."""
+    known = _CHILDREN.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
     children: list[cst.CSTNode] = []
     is_node = _IS_NODE
     for field in _FIELDS[type(node)]:
@@ -194,7 +203,13 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
             children.extend(item for item in value if is_node[type(item)])
         elif is_node[type(value)]:
             children.append(value)
-    return children
+    found = _CHILDREN[id(node)] = (node, tuple(children))
+    return found[1]
+
+
+def forget_children() -> None:
+    """Drop child_nodes' memo (the end of a lint: its trees may go)."""
+    _CHILDREN.clear()
 
 
 def iter_nodes(root: cst.CSTNode):
@@ -202,15 +217,9 @@ def iter_nodes(root: cst.CSTNode):
     whitespace and punctuation: a cheap replacement for a libcst visitor in
     rules that look inside one expression."""
     stack = [root]
-    is_node, fields_of = _IS_NODE, _FIELDS
+    memo = _CHILDREN
     while stack:
         node = stack.pop()
         yield node
-        children = []
-        for field in fields_of[type(node)]:
-            value = getattr(node, field)
-            if type(value) in (tuple, list):
-                children.extend(item for item in value if is_node[type(item)])
-            elif is_node[type(value)]:
-                children.append(value)
-        stack.extend(reversed(children))
+        known = memo.get(id(node))  # child_nodes' memo, read here: a call per node is most of the cost
+        stack.extend((known[1] if known is not None and known[0] is node else child_nodes(node))[::-1])

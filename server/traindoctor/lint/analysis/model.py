@@ -102,8 +102,7 @@ class FileModel:
         its own project bases: the project index says so)."""
         if not self.imported:
             return False
-        found = self.imported.klass(_qualify_dotted(base, self.names.imports))
-        return found is not None and found.module
+        return self.imported.is_module(_qualify_dotted(base, self.names.imports))
 
     @functools.cached_property
     def dataset_classes(self) -> frozenset[str]:

@@ -207,6 +207,13 @@ class ImportedFacts:
         found = self.get(qualified)
         return found if isinstance(found, ClassSummary) else None
 
+    def is_module(self, qualified: str | None) -> bool:
+        """An imported project class that is an nn.Module. Its own question, not `klass`: a file whose
+        classes derive from a project class that is no module (torch.optim's `Optimizer`) gets the same
+        answer as with no facts, and `check` need not lint it again."""
+        found = self.klass(qualified)
+        return found is not None and found.module
+
     def object_kind(self, qualified: str | None) -> str | None:
         """What an imported module-level name holds (a model, a scaler...), or what
         calling an imported project class builds."""
@@ -269,8 +276,8 @@ class ImportedFacts:
 
 EMPTY_IMPORTS = ImportedFacts()
 # What rules and values ask of the imported facts (AskedFacts notes each).
-QUERIES = ("get", "function", "klass", "object_kind", "binding", "randomness", "returns", "fact", "has_kind", "saved",
-           "star_aliases", "plain_function", "no_grad_method",
+QUERIES = ("get", "function", "klass", "is_module", "object_kind", "binding", "randomness", "returns", "fact",
+           "has_kind", "saved", "star_aliases", "plain_function", "no_grad_method",
            "training_method", "evaluated_argument")
 
 

@@ -203,7 +203,6 @@ class Values:
         self.v = vocab()
         self._memo: dict[tuple[int, int], Value] = {}
         self._loss_calls: dict[int, tuple[cst.Call, LossCall | None]] = {}  # four rules ask at each call
-        self._evidence: dict[int, tuple[cst.CSTNode, dict[str, cst.CSTNode]]] = {}
 
     def __call__(self, expr: cst.BaseExpression) -> Value:
         walk = self.walk
@@ -217,11 +216,9 @@ class Values:
         """Names `function` itself compares with 0 or clamps to at least 1 (zero_evidence.py)."""
         if function is None:
             return {}
-        known = self._evidence.get(id(function))
-        if known is None or known[0] is not function:
-            known = (function, zero_evidence(function.body, self.model.names.qualify))
-            self._evidence[id(function)] = known
-        return known[1]
+        known = self.model.remembered(("zero-evidence", id(function)), lambda: (
+            function, zero_evidence(function.body, self.model.names.qualify)))
+        return known[1] if known[0] is function else zero_evidence(function.body, self.model.names.qualify)
 
     def loss_call(self, call: cst.Call) -> LossCall | None:
         """What loss `call` applies, or None when its callee is neither a loss function of torch
