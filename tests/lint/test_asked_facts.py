@@ -12,6 +12,8 @@ from traindoctor.lint.api import lint_source
 from traindoctor.lint.engine import LintCache
 from traindoctor.lint.project import Asking, index_for_check
 
+from project_helpers import places_found_by_check, write_project
+
 FILES = {
     "base.py": "class Optimizer:\n    def __init__(self, params):\n        self.params = list(params)\n",
     "layers.py": "import torch.nn as nn\n\n\nclass Block(nn.Module):\n    def forward(self, x):\n        return x\n",
@@ -27,8 +29,7 @@ FILES = {
 
 
 def _asked_and_answered(tmp_path: Path) -> dict[str, bool]:
-    for name, text in FILES.items():
-        (tmp_path / name).write_text(text)
+    write_project(tmp_path, FILES)
     paths = [str(tmp_path / name) for name in FILES]
     index = index_for_check(paths, lambda function, items: [function(item) for item in items])
     found = {}
@@ -50,13 +51,5 @@ def test_a_project_base_that_is_a_module_is_linted_again_with_it(tmp_path: Path)
 
 
 def test_check_reports_the_list_only_in_the_class_whose_project_base_is_a_module(tmp_path: Path):
-    import json
-    import subprocess
-    import sys
-
-    for name, text in FILES.items():
-        (tmp_path / name).write_text(text)
-    done = subprocess.run([sys.executable, "-m", "traindoctor", "check", "--format", "json", "--select", "TRN705",
-                           "."], cwd=tmp_path, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 1, done.stderr
-    assert [(f["code"], Path(f["path"]).name) for f in json.loads(done.stdout)] == [("TRN705", "net.py")]
+    write_project(tmp_path, FILES)
+    assert places_found_by_check(tmp_path, "TRN705", fields=("code", "file")) == [("TRN705", "net.py")]
