@@ -15,6 +15,7 @@ the background while lints read it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -41,12 +42,19 @@ def project_root(path: str) -> str:
         current = parent
 
 
-def module_candidates(importer: str, module: str, level: int, root: str | None = None) -> list[str]:
+def module_candidates(importer: str, module: str, level: int, root: str | None = None) -> tuple[str, ...]:
     """The files an import may name, most likely first: relative to the importer's package
     for `from .x import`, else its own folder, the project root, `root/src`, and the folder
     holding the importer's own top-level package when the import names it (a repository without
     a project marker, run from its root)."""
     importer = os.path.abspath(importer)
+    return _candidates(importer, module, level, "" if level else root or project_root(importer))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _candidates(importer: str, module: str, level: int, root: str) -> tuple[str, ...]:
+    """module_candidates once the project root is known ("" for a relative import): path arithmetic
+    alone (no file system), so kept: a project's files ask for the same modules again and again."""
     parts = [p for p in module.split(".") if p]
     if level:
         base = os.path.dirname(importer)
@@ -54,7 +62,6 @@ def module_candidates(importer: str, module: str, level: int, root: str | None =
             base = os.path.dirname(base)
         bases = [base]
     else:
-        root = root or project_root(importer)
         bases = list(dict.fromkeys((os.path.dirname(importer), root, os.path.join(root, "src"))))
         if parts:  # `import pkg.models.utils` from a file inside `pkg/`: the folder that holds `pkg`
             folder = os.path.dirname(importer)
@@ -69,7 +76,7 @@ def module_candidates(importer: str, module: str, level: int, root: str | None =
         if parts:
             found.append(target + ".py")
         found.append(os.path.join(target, "__init__.py"))
-    return found
+    return tuple(found)
 
 
 class ProjectIndex:
