@@ -207,9 +207,44 @@ def child_nodes(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     return found[1]
 
 
+# (root id, own scope only) -> (root, its nodes): subtree_nodes' and scope_nodes' memo, the same way.
+_SUBTREES: dict[tuple[int, bool], tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+def subtree_nodes(root: cst.CSTNode) -> list[cst.CSTNode]:
+    """iter_nodes(root) as a list kept for the rest of the lint: for a function body that many
+    questions scan (do not change the list)."""
+    return _subtree(root, False)
+
+
+def scope_nodes(root: cst.CSTNode) -> list[cst.CSTNode]:
+    """subtree_nodes without the functions, lambdas and classes nested under `root` (nor their
+    insides): what a function's own body does."""
+    return _subtree(root, True)
+
+
+def _subtree(root: cst.CSTNode, own: bool) -> list[cst.CSTNode]:
+    key = (id(root), own)
+    known = _SUBTREES.get(key)
+    if known is not None and known[0] is root:
+        return known[1]
+    found: list[cst.CSTNode] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if own and type(node) in _SCOPES and node is not root:
+            continue
+        found.append(node)
+        stack.extend(child_nodes(node)[::-1])
+    _SUBTREES[key] = (root, found)
+    return found
+
+
 def forget_children() -> None:
-    """Drop child_nodes' memo (the end of a lint: its trees may go)."""
+    """Drop the memos of child_nodes, subtree_nodes and scope_nodes (the end of a lint: its trees may go)."""
     _CHILDREN.clear()
+    _SUBTREES.clear()
 
 
 def iter_nodes(root: cst.CSTNode):

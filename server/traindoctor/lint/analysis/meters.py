@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..walk import child_nodes, iter_nodes
+from ..walk import child_nodes, iter_nodes, scope_nodes
 from .names import dotted_name
 from .vocab import vocab
 
@@ -112,15 +112,9 @@ def _raw_reads(expr: cst.BaseExpression, names: set[str]) -> set[str]:
     return found
 
 
-def _body_nodes(function: cst.FunctionDef):
+def _body_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
     """The function's own nodes (nested functions, lambdas and classes left out)."""
-    todo = list(child_nodes(function.body))
-    while todo:
-        node = todo.pop()
-        if type(node) in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
-            continue
-        yield node
-        todo.extend(child_nodes(node))
+    return scope_nodes(function.body)
 
 
 def _text(node: cst.CSTNode) -> str:

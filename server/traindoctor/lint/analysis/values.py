@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
-from ..walk import iter_nodes
+from ..walk import iter_nodes, subtree_nodes
 from .collect import BlockAnalysis
 from .names import arg, dotted_name, item_key
 from .scopes import Scope, returns
@@ -519,7 +519,7 @@ class Values:
             for info, _ in self.model.function_home.values():
                 if not info.klass:
                     continue
-                for node in iter_nodes(info.node.body):
+                for node in subtree_nodes(info.node.body):
                     if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Name:
                         target = dotted_name(node.targets[0].target)
                         function = self.model.function_home.get(node.value.value)
@@ -560,7 +560,7 @@ class Values:
         def index():
             found = {}
             for info, _ in self.model.function_home.values():
-                for node in iter_nodes(info.node.body):
+                for node in subtree_nodes(info.node.body):
                     if type(node) is cst.Call:
                         found[id(node)] = info  # a nested function, listed after its outer one, wins
             return found

@@ -16,7 +16,7 @@ from typing import Callable
 
 import libcst as cst
 
-from ..walk import iter_nodes
+from ..walk import subtree_nodes
 from .names import arg, dotted_name
 
 # Casts and shape changes that keep which elements are 0: `n.float() == 0` tests `n`.
@@ -46,7 +46,7 @@ def zero_evidence(root: cst.CSTNode, qualify: Callable[[cst.BaseExpression], str
     """Names that `root` (a function) compares with 0 or clamps to at least 1, each with the
     first node that does."""
     found: dict[str, cst.CSTNode] = {}
-    for node in iter_nodes(root):
+    for node in subtree_nodes(root):
         name = _tested(node, qualify)
         if name is not None and name not in found:
             found[name] = node

@@ -39,7 +39,7 @@ from ..analysis.summary import ClassSummary
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
 from ..rule import FixSpec, InsertBefore
-from ..walk import child_nodes, iter_nodes
+from ..walk import child_nodes, iter_nodes, subtree_nodes
 from .trn7xx_training_base import RoutineRule
 
 
@@ -705,7 +705,7 @@ class EvalWithoutNoGrad(RoutineRule):
     def _yields(self, function: cst.FunctionDef) -> bool:
         """A `yield` anywhere in the function (a nested one's included): walked once per function."""
         return self.model.remembered(("trn102:yields", id(function)),
-                                     lambda: any(type(node) is cst.Yield for node in iter_nodes(function)))
+                                     lambda: any(type(node) is cst.Yield for node in subtree_nodes(function)))
 
     def _file_statements(self) -> cst.Module:
         """The file's top-level statements, in order: a module-level loop's earlier code."""
