@@ -124,8 +124,20 @@ def _mapper(count: int, workers: int):
         yield lambda function, items: [function(item) for item in items]
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield lambda function, items: list(pool.map(function, items,
-                                                    chunksize=max(1, len(items) // (workers * 8))))
+        def largest_first(function, items):
+            # one file at a time, the largest first: a large file left for the end (torch's
+            # functional.py is a tenth of its tree) would keep one worker busy while the others wait
+            order = sorted(range(len(items)), key=lambda i: -_size(items[i]))
+            futures = {i: pool.submit(function, items[i]) for i in order}
+            return [futures[i].result() for i in range(len(items))]
+        yield largest_first
+
+
+def _size(item: _Job | str) -> int:
+    try:
+        return os.path.getsize(item.path if isinstance(item, _Job) else item)
+    except OSError:
+        return 0
 
 
 def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
