@@ -13,7 +13,7 @@ import libcst as cst
 
 from .collect import BlockAnalysis
 from .facts import CATEGORIES, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Seed
-from ..walk import iter_nodes
+from ..walk import iter_nodes, subtree_nodes
 from .names import Names, _qualify_dotted, dotted_name
 from .summary import EMPTY_IMPORTS, ImportedFacts
 from .vocab import vocab
@@ -269,6 +269,18 @@ class FileModel:
         else:
             found = self.function_home.get(name)
         return found[0] if found else None
+
+    def enclosing_function(self, node: cst.CSTNode) -> FuncInfo | None:
+        """The innermost in-file function whose body holds `node`; None at module level."""
+        return self.remembered("enclosing-function", self._enclosing_index).get(id(node))
+
+    def _enclosing_index(self) -> dict[int, FuncInfo]:
+        found: dict[int, FuncInfo] = {}
+        for info, _ in self.function_home.values():  # in source order: a nested function's nodes come later, and win
+            if isinstance(info.node, cst.FunctionDef):
+                for node in subtree_nodes(info.node.body):
+                    found[id(node)] = info
+        return found
 
     def only_called_without_grad(self, info: FuncInfo) -> bool:
         """Every in-file call of the function is inside no_grad/inference_mode."""

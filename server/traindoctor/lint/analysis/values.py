@@ -496,7 +496,7 @@ class Values:
         klass = info.klass
         sites = []
         for site in self.model.calls.get(f"self.{info.name}" if klass else info.name, ()):
-            caller = self._caller_of(site.node)
+            caller = self.model.enclosing_function(site.node)
             if caller is not None and klass and caller.klass != klass and \
                     not self._inherits_unchanged(caller.klass, klass, site.node):
                 caller = None
@@ -504,7 +504,7 @@ class Values:
         if not klass:
             for owner, attribute in self._function_attributes().get(info.name, ()):
                 for site in self.model.calls.get(attribute, ()):
-                    caller = self._caller_of(site.node)
+                    caller = self.model.enclosing_function(site.node)
                     if caller is not None and caller.klass == owner:
                         sites.append((site.node, caller, ""))
         elif info.name == "forward" and klass in self.model.model_classes:
@@ -538,7 +538,7 @@ class Values:
                     func = site.node.func
                     if self.model.function(dotted_name(func) or "", "") is not None and type(func) is cst.Name:
                         continue  # a call of an in-file function
-                    caller = self._caller_of(site.node)
+                    caller = self.model.enclosing_function(site.node)
                     if caller is None:  # module-level code: an object bound there, called there
                         obj = self.model.object(dotted_name(func) or "")
                         if obj is not None and obj.where == "module":
@@ -554,17 +554,6 @@ class Values:
                         found.setdefault(built, []).append((site.node, caller))
             return found
         return self.model.remembered("values:instance-calls", index).get(klass, [])
-
-    def _caller_of(self, call: cst.CSTNode):
-        """The in-file function (a FuncInfo) whose body holds `call`."""
-        def index():
-            found = {}
-            for info, _ in self.model.function_home.values():
-                for node in subtree_nodes(info.node.body):
-                    if type(node) is cst.Call:
-                        found[id(node)] = info  # a nested function, listed after its outer one, wins
-            return found
-        return self.model.remembered("values:callers", index).get(id(call))
 
     def _inherits_unchanged(self, subclass: str, base: str, call: cst.Call) -> bool:
         """`subclass` derives from `base` (in this file) and overrides none of the `self.` methods

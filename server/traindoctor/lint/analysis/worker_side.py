@@ -184,14 +184,12 @@ def _workers_arg(call: cst.Call) -> cst.BaseExpression | None:
 
 
 def _enclosing(model: FileModel, site: cst.CSTNode) -> cst.CSTNode | None:
-    """The innermost in-file function whose body holds `site`, else the top-level statement."""
+    """The innermost in-file function whose body holds `site`, else its top-level statement."""
+    function = model.enclosing_function(site)
+    if function is not None:
+        return function.node
+
     def index() -> dict[int, cst.CSTNode]:
-        found: dict[int, cst.CSTNode] = {}
-        for top in model.facts["layout"]:
-            for node in iter_nodes(top.node) if top.node is not None else ():
-                found.setdefault(id(node), top.node)
-        for info, _ in sorted(model.function_home.values(), key=lambda h: h[0].qualname.count(".")):
-            for node in iter_nodes(info.node) if info.node is not None else ():
-                found[id(node)] = info.node  # nested functions come later and win
-        return found
-    return model.remembered("worker_side.enclosing", index).get(id(site))
+        return {id(node): top.node for top in model.facts["layout"] if top.node is not None
+                for node in iter_nodes(top.node)}
+    return model.remembered("worker_side.top-level", index).get(id(site))

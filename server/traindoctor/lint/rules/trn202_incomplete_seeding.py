@@ -218,8 +218,9 @@ class IncompleteSeeding(Rule):
                 info.name.startswith("test_") or info.klass.startswith("Test")
                 for info, _ in self.model.function_home.values())):
             return False  # no unit test in the file: no caller can be one (and no call map is built)
-        callers = [self._caller_of(site.node) for site in sites]
-        return all(c and self._collected_test(c) and self._asserts_only_shapes(c) for c in callers)
+        callers = [self.model.enclosing_function(site.node) for site in sites]
+        return all(c is not None and self._collected_test(c.qualname) and self._asserts_only_shapes(c.qualname)
+                   for c in callers)
 
     def _collected_test(self, qualname: str) -> bool:
         """A unit test a runner collects (`test_*`, a method of a `Test*` class) that asserts; a script's
@@ -240,17 +241,6 @@ class IncompleteSeeding(Rule):
                 return False  # pytest.approx, assert_allclose: comparisons of values
         modules = frozenset(self.model.names.imports)
         return bool(checks) and all(_shape_only(check, modules) for check in checks)
-
-    def _caller_of(self, call: cst.CSTNode) -> str:
-        """The in-file function whose body holds the call ("" at module level)."""
-        def build() -> dict[int, str]:
-            found: dict[int, str] = {}
-            for qualname, (info, _) in self.model.function_home.items():
-                for node in iter_nodes(info.node):
-                    if type(node) is cst.Call:
-                        found[id(node)] = qualname  # nested functions come later and win
-            return found
-        return self.model.remembered("TRN202.callers", build).get(id(call), "")
 
     def _in_worker_fn(self, draw: Draw) -> bool:
         function = draw.function.rsplit(".", 1)[-1]
