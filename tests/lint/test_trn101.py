@@ -16,4 +16,5 @@ def test_related_information_points_at_origin_and_backward():
     [finding] = [f for f in lint_source(source, "m.py", CONFIG).findings if f.code == "TRN101"]
     lines = {r.message.split(":")[0]: r.range.start.line + 1 for r in finding.related}
     assert 26 in lines.values() and 27 in lines.values()  # loss = F.nll_loss(...); loss.backward()
-    assert "train_loss" in finding.message and "CUDA OOM" in finding.message
+    # summed after `loss.backward()`: the saved activations are freed, the chained nodes stay
+    assert "train_loss" in finding.message and "graph nodes stay chained" in finding.message

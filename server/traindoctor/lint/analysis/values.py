@@ -325,7 +325,7 @@ class Values:
             return replace(inner, zero=kept) \
                 if inner.kind != "object" else UNKNOWN
         if t is cst.BinaryOperation:
-            value = self._binary(expr, sub)
+            value = self._binary(expr, sub, lambda name: self._last_binding(name, at, function))
             if type(expr.operator) is cst.Add and not value.zero and \
                     self._entries_of_input(expr, at, function, klass, depth):
                 return replace(value, zero="rows")  # confmat[0, 1] + confmat[1, 0] + confmat[1, 1]
@@ -1050,8 +1050,17 @@ class Values:
             return "selected"
         return "underflow" if qualified in self.v.underflowing_modules else ""
 
-    def _binary(self, expr: cst.BinaryOperation, sub) -> Value:
-        value = self._binary_value(expr, sub)
+    def _last_binding(self, name: cst.BaseExpression, at: int, function: cst.FunctionDef | None):
+        """(what a local name was last bound to before `at`, or None unless a plain assignment; the
+        binding's order, -1 when there is none in the scope)."""
+        definition = self.analysis.scope_of(function).lookup(name.value, at) if type(name) is cst.Name else None
+        if definition is None:
+            return None, -1
+        plain = definition.how == "assign" and definition.index is None
+        return (definition.value if plain else None), definition.order
+
+    def _binary(self, expr: cst.BinaryOperation, sub, bound=lambda name: (None, -1)) -> Value:
+        value = self._binary_value(expr, sub, bound)
         op, left, right = expr.operator, sub(expr.left), sub(expr.right)
         units = {left.unit, right.unit}
         unit = ""
@@ -1065,7 +1074,7 @@ class Values:
             unit = left.unit
         return replace(value, unit=unit) if value.unit != unit else value
 
-    def _binary_value(self, expr: cst.BinaryOperation, sub) -> Value:
+    def _binary_value(self, expr: cst.BinaryOperation, sub, bound=lambda name: (None, -1)) -> Value:
         op = expr.operator
         left, right = sub(expr.left), sub(expr.right)
         base = join(left, right)
@@ -1100,8 +1109,8 @@ class Values:
                     return replace(base, prob="", zero="one")  # n + 1: exactly 1 where n is 0
             if "safe" in (lzero, rzero) or positive_constant(expr.left) or positive_constant(expr.right):
                 return replace(base, prob="", zero="safe")
-            if _tests_zero(expr.right, expr.left) or _tests_zero(expr.left, expr.right):
-                return replace(base, prob="", zero="safe")  # n + (n == 0): 1 where n is 0
+            if _zero_indicator(expr.right, expr.left, bound) or _zero_indicator(expr.left, expr.right, bound):
+                return replace(base, prob="", zero="safe")  # n + (n == 0) * eps: eps where n is 0, n elsewhere
             lz = lzero or ("zero" if left.prob in ("softmax", "sigmoid", "prob") else "")
             rz = rzero or ("zero" if right.prob in ("softmax", "sigmoid", "prob") else "")
             if not lz or not rz or lz == rz == "squares":
@@ -1250,6 +1259,25 @@ def _learned_output(value: Value) -> bool:
     produces. A ReLU's output, a mask or a square can be all zeros."""
     return value.role == "output" and value.grad == "known" and value.zero not in ("selected", "zero", "mask",
                                                                                    "squares")
+
+
+def _zero_indicator(term: cst.BaseExpression, name: cst.BaseExpression, bound) -> bool:
+    """`term` is a positive constant exactly where `name` is 0 and 0 elsewhere: `(name == 0)`, cast,
+    times a positive constant (`(p == 0).float() * eps`), or a local bound to that (`z = ...`) while
+    `name` still holds what it tested (not rebound since). `name + term` is then never 0."""
+    value, order = bound(term)
+    if value is not None:
+        if bound(name)[1] > order:
+            return False  # `name` was rebound after the indicator tested it
+        term = value
+    while type(term) is cst.BinaryOperation and type(term.operator) is cst.Multiply:
+        if positive_constant(term.right):
+            term = term.left
+        elif positive_constant(term.left):
+            term = term.right
+        else:
+            return False
+    return _tests_zero(term, name)
 
 
 def _tests_zero(test: cst.BaseExpression, name: cst.BaseExpression) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import replace
 import libcst as cst
 
 from ..analysis.scopes import code
-from ..analysis.flow import accumulates
+from ..analysis.flow import accumulates, binding
 from ..analysis.meters import accumulated_params, returned_from_params
 from ..analysis.names import dotted_name
 from ..analysis.vocab import vocab
@@ -102,7 +102,8 @@ class LossAccumulationKeepsGraph(Rule):
             return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
         per_call = how in _LIST_METHODS and self.walk.function is not None and \
             self._local_list_reset_around(base, loop)
-        self._pending[-1].append((stmt, value, base, how, found, loop, per_call))
+        spent = isinstance(value, cst.Name) and _spent_before(self.scope().flow(root), statement, value.value)
+        self._pending[-1].append((stmt, value, base, how, found, loop, per_call, spent))
 
     def _local_list_reset_around(self, name: str, loop: cst.CSTNode) -> bool:
         """`name` is a plain local list of the function (not a parameter, attribute or global), bound
@@ -230,7 +231,7 @@ class LossAccumulationKeepsGraph(Rule):
         scope = self.analysis.scope_of(function)
         feeding, returning = scope.feeds_backward(), scope.feeds_return()
         kept = []
-        for stmt, value, accumulator, how, found, loop, per_call in pending:
+        for stmt, value, accumulator, how, found, loop, per_call, spent in pending:
             if accumulator in feeding:
                 continue  # sub-losses summed into the loss backpropagated in this step
             trains = id(loop) in scope.training_loops or self._trains_through_helpers(function, loop)
@@ -241,12 +242,12 @@ class LossAccumulationKeepsGraph(Rule):
                 continue  # the terms of one update, built before its backward: freed when the call returns
             if (found.role != "loss" or found.grad == "likely") and not (scope.trains or trains):
                 continue  # outputs, or values only named like losses, outside training code
-            kept.append((stmt, value, accumulator, how, found))
-        summed = {accumulator for _, _, accumulator, how, _ in kept if how in ("+=", "=")}
-        for stmt, value, accumulator, how, found in kept:
+            kept.append((stmt, value, accumulator, how, found, spent))
+        summed = {accumulator for _, _, accumulator, how, _, _ in kept if how in ("+=", "=")}
+        for stmt, value, accumulator, how, found, spent in kept:
             if how not in ("+=", "=") and _mentions(value, summed - {accumulator}):
                 continue  # e.g. `losses.append(total / n)`: the finding on `total += loss` is the cause and its fix
-            self._report(stmt, value, accumulator, how, found, scope, function)
+            self._report(stmt, value, accumulator, how, found, scope, function, spent)
 
     def _trains_through_helpers(self, function: cst.FunctionDef | None, loop: cst.CSTNode) -> bool:
         """The loop's iterations call backward or step inside in-file helpers (`loss, acc =
@@ -261,7 +262,7 @@ class LossAccumulationKeepsGraph(Rule):
         index = next((l.index for l in routine.loops if l.node is loop), None)
         return index is not None and training.trains(routine, index)
 
-    def _report(self, stmt, value, accumulator, how, found, scope, function) -> None:
+    def _report(self, stmt, value, accumulator, how, found, scope, function, spent) -> None:
         text = code(value)
         method = "detach" if how not in ("+=", "=") or not self._number_only(accumulator, function) else "item"
         fixed = with_method(value, method)
@@ -271,8 +272,13 @@ class LossAccumulationKeepsGraph(Rule):
             said = f"`{accumulator}` sums {what} `{text}` with its autograd graph"
         else:
             said = f"`{accumulator}.{how}({text})` stores {what} with its autograd graph"
-        message = (f"{said}: every iteration's graph (activations included) stays alive, so memory grows "
-                   f"each step until CUDA OOM. Use `{fixed}`.")
+        if spent:  # backward already freed the saved tensors: what stays is the chain of graph nodes
+            message = (f"{said}, after its backward: backward freed the saved activations, but every "
+                       f"iteration's graph nodes stay chained to it, so memory grows each step, without bound, "
+                       f"until out of memory. Use `{fixed}`.")
+        else:
+            message = (f"{said}: every iteration's graph (activations included) stays alive, so memory grows "
+                       f"each step until CUDA OOM. Use `{fixed}`.")
         # A fix relies on the value being a tensor: only when the analysis knows it is.
         fix = None
         if found.grad == "known":
@@ -328,6 +334,47 @@ def _backward_after(function: cst.FunctionDef | None, loop: cst.CSTNode) -> bool
         elif passed and isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
                 node.func.attr.value == "backward" and not _contains(loop, node):
             return True
+    return False
+
+
+def _spent_before(flow, statement: cst.CSTNode, name: str) -> bool:
+    """Every path into `statement` passes a `name.backward()` (or a backward of arithmetic on `name`)
+    that neither retains nor builds a graph, with `name` not rebound since: its graph's saved tensors
+    are already freed when `statement` reads it."""
+    start = flow.node_of(statement)
+    if start is None or not flow.preds[start]:
+        return False
+    seen, stack = set(), list(flow.preds[start])
+    while stack:
+        index = stack.pop()
+        if index in seen:
+            continue
+        seen.add(index)
+        node = flow.nodes[index]
+        if _frees_graph_of(node, name):
+            continue
+        if binding(node, name) or not flow.preds[index]:
+            return False  # rebound, or the function's entry, before any backward of it
+        stack.extend(flow.preds[index])
+    return True
+
+
+def _frees_graph_of(node: cst.CSTNode, name: str) -> bool:
+    """`node` is a small statement that calls `.backward()` on `name` or on arithmetic that has `name`
+    as an operand (`(loss / n).backward()`), without retain_graph, create_graph or inputs."""
+    if isinstance(node, (cst.BaseCompoundStatement, cst.FunctionDef, cst.ClassDef)):
+        return False
+    for call in _nodes(node):
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward" \
+                and not any(a.keyword is not None and a.keyword.value in ("retain_graph", "create_graph", "inputs")
+                            for a in call.args) and not any(a.keyword is None for a in call.args[1:]):
+            receiver = call.func.value
+            while isinstance(receiver, cst.BinaryOperation):
+                if isinstance(receiver.right, cst.Name) and receiver.right.value == name:
+                    return True
+                receiver = receiver.left
+            if isinstance(receiver, cst.Name) and receiver.value == name:
+                return True
     return False
 
 
