@@ -286,4 +286,7 @@ def diagnose_curves(text: str, diagnosis: Any) -> Any:
     details["curve_findings"] = [f.to_json() for f in findings]
     from ..diagnose.engine import with_references
 
-    return with_references(dataclasses.replace(first.diagnosis, details=details))
+    found = dataclasses.replace(first.diagnosis, details=details)
+    if refinable and found.location is None and diagnosis.location is not None:
+        found = dataclasses.replace(found, location=diagnosis.location)  # the traceback the log printed still says where
+    return with_references(found)
