@@ -123,3 +123,15 @@ def test_a_nan_loss_on_the_bar_outranks_the_backward_frames_and_keeps_the_frame(
 def test_a_finite_loss_on_the_bar_leaves_the_backward_frames_their_guess() -> None:
     diagnosis = _diagnose(NAN_BAR_THEN_CUT_TRACEBACK.replace("=nan]", "=0.3811]"))
     assert diagnosis.kind not in ("nan-inf", "nan-onset")
+
+
+FP16_SCALE_AT_ZERO = """\
+Training: 2024-05-02 10:01:10,101-Speed 2100.00 samples/sec   Loss 11.2041   LearningRate 0.100000   Epoch: 0   Global Step: 10   Fp16 Grad Scale:  512   Required: 190 hours
+Training: 2024-05-02 10:01:15,202-Speed 2101.00 samples/sec   Loss nan   LearningRate 0.100000   Epoch: 0   Global Step: 20   Fp16 Grad Scale:  0   Required: 180 hours
+Training: 2024-05-02 10:01:20,303-Speed 2102.00 samples/sec   Loss nan   LearningRate 0.100000   Epoch: 0   Global Step: 30   Fp16 Grad Scale:  0   Required: 170 hours
+Training: 2024-05-02 10:01:25,404-Speed 2103.00 samples/sec   Loss nan   LearningRate 0.100000   Epoch: 0   Global Step: 40   Fp16 Grad Scale:  0   Required: 160 hours
+"""
+
+
+def test_a_nan_loss_under_a_loss_scale_at_zero_stays_amp() -> None:
+    assert _diagnose(FP16_SCALE_AT_ZERO).kind == "amp"
