@@ -529,3 +529,33 @@ def test_notebook_and_shell_kills_are_host_memory(text: str) -> None:
 
 def test_the_word_killed_in_prose_is_no_failure() -> None:
     assert _diagnose("Epoch 1: step 10\nThe character was killed in the second act of the story\n").kind == "other"
+
+
+# Reports that name a kind in a sentence without quoting its message (wild batch 8, h/diag7).
+@pytest.mark.parametrize("text, kind", [
+    ("Why do I train my dataset with a loss of NaN for each iteration?", "nan-inf"),
+    ("after the 200 epoch, the loss value will be NAN.", "nan-inf"),
+    ("The training process will be killed in the half", "host-oom"),
+    ("only loss.backward(retain_graph=True) can run, else the second time the graph has been freed.", "graph-reuse"),
+    ("I'm getting a problem saying both cpu and gpu are being used when the tensor device is just cuda:0", "device-mismatch"),
+    ("the type of loss is torch.float64, I don't know what induces this error", "dtype-mismatch"),
+])
+def test_a_report_that_names_the_failure_without_its_message(text: str, kind: str) -> None:
+    assert diagnose_curves(text, diagnose_text(text, correlate=False)).kind == kind
+
+
+@pytest.mark.parametrize("text", [
+    "Epoch 3: loss 0.4127, val loss 0.5012, nan count 0",
+    "My loss is going down slowly, is that normal?",
+    "The worker process was restarted after the node was drained for maintenance.",
+    "I train for a second epoch with the same config",
+    "I moved the model to the GPU and it trains fine",
+    "the targets are torch.float32 and the model is float32",
+])
+def test_a_report_without_such_words_stays_other(text: str) -> None:
+    assert diagnose_curves(text, diagnose_text(text, correlate=False)).kind == "other"
+
+
+def test_a_dataloader_worker_killed_by_a_signal_is_not_read_as_host_memory_by_the_sentence() -> None:
+    text = "RuntimeError: DataLoader worker (pid 4121) is killed by signal: Segmentation fault."
+    assert diagnose_curves(text, diagnose_text(text, correlate=False)).kind == "dataloader-worker"

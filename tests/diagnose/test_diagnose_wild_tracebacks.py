@@ -40,6 +40,9 @@ LABELS = load_yaml(WILD / "labels.yaml")
 # w868-w929 (batch 7, 62, all dev by design) were labelled before any tool ran on them: 0.677 with main's
 # code and weights (e32fe62), 0.694 with h/diag6's rules and the same weights; after the refit on the 493
 # dev pastes the dev half is 0.832, frame 0.990 (bench/generalisation.md).
+# w930-w992 (batch 8, 63, all dev by design) were labelled before any tool ran on them: 0.698 with main's
+# code and weights (cd839b8); 0.825 with h/diag7's clues and paste shapes; after the refit on the 556 dev
+# pastes the dev half is 0.831, frame 0.993 (README, bench/generalisation.md).
 DEV_KIND_ACCURACY = 0.78
 DEV_FRAME_ACCURACY = 0.98  # 0.991 once frames named in fragments count (h/diag)
 # A curve detector's kind refines a traceback kind (a NaN onset is a nan-inf failure): the

@@ -95,6 +95,12 @@ def _diagnose(text: str, probes: Probes | None, correlate: bool, base_dir: Path)
     exception = block.exception if block is not None else None
     frames = chain.frames if chain is not None else ()
     location = _location(chain, block)
+    if location is None and chain is None:
+        # a failure read from a log line (a kernel assertion, a watchdog line): its traceback is
+        # the last one of the failing rank (when ranks are known) that reaches the user's code
+        failing = candidate.rank if candidate.rank is not None else selection.root_rank
+        location = next(filter(None, (deepest_user_frame(c.frames) for c in reversed(chains)
+                                      if failing is None or c.rank == failing)), None)
     if location is None and not any(c.frames for c in chains):
         from .parse import frame_fragments
 

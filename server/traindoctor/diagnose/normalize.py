@@ -32,6 +32,11 @@ from .markers import BOX_CLOSE, BOX_OPEN, BOX_START, RICH_BAR
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A traceback whose newlines were lost: frames glued onto one line (` File "a.py", line 3, in f ...`).
+_GLUED_FRAME = re.compile(r'(?<=\S) +(?=File "[^"\n]+", line \d+, in )')
+_GLUED_FRAME_HEAD = re.compile(r'(File "[^"\n]+", line \d+, in [\w<>.]+) *(.*)')
+_GLUED_EXCEPTION = re.compile(r'(?:^|\s)(?=(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit): )')
+_CARET_RUN = re.compile(r'(?:^|\s)[~^]{3,}(?=\s|$)')
 _RANK = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?|^\[\d+,(\d+)\]<std(?:out|err)>:\s?")
 # Timestamps ("2022-12-28 16:13:02", "[2024-01-01 12:00:00,123]", "12:00:01.123"),
 # glog ("E1202 09:47:41.166000 6753 file.py:1002]"), levels ("[ERROR]", "ERROR:root:",
@@ -195,6 +200,8 @@ def _normalize_lines(text: str) -> list[Line]:
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     text = text.replace("\r\n", "\n")
+    if 'File "' in text and _GLUED_FRAME.search(text):
+        text = _unfold_glued_frames(text)
     if "\\n" in text:
         text = _unrepr(text)
     labelled = len(_LABELLED_TRACEBACK.findall(text[:2_000_000])) >= 2
@@ -274,6 +281,32 @@ def _normalize_lines(text: str) -> list[Line]:
     if 'File "' in text:
         lines = _rejoin_wrapped_frames(lines)
     return lines
+
+
+def _unfold_glued_frames(text: str) -> str:
+    """Each frame of a line holding two or more glued frames back on a line of its own, with its
+    source line under it and the exception after the last one (caret runs dropped)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        parts = _GLUED_FRAME.split(line)
+        if len(parts) < 3:
+            out.append(line)
+            continue
+        for part in parts:
+            head = _GLUED_FRAME_HEAD.match(_CARET_RUN.sub(" ", part).lstrip())
+            if head is None:
+                out.append(part)
+                continue
+            out.append("  " + head.group(1))
+            code = head.group(2).strip()
+            exception = _GLUED_EXCEPTION.search(code)
+            if exception is not None:
+                code, message = code[:exception.start()].strip(), code[exception.start():].strip()
+            if code:
+                out.append("    " + code)
+            if exception is not None:
+                out.append(message)
+    return "\n".join(out)
 
 
 _FRAME_START = re.compile(r'^\s*File "')

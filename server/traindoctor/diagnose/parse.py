@@ -32,7 +32,8 @@ _IPY_HEADER = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most rece
 _IPY_CELL = re.compile(r"^(?P<path>Cell In\s?\[\d+\]), line (?P<line>\d+)(?:, in (?P<func>.+))?$")
 _IPY_INPUT = re.compile(r"^(?P<path>Input In \[\d+\]|<ipython-input-\d+-[0-9a-f]+>),? in (?P<func>.+?)(?:\(.*\))?$")
 _IPY_FILE = re.compile(r"^File (?P<path>.+?):(?P<line>\d+), in (?P<func>.+)$")
-_IPY_OLD_FILE = re.compile(r"^(?P<path>\S+\.py) in (?P<func>[\w<>.]+)\(.*$")
+# IPython 7's `path in func(args)`; a path from a root (`~\`, `C:\`, `/`) may hold spaces (Windows folders).
+_IPY_OLD_FILE = re.compile(r"^(?P<path>\S+\.py|(?:~|[A-Za-z]:)?[/\\][^<>\"|?*]*?\.py) in (?P<func>[\w<>.]+)\(.*$")
 _IPY_ARROW = re.compile(r"^\s*-*>\s*(?P<line>\d+)\s?(?P<code>.*)$")
 _IPY_CONTEXT = re.compile(r"^\s+\d+\s")
 

@@ -261,8 +261,10 @@ def diagnose_curves(text: str, diagnosis: Any) -> Any:
     `diagnosis` unchanged when it recognised a failure or the log has no curves.
     """
     details = getattr(diagnosis, "details", None) or {}
-    # A NaN inferred from loose log lines (partial evidence) is refined by the curves' onset.
-    refinable = getattr(diagnosis, "kind", "") == "nan-inf" and str(details.get("signature", "")).startswith("partial:")
+    # A kind inferred from partial evidence (loose log lines, a traceback cut before its message) gives
+    # way to a NaN the curves show: a NaN inferred is refined by its onset, a guess from frames outranked.
+    # (Not amp: a NaN loss is what an FP16 overflow shows, and the loss-scale lines said which.)
+    refinable = str(details.get("signature", "")).startswith("partial:") and getattr(diagnosis, "kind", "") != "amp"
     if (getattr(diagnosis, "kind", "other") != "other" and not refinable) \
             or getattr(diagnosis, "exception", None) is not None:
         return diagnosis
@@ -280,10 +282,13 @@ def diagnose_curves(text: str, diagnosis: Any) -> Any:
     if not findings:
         return diagnosis
     first = findings[0]
-    if refinable and first.diagnosis.kind not in _NAN_FAMILY:
+    if refinable and first.diagnosis.kind not in (_NAN_FAMILY if diagnosis.kind == "nan-inf" else ("nan-onset",)):
         return diagnosis
     details = dict(first.diagnosis.details)
     details["curve_findings"] = [f.to_json() for f in findings]
     from ..diagnose.engine import with_references
 
-    return with_references(dataclasses.replace(first.diagnosis, details=details))
+    found = dataclasses.replace(first.diagnosis, details=details)
+    if refinable and found.location is None and diagnosis.location is not None:
+        found = dataclasses.replace(found, location=diagnosis.location)  # the traceback the log printed still says where
+    return with_references(found)
