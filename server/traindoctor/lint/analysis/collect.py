@@ -3,10 +3,12 @@ scopes (reaching definitions, backward calls, returns), cached with the block.""
 
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from ..context import WalkState
-from ..walk import iter_nodes, walk
+from ..walk import iter_nodes, subtree_nodes, walk
 from .facts import BlockFacts, CallSite, ClassInfo, Expressions, FuncInfo, Marker, Obj, TopLevel
 from .meters import self_updates
 from .names import Names, dotted_name, item_key
@@ -17,6 +19,7 @@ from .scopes import (BUILTINS, DEFINITIONS, IMPORTS, NAME_BINDERS, SEQUENCES, De
                      grad_disabled, names_in, returns, targets, value_names_in)
 from .events import block_routine, training_facts
 from .vocab import vocab
+from .zero_evidence import zero_evidence
 
 
 # In-place methods that replace a tensor's zeros (given a mask or a positive minimum).
@@ -28,6 +31,7 @@ class BlockAnalysis:
 
     def __init__(self, module: cst.Module, names: Names, text: str | None = None) -> None:
         self.scopes: dict[int, Scope] = {}
+        self._zero_evidence: dict[int, dict[str, cst.CSTNode]] = {}  # function id -> zero_evidence()
         self.index = 0  # position in the file, set by the file model
         self.module_scope = Scope(None, "")
         # What a module-level binding's fact compares by: the block's code without the blank
@@ -47,6 +51,40 @@ class BlockAnalysis:
 
     def scope_of(self, function: cst.FunctionDef | None) -> Scope:
         return self.module_scope if function is None else self.scopes.get(id(function), self.module_scope)
+
+    def zero_evidence(self, function: cst.FunctionDef, names: Names) -> dict[str, cst.CSTNode]:
+        """zero_evidence.py's names for one of the block's functions, kept with the block (the
+        block's aliases are `names`'; a new Names makes a new BlockAnalysis)."""
+        found = self._zero_evidence.get(id(function))
+        if found is None:
+            found = self._zero_evidence[id(function)] = zero_evidence(function.body, names.qualify)
+        return found
+
+    @functools.cached_property
+    def self_assignments(self) -> tuple[tuple[str, str, str], ...]:
+        """(class, `self.attr`, name) for each `self.attr = name` in the block's methods, kept with the
+        block (values.py asks which hold a plain function)."""
+        found = []
+        for info in self.facts.functions:
+            if not info.klass or not isinstance(info.node, cst.FunctionDef):
+                continue
+            for node in subtree_nodes(info.node.body):
+                if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Name:
+                    target = dotted_name(node.targets[0].target)
+                    if target is not None and target.startswith("self.") and target.count(".") == 1:
+                        found.append((info.klass, target, node.value.value))
+        return tuple(found)
+
+    @functools.cached_property
+    def enclosing(self) -> dict[int, FuncInfo]:
+        """id of each node in the block's function bodies -> the innermost function whose body holds
+        it. Kept with the block (whose tree stays alive with it): an edit elsewhere does not rebuild it."""
+        found: dict[int, FuncInfo] = {}
+        for info in self.facts.functions:  # in source order: a nested function's nodes come later, and win
+            if isinstance(info.node, cst.FunctionDef):
+                for node in subtree_nodes(info.node.body):
+                    found[id(node)] = info
+        return found
 
 
 _SHARED: dict = {}

@@ -13,7 +13,7 @@ import libcst as cst
 
 from .collect import BlockAnalysis
 from .facts import CATEGORIES, CallSite, ClassInfo, Draw, FuncInfo, Marker, MethodUse, Obj, Seed
-from ..walk import iter_nodes, subtree_nodes
+from ..walk import iter_nodes
 from .names import Names, _qualify_dotted, dotted_name
 from .summary import EMPTY_IMPORTS, ImportedFacts
 from .vocab import vocab
@@ -276,11 +276,14 @@ class FileModel:
 
     def _enclosing_index(self) -> dict[int, FuncInfo]:
         found: dict[int, FuncInfo] = {}
-        for info, _ in self.function_home.values():  # in source order: a nested function's nodes come later, and win
-            if isinstance(info.node, cst.FunctionDef):
-                for node in subtree_nodes(info.node.body):
-                    found[id(node)] = info
+        for analysis in self.analyses:
+            found.update(analysis.enclosing)
         return found
+
+    def analysis_holding(self, function: cst.CSTNode) -> BlockAnalysis | None:
+        """The block analysis of an in-file function (a FunctionDef of function_home)."""
+        return self.remembered("function-analyses", lambda: {
+            id(info.node): analysis for info, analysis in self.function_home.values()}).get(id(function))
 
     def only_called_without_grad(self, info: FuncInfo) -> bool:
         """Every in-file call of the function is inside no_grad/inference_mode."""

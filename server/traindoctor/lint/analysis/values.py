@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
-from ..walk import iter_nodes, subtree_nodes
+from ..walk import iter_nodes
 from .collect import BlockAnalysis
 from .names import arg, dotted_name, item_key
 from .scopes import Scope, returns
@@ -216,9 +216,9 @@ class Values:
         """Names `function` itself compares with 0 or clamps to at least 1 (zero_evidence.py)."""
         if function is None:
             return {}
-        known = self.model.remembered(("zero-evidence", id(function)), lambda: (
-            function, zero_evidence(function.body, self.model.names.qualify)))
-        return known[1] if known[0] is function else zero_evidence(function.body, self.model.names.qualify)
+        home = self.model.analysis_holding(function)
+        return home.zero_evidence(function, self.model.names) if home is not None else \
+            zero_evidence(function.body, self.model.names.qualify)
 
     def loss_call(self, call: cst.Call) -> LossCall | None:
         """What loss `call` applies, or None when its callee is neither a loss function of torch
@@ -516,16 +516,11 @@ class Values:
         an instance attribute holding a plain function, called without `self`."""
         def index():
             found: dict[str, list[tuple[str, str]]] = {}
-            for info, _ in self.model.function_home.values():
-                if not info.klass:
-                    continue
-                for node in subtree_nodes(info.node.body):
-                    if type(node) is cst.Assign and len(node.targets) == 1 and type(node.value) is cst.Name:
-                        target = dotted_name(node.targets[0].target)
-                        function = self.model.function_home.get(node.value.value)
-                        if target is not None and target.startswith("self.") and target.count(".") == 1 and \
-                                function is not None and not function[0].klass:
-                            found.setdefault(node.value.value, []).append((info.klass, target))
+            for analysis in self.model.analyses:
+                for klass, target, name in analysis.self_assignments:
+                    function = self.model.function_home.get(name)
+                    if function is not None and not function[0].klass:
+                        found.setdefault(name, []).append((klass, target))
             return found
         return self.model.remembered("values:function-attributes", index)
 
