@@ -1,13 +1,15 @@
-"""TRN101 on a loss summed after its own backward says what stays alive: backward (without
-retain_graph) freed the graph's saved activations, but the sum chains every iteration's autograd nodes,
-so memory grows each step without bound (rules/trn101: `_spent_before`, a backward walk over flow.py's graph). The
+"""TRN101 on a loss whose own backward runs in the same iteration, after the sum or before it, says what
+stays alive: backward (without retain_graph) frees the graph's saved activations, but the sum chains every
+iteration's autograd nodes, so memory grows each step without bound (rules/trn101: `_spent_before` and
+`_spent_after`, walks over flow.py's graph). The
 finding stays: the PyTorch FAQ's `total_loss += loss` is this shape, and real fixes of it are in the
 bug-fix benchmark; only its claim of kept activations and CUDA OOM was wrong (RexYing/diffpool train.py,
 h/prec9's group A).
 
 Look-alikes that keep the activations claim: a backward with retain_graph=True, a backward only on some
-paths, and a sum taken before the backward. The torch facts are checked: after backward the activations
-are freed while the chain of nodes grows; with retain_graph they stay."""
+paths (before the sum or after it), and a loss rebound between the two. The torch facts are checked: after
+backward the activations are freed while the chain of nodes grows, whether the sum came first or not; with
+retain_graph they stay."""
 
 from __future__ import annotations
 
@@ -43,6 +45,10 @@ RETAINED = "            loss.backward(retain_graph=True)\n            optimizer.
 SOMETIMES = ("            if epoch >= warmup:\n                loss.backward()\n                optimizer.step()\n"
              "            avg_loss += loss")
 BEFORE = "            avg_loss += loss\n            loss.backward()\n            optimizer.step()"
+BEFORE_SOMETIMES = ("            avg_loss += loss\n            if epoch >= warmup:\n                loss.backward()\n"
+                    "                optimizer.step()")
+BEFORE_REBOUND = ("            avg_loss += loss\n            loss = model(x).sum()\n            loss.backward()\n"
+                  "            optimizer.step()")
 REBOUND = ("            loss.backward()\n            optimizer.step()\n            loss = model(x).sum()\n"
            "            avg_loss += loss")
 
@@ -52,20 +58,20 @@ def _messages(body: str) -> list[str]:
     return [f.to_json()["message"] for f in lint_source(source, "train.py", STRICT).findings if f.code == "TRN101"]
 
 
-def test_a_loss_summed_after_its_backward_is_reported_as_kept_nodes():
-    for body in (SPENT, SPENT_SCALED):
+def test_a_loss_whose_backward_runs_in_the_same_iteration_is_reported_as_kept_nodes():
+    for body in (SPENT, SPENT_SCALED, BEFORE):
         (message,) = _messages(body)
-        assert "after its backward" in message and "graph nodes stay chained" in message
+        assert "its backward frees the saved activations" in message and "graph nodes stay chained" in message
         assert "activations included" not in message and "CUDA OOM" not in message
 
 
 def test_a_graph_that_may_still_hold_activations_keeps_the_activations_claim():
-    for body in (RETAINED, SOMETIMES, BEFORE, REBOUND):
+    for body in (RETAINED, SOMETIMES, REBOUND, BEFORE_SOMETIMES, BEFORE_REBOUND):
         (message,) = _messages(body)
-        assert "activations included" in message and "after its backward" not in message
+        assert "activations included" in message and "backward frees" not in message
 
 
-def _train(retain: bool, steps: int = 3):
+def _train(retain: bool, steps: int = 3, sum_first: bool = False):
     torch.manual_seed(0)
     layer = torch.nn.Linear(16, 16)
     total, activations = 0.0, []
@@ -74,8 +80,11 @@ def _train(retain: bool, steps: int = 3):
         activations.append(weakref.ref(hidden))
         loss = hidden.pow(2).mean()
         del hidden
+        if sum_first:
+            total += loss
         loss.backward(retain_graph=retain)
-        total += loss
+        if not sum_first:
+            total += loss
     gc.collect()
     return total, activations
 
@@ -89,8 +98,9 @@ def _chain_length(total) -> int:
 
 
 def test_torch_backward_frees_the_activations_but_the_sum_keeps_the_nodes():
-    total, activations = _train(retain=False, steps=5)
-    assert all(ref() is None for ref in activations)  # saved activations freed by backward
-    assert total.requires_grad and _chain_length(total) >= 4  # the nodes stay chained to the sum
+    for sum_first in (False, True):
+        total, activations = _train(retain=False, steps=5, sum_first=sum_first)
+        assert all(ref() is None for ref in activations)  # saved activations freed by backward
+        assert total.requires_grad and _chain_length(total) >= 4  # the nodes stay chained to the sum
     kept, activations = _train(retain=True)
     assert all(ref() is not None for ref in activations)  # retain_graph keeps them

@@ -37,6 +37,7 @@ class FlowGraph:
         self._raisers: list[list[int]] = []  # per enclosing try body: nodes a handler is entered after
         self.returns: list[int] = []
         self.exits: list[int] = self._sequence(body, [])  # falling off the end; returns are added
+        self._successors: list[list[int]] | None = None
 
     # -- queries ------------------------------------------------------------------------
 
@@ -79,10 +80,7 @@ class FlowGraph:
         start = self._index.get(id(stmt))
         if start is None:
             return False
-        successors: list[list[int]] = [[] for _ in self.nodes]
-        for index, preds in enumerate(self.preds):
-            for pred in preds:
-                successors[pred].append(index)
+        successors = self.successors()
         ends = set(self.exits) | set(self.returns)
         seen, stack = set(), [start]
         while stack:
@@ -96,6 +94,15 @@ class FlowGraph:
                 return True
             stack.extend(successors[index])
         return False
+
+    def successors(self) -> list[list[int]]:
+        """Each node's successors (the graph keeps predecessors); built once."""
+        if self._successors is None:
+            self._successors = [[] for _ in self.nodes]
+            for index, preds in enumerate(self.preds):
+                for pred in preds:
+                    self._successors[pred].append(index)
+        return self._successors
 
     # -- construction ---------------------------------------------------------------------
 

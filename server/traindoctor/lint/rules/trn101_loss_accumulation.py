@@ -102,7 +102,9 @@ class LossAccumulationKeepsGraph(Rule):
             return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
         per_call = how in _LIST_METHODS and self.walk.function is not None and \
             self._local_list_reset_around(base, loop)
-        spent = isinstance(value, cst.Name) and _spent_before(self.scope().flow(root), statement, value.value)
+        flow = self.scope().flow(root)
+        spent = isinstance(value, cst.Name) and (_spent_before(flow, statement, value.value) or
+                                                 _spent_after(flow, statement, value.value))
         self._pending[-1].append((stmt, value, base, how, found, loop, per_call, spent))
 
     def _local_list_reset_around(self, name: str, loop: cst.CSTNode) -> bool:
@@ -272,10 +274,10 @@ class LossAccumulationKeepsGraph(Rule):
             said = f"`{accumulator}` sums {what} `{text}` with its autograd graph"
         else:
             said = f"`{accumulator}.{how}({text})` stores {what} with its autograd graph"
-        if spent:  # backward already freed the saved tensors: what stays is the chain of graph nodes
-            message = (f"{said}, after its backward: backward freed the saved activations, but every "
-                       f"iteration's graph nodes stay chained to it, so memory grows each step, without bound, "
-                       f"until out of memory. Use `{fixed}`.")
+        if spent:  # its backward frees the saved tensors (before or after the sum): the chain of nodes stays
+            message = (f"{said}; its backward frees the saved activations, but every iteration's graph nodes "
+                       f"stay chained to `{accumulator}`, so memory grows each step, without bound, until out of "
+                       f"memory. Use `{fixed}`.")
         else:
             message = (f"{said}: every iteration's graph (activations included) stays alive, so memory grows "
                        f"each step until CUDA OOM. Use `{fixed}`.")
@@ -356,6 +358,30 @@ def _spent_before(flow, statement: cst.CSTNode, name: str) -> bool:
         if binding(node, name) or not flow.preds[index]:
             return False  # rebound, or the function's entry, before any backward of it
         stack.extend(flow.preds[index])
+    return True
+
+
+def _spent_after(flow, statement: cst.CSTNode, name: str) -> bool:
+    """Every path on from `statement` passes a backward that frees `name`'s graph (as in _spent_before)
+    before `name` is rebound, `statement` runs again or the function ends: the sum is taken first and the
+    same iteration's backward frees the saved tensors (`total += loss; loss.backward()`)."""
+    start = flow.node_of(statement)
+    successors = flow.successors()
+    if start is None or not successors[start]:
+        return False
+    ends = set(flow.exits) | set(flow.returns)
+    seen, stack = set(), list(successors[start])
+    while stack:
+        index = stack.pop()
+        if index in seen:
+            continue
+        seen.add(index)
+        node = flow.nodes[index]
+        if _frees_graph_of(node, name):
+            continue
+        if index == start or binding(node, name) or index in ends or not successors[index]:
+            return False  # around the loop, rebound, or the end, before any backward of it
+        stack.extend(successors[index])
     return True
 
 
