@@ -1,7 +1,7 @@
 """TRN101 on a loss whose own backward runs in the same iteration, after the sum or before it, says what
 stays alive: backward (without retain_graph) frees the graph's saved activations, but the sum chains every
-iteration's autograd nodes, so memory grows each step without bound (rules/trn101: `_spent_before` and
-`_spent_after`, walks over flow.py's graph). The
+iteration's autograd nodes, so memory grows each step without bound (rules/trn101: `_spent`, walks back and
+on over flow.py's graph). The
 finding stays: the PyTorch FAQ's `total_loss += loss` is this shape, and real fixes of it are in the
 bug-fix benchmark; only its claim of kept activations and CUDA OOM was wrong (RexYing/diffpool train.py,
 h/prec9's group A).

@@ -102,9 +102,7 @@ class LossAccumulationKeepsGraph(Rule):
             return  # metric.update(outputs, y) takes outputs by design; a meter must visibly keep the tensor
         per_call = how in _LIST_METHODS and self.walk.function is not None and \
             self._local_list_reset_around(base, loop)
-        flow = self.scope().flow(root)
-        spent = isinstance(value, cst.Name) and (_spent_before(flow, statement, value.value) or
-                                                 _spent_after(flow, statement, value.value))
+        spent = isinstance(value, cst.Name) and _spent(self.scope().flow(root), statement, value.value)
         self._pending[-1].append((stmt, value, base, how, found, loop, per_call, spent))
 
     def _local_list_reset_around(self, name: str, loop: cst.CSTNode) -> bool:
@@ -339,14 +337,25 @@ def _backward_after(function: cst.FunctionDef | None, loop: cst.CSTNode) -> bool
     return False
 
 
-def _spent_before(flow, statement: cst.CSTNode, name: str) -> bool:
-    """Every path into `statement` passes a `name.backward()` (or a backward of arithmetic on `name`)
-    that neither retains nor builds a graph, with `name` not rebound since: its graph's saved tensors
-    are already freed when `statement` reads it."""
+def _spent(flow, statement: cst.CSTNode, name: str) -> bool:
+    """`name`'s graph has its saved tensors freed by a backward of it in the same pass: before
+    `statement` reads it (`loss.backward(); total += loss`) or after (`total += loss; loss.backward()`)."""
+    return _freed_on_every_path(flow, statement, name, after=False) or \
+        _freed_on_every_path(flow, statement, name, after=True)
+
+
+def _freed_on_every_path(flow, statement: cst.CSTNode, name: str, after: bool) -> bool:
+    """Every path into `statement` (`after`: every path on from it) passes a `name.backward()` (or a
+    backward of arithmetic on `name`) that neither retains nor builds a graph, with `name` not rebound in
+    between. Going on, a path also fails when it comes round to `statement` again or reaches the end."""
     start = flow.node_of(statement)
-    if start is None or not flow.preds[start]:
+    if start is None:
         return False
-    seen, stack = set(), list(flow.preds[start])
+    neighbours = flow.successors() if after else flow.preds
+    stops = set(flow.exits) | set(flow.returns) | {start} if after else set()
+    seen, stack = set(), list(neighbours[start])
+    if not stack:
+        return False
     while stack:
         index = stack.pop()
         if index in seen:
@@ -355,33 +364,9 @@ def _spent_before(flow, statement: cst.CSTNode, name: str) -> bool:
         node = flow.nodes[index]
         if _frees_graph_of(node, name):
             continue
-        if binding(node, name) or not flow.preds[index]:
-            return False  # rebound, or the function's entry, before any backward of it
-        stack.extend(flow.preds[index])
-    return True
-
-
-def _spent_after(flow, statement: cst.CSTNode, name: str) -> bool:
-    """Every path on from `statement` passes a backward that frees `name`'s graph (as in _spent_before)
-    before `name` is rebound, `statement` runs again or the function ends: the sum is taken first and the
-    same iteration's backward frees the saved tensors (`total += loss; loss.backward()`)."""
-    start = flow.node_of(statement)
-    successors = flow.successors()
-    if start is None or not successors[start]:
-        return False
-    ends = set(flow.exits) | set(flow.returns)
-    seen, stack = set(), list(successors[start])
-    while stack:
-        index = stack.pop()
-        if index in seen:
-            continue
-        seen.add(index)
-        node = flow.nodes[index]
-        if _frees_graph_of(node, name):
-            continue
-        if index == start or binding(node, name) or index in ends or not successors[index]:
-            return False  # around the loop, rebound, or the end, before any backward of it
-        stack.extend(successors[index])
+        if index in stops or binding(node, name) or not neighbours[index]:
+            return False  # round the loop, the end or the function's entry, or rebound, before any backward of it
+        stack.extend(neighbours[index])
     return True
 
 
