@@ -20,7 +20,7 @@ def accumulated_params(function: cst.FunctionDef, params: tuple[str, ...]) -> tu
     `self.avg[k] = self.avg[k] * n + v`), unconverted."""
     candidates = set(params) - {"self", "cls"}
     found: set[str] = set()
-    for node in _body_nodes(function):
+    for node in scope_nodes(function.body):
         if type(node) is cst.AugAssign and isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
             if _of_self(node.target):
                 found |= _raw_reads(node.value, candidates)
@@ -35,7 +35,7 @@ def accumulated_params(function: cst.FunctionDef, params: tuple[str, ...]) -> tu
 def self_updates(function: cst.FunctionDef) -> list[cst.CSTNode]:
     """The method's assignments into its object's state (what `accumulated_params` reads)."""
     found: list[cst.CSTNode] = []
-    for node in _body_nodes(function):
+    for node in scope_nodes(function.body):
         if (type(node) is cst.AugAssign and _of_self(node.target)) or \
                 (type(node) is cst.Assign and any(_of_self(t.target) for t in node.targets)):
             found.append(node)
@@ -47,7 +47,7 @@ def returned_from_params(function: cst.FunctionDef, params: tuple[str, ...]) -> 
     methods, indexing and arithmetic on a parameter (not a conversion, not a size or an index)."""
     candidates = set(params) - {"self", "cls"}
     found: set[str] = set()
-    returns = [n for n in _body_nodes(function) if type(n) is cst.Return]
+    returns = [n for n in scope_nodes(function.body) if type(n) is cst.Return]
     if not returns:
         return ()
     for node in returns:
@@ -110,11 +110,6 @@ def _raw_reads(expr: cst.BaseExpression, names: set[str]) -> set[str]:
             continue
         todo.extend(child_nodes(node))
     return found
-
-
-def _body_nodes(function: cst.FunctionDef) -> list[cst.CSTNode]:
-    """The function's own nodes (nested functions, lambdas and classes left out)."""
-    return scope_nodes(function.body)
 
 
 def _text(node: cst.CSTNode) -> str:
