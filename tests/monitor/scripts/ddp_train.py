@@ -93,5 +93,8 @@ for epoch in range(1000):
             break
     if step >= steps:
         break
+# as spawn_train.py: torch 2.13's gloo can abort a rank (SIGABRT) that tears the group down while its
+# peer is still in the last step's all-reduce; a barrier orders the teardown
+dist.barrier()
 dist.destroy_process_group()
 print(f"rank {rank} done after {step} steps", flush=True)
