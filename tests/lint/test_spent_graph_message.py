@@ -65,6 +65,17 @@ def test_a_loss_whose_backward_runs_in_the_same_iteration_is_reported_as_kept_no
         assert "activations included" not in message and "CUDA OOM" not in message
 
 
+def test_a_stored_loss_is_quoted_as_written():
+    """The message quotes the call as the file has it, subscript included, not a shortened name."""
+    source = LOOP.format(body="            loss.backward()\n            optimizer.step()\n"
+                              "            history[\"loss\"].append(loss)")
+    source = source.replace("        avg_loss = 0.0\n", "        avg_loss = 0.0\n        history = {\"loss\": []}\n")
+    source = source.replace("print(avg_loss / len(loader))", "print(history)")
+    (message,) = [f.to_json()["message"] for f in lint_source(source, "train.py", STRICT).findings
+                  if f.code == "TRN101"]
+    assert message.startswith('`history["loss"].append(loss)` stores the loss with its autograd graph')
+
+
 def test_a_graph_that_may_still_hold_activations_keeps_the_activations_claim():
     for body in (RETAINED, SOMETIMES, REBOUND, BEFORE_SOMETIMES, BEFORE_REBOUND):
         (message,) = _messages(body)

@@ -271,7 +271,7 @@ class LossAccumulationKeepsGraph(Rule):
         if how in ("+=", "="):
             said = f"`{accumulator}` sums {what} `{text}` with its autograd graph"
         else:
-            said = f"`{accumulator}.{how}({text})` stores {what} with its autograd graph"
+            said = f"`{code(stmt.func)}({text})` stores {what} with its autograd graph"  # as written: `h["loss"].append`
         if spent:  # its backward frees the saved tensors (before or after the sum): the chain of nodes stays
             message = (f"{said}; its backward frees the saved activations, but every iteration's graph nodes "
                        f"stay chained to `{accumulator}`, so memory grows each step, without bound, until out of "
