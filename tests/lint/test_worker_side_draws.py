@@ -198,6 +198,104 @@ def test_a_drawing_method_that_init_calls_too_is_found(tmp_path):
     assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == [("train.py", 21)]
 
 
+# -- a transform handed to a dataset (zylo117/Yet-Another-EfficientDet-Pytorch, a dev false finding) ------
+# `Augmenter.__call__` draws `np.random.rand()`; train.py composes it into the dataset's transform, and the
+# DataLoader gets its workers from a `**params` dict whose `num_workers` is an argparse default read through a
+# `get_args()` helper. The dataset calls the transform in `__getitem__`: the draws run in the workers.
+
+TRANSFORMS = """\
+    import numpy as np
+    import torch
+    from torch.utils.data import Dataset
+
+
+    class CocoLike(Dataset):
+        def __init__(self, n, transform=None):
+            self.n = n
+            self.transform = transform
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            sample = {"img": np.zeros((4, 4)), "i": i}
+            return self.transform(sample) if self.transform else sample
+
+
+    class Augmenter:
+        def __call__(self, sample, flip_x=0.5):
+            if np.random.rand() < flip_x:
+                sample["img"] = sample["img"][:, ::-1]
+            return sample
+
+
+    class Normalizer:
+        def __call__(self, sample):
+            return sample
+"""
+
+AUGMENTED = """\
+    import argparse
+
+    import torch
+    from torch.utils.data import DataLoader
+    from torchvision import transforms
+
+    from dataset import Augmenter, CocoLike, Normalizer
+
+
+    def get_args():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("-n", "--num_workers", type=int, default={workers})
+        args = parser.parse_args()
+        return args
+
+
+    def train(opt):
+        torch.manual_seed(42)
+        training_params = {{"batch_size": 4, "shuffle": True, "num_workers": opt.num_workers}}
+        {build}
+        for batch in DataLoader(training_set, **training_params):
+            print(batch["i"])
+
+
+    if __name__ == "__main__":
+        opt = get_args()
+        train(opt)
+"""
+
+COMPOSED = ("training_set = CocoLike(16, transform=transforms.Compose([Normalizer(), Augmenter()]))")
+NAMED = ("augment = transforms.Compose([Normalizer(), Augmenter()])\n"
+         "        training_set = CocoLike(16, transform=augment)")
+MAIN_SIDE = ("augment = Augmenter()\n"
+             "        training_set = [augment({{'img': x, 'i': 0}}) for x in torch.zeros(16, 4, 4).numpy()]")
+
+
+def test_a_transform_composed_into_a_dataset_that_workers_run_is_quiet(tmp_path):
+    for build in (COMPOSED, NAMED):
+        write_project(tmp_path, {"dataset.py": TRANSFORMS, "train.py": AUGMENTED.format(workers=12, build=build)},
+                      dedent=True)
+        assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == [], build
+
+
+def test_a_transform_without_workers_or_called_in_the_main_process_is_found(tmp_path):
+    for workers, build in ((0, COMPOSED), (0, NAMED), (12, MAIN_SIDE)):
+        write_project(tmp_path, {"dataset.py": TRANSFORMS,
+                                 "train.py": AUGMENTED.format(workers=workers, build=build.replace("{{", "{")
+                                                              .replace("}}", "}"))}, dedent=True)
+        assert places_found_by_check(tmp_path, "TRN202", fields=("file", "line")) == [("train.py", 18)], build
+
+
+def test_a_transform_handed_to_a_function_is_not_assumed_to_run_in_workers(tmp_path):
+    """`preprocess(data, Augmenter())` may call the transform right there, in the main process."""
+    build = ("training_set = CocoLike(16, transform=preprocess(Augmenter()))")
+    source = AUGMENTED.format(workers=12, build=build).replace(
+        "def train(opt):", "def preprocess(t):\n        t({'img': torch.zeros(4, 4).numpy(), 'i': 0})\n"
+                           "        return t\n\n\n    def train(opt):")
+    write_project(tmp_path, {"dataset.py": TRANSFORMS, "train.py": source}, dedent=True)
+    assert [f for f, _ in places_found_by_check(tmp_path, "TRN202", fields=("file", "line"))] == ["train.py"]
+
+
 # -- the torch fact: workers reseed `random` and NumPy from the seeded torch generator ----------------
 
 DRAWS = """\

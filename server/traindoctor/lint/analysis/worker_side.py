@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .def_use import parents_of
 from .environment import torch_version
 from .model import FileModel, lineage_of, reachable_methods
 from .names import dotted_name
@@ -104,15 +105,15 @@ def workers_run(model: FileModel, site: cst.Call, loader: bool) -> bool:
     """Every loader that runs the object `site` builds starts workers: the loader itself (a
     DataLoader subclass) with `num_workers` > 0, or for a dataset, each DataLoader it is handed
     to directly or through the one local name it is bound to, and nothing else reads that name."""
-    if loader:
-        return positive_count(model, arg(site, "num_workers", None))
     scope = _enclosing(model, site)
+    if loader:
+        return positive_count(model, _workers_arg(site, scope))
     if scope is None:
         return False
     loaders = [c for c in iter_nodes(scope) if type(c) is cst.Call and _is_dataloader(model, c)]
     for call in loaders:
         if _dataset_arg(call) is site:
-            return positive_count(model, _workers_arg(call))
+            return positive_count(model, _workers_arg(call, scope))
     bound = next((s for s in iter_nodes(scope) if type(s) is cst.Assign and s.value is site and
                   len(s.targets) == 1 and type(s.targets[0].target) is cst.Name), None)
     if bound is None:
@@ -121,7 +122,63 @@ def workers_run(model: FileModel, site: cst.Call, loader: bool) -> bool:
     handed = [c for c in loaders if type(_dataset_arg(c)) is cst.Name and _dataset_arg(c).value == name]
     reads = [n for n in iter_nodes(scope) if type(n) is cst.Name and n.value == name
              and n is not bound.targets[0].target]
-    return bool(handed) and len(reads) == len(handed) and all(positive_count(model, _workers_arg(c)) for c in handed)
+    return bool(handed) and len(reads) == len(handed) and \
+        all(positive_count(model, _workers_arg(c, scope)) for c in handed)
+
+
+def transform_run_by_workers(model: FileModel, site: cst.Call) -> bool:
+    """`site` builds a transform, an object that a dataset calls on each item, and every dataset it
+    is handed to is run by loaders that start workers (`workers_run`). Handed means an argument of
+    the dataset's construction: directly, inside a list or a composing transform
+    (`transforms.Compose([Normalizer(), Augmenter()])`, rules/vocab/torch.yaml `transform_composers`),
+    or through the one local name that holds it. The datasets are the file's and the project's
+    dataset classes, and the library datasets that apply their `transform` in `__getitem__`."""
+    scope = _enclosing(model, site)
+    if scope is None:
+        return False
+    parents = model.remembered(("worker_side.parents", id(scope)), lambda: parents_of(scope))
+    return _handed_to_datasets(model, site, scope, parents, depth=3)
+
+
+def _handed_to_datasets(model: FileModel, node: cst.CSTNode, scope: cst.CSTNode, parents, depth: int) -> bool:
+    v = vocab()
+    while True:
+        parent = parents.get(id(node))
+        if type(parent) in (cst.Element, cst.List, cst.Tuple):
+            node = parent
+            continue
+        if type(parent) is cst.Arg and parent.value is node and not parent.star:
+            call = parents.get(id(parent))
+            if type(call) is not cst.Call:
+                return False
+            callee = model.names.qualify(call.func) or dotted_name(call.func) or ""
+            if _builds_dataset(model, callee, parent):
+                return workers_run(model, call, False)
+            if callee not in v.transform_composers:
+                return False  # a function that takes the transform may call it right here
+            node = call
+            continue
+        if type(parent) is cst.Assign and parent.value is node and depth > 0 and len(parent.targets) == 1 and \
+                type(parent.targets[0].target) is cst.Name:
+            name = parent.targets[0].target
+            reads = [n for n in iter_nodes(scope) if type(n) is cst.Name and n.value == name.value and n is not name]
+            return bool(reads) and all(_handed_to_datasets(model, read, scope, parents, depth - 1) for read in reads)
+        return False
+
+
+def _builds_dataset(model: FileModel, callee: str, argument: cst.Arg) -> bool:
+    """A call that builds a dataset the transform is handed to: a dataset class of this file or of the
+    project, or a library dataset given it as its `transform` (which it applies in `__getitem__`)."""
+    last = callee.rsplit(".", 1)[-1]
+    if last in model.dataset_classes:
+        return True
+    if model.imported:
+        found = model.imported.klass(callee)
+        if found is not None:
+            return found.dataset
+    keyword = argument.keyword.value if argument.keyword is not None else ""
+    return keyword in vocab().dataset_transform_keywords and \
+        any(callee.startswith(prefix) for prefix in vocab().transforming_dataset_prefixes)
 
 
 def positive_count(model: FileModel, expr: cst.BaseExpression | None) -> bool:
@@ -142,22 +199,36 @@ def positive_count(model: FileModel, expr: cst.BaseExpression | None) -> bool:
 
 
 def _argparse_defaults(model: FileModel) -> tuple[frozenset[str], dict[str, int]]:
-    """Names bound to `<parser>.parse_args()`, and each option's integer default (0 when the
-    option is defined twice or its default is not an integer literal)."""
+    """Names bound to `<parser>.parse_args()` or to a call of an in-file function that returns it, and
+    each option's integer default (0 when the option is defined twice or its default is not an
+    integer literal)."""
     receivers, options, seen = set(), {}, set()
-    for top in model.facts["layout"]:
-        for node in iter_nodes(top.node) if top.node is not None else ():
-            if type(node) is cst.Assign and type(node.value) is cst.Call and \
-                    (dotted_name(node.value.func) or "").endswith(".parse_args"):
-                receivers.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
-            elif type(node) is cst.Call and (dotted_name(node.func) or "").endswith(".add_argument"):
-                dest = _option_dest(node)
-                if dest is None:
-                    continue
-                default = arg(node, "default", None)
-                value = default.evaluated_value if type(default) is cst.Integer else 0
-                options[dest] = 0 if dest in seen else value
-                seen.add(dest)
+    getters = set()  # in-file functions that return the parsed options (`def get_args(): ... return args`)
+    nodes = [node for top in model.facts["layout"] if top.node is not None for node in iter_nodes(top.node)]
+    for node in nodes:
+        if type(node) is cst.Assign and type(node.value) is cst.Call and \
+                (dotted_name(node.value.func) or "").endswith(".parse_args"):
+            receivers.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+    for node in nodes:
+        if type(node) is cst.FunctionDef and any(
+                type(r) is cst.Return and r.value is not None and (
+                    (type(r.value) is cst.Name and r.value.value in receivers) or
+                    (type(r.value) is cst.Call and (dotted_name(r.value.func) or "").endswith(".parse_args")))
+                for r in iter_nodes(node.body)):
+            getters.add(node.name.value)
+    for node in nodes:
+        if getters and type(node) is cst.Assign and type(node.value) is cst.Call and \
+                type(node.value.func) is cst.Name and node.value.func.value in getters:
+            receivers.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+    for node in nodes:
+        if type(node) is cst.Call and (dotted_name(node.func) or "").endswith(".add_argument"):
+            dest = _option_dest(node)
+            if dest is None:
+                continue
+            default = arg(node, "default", None)
+            value = default.evaluated_value if type(default) is cst.Integer else 0
+            options[dest] = 0 if dest in seen else value
+            seen.add(dest)
     return frozenset(receivers), options
 
 
@@ -179,8 +250,33 @@ def _dataset_arg(call: cst.Call) -> cst.BaseExpression | None:
     return arg(call, "dataset", vocab().dataloader_positions["dataset"])
 
 
-def _workers_arg(call: cst.Call) -> cst.BaseExpression | None:
-    return arg(call, "num_workers", vocab().dataloader_positions["num_workers"])
+def _workers_arg(call: cst.Call, scope: cst.CSTNode | None) -> cst.BaseExpression | None:
+    """`num_workers=`, positional, or the `'num_workers'` entry of a `**params` dict display that
+    the one local assignment of `params` in the scope builds."""
+    found = arg(call, "num_workers", vocab().dataloader_positions["num_workers"])
+    if found is not None or scope is None:
+        return found
+    for a in call.args:
+        if a.star != "**" or type(a.value) is not cst.Name:
+            continue
+        bindings = [n for n in iter_nodes(scope) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign)
+                    and any(type(t) is cst.Name and t.value == a.value.value for t in _targets(n))]
+        if len(bindings) != 1 or type(bindings[0]) is not cst.Assign or type(bindings[0].value) is not cst.Dict:
+            continue  # rebound, updated in place or built elsewhere: what it holds is not known here
+        if any(type(n) is cst.Call and type(n.func) is cst.Attribute and dotted_name(n.func.value) == a.value.value
+               for n in iter_nodes(scope)):
+            continue  # `params.update(...)`
+        for element in bindings[0].value.elements:
+            if type(element) is cst.DictElement and type(element.key) is cst.SimpleString and \
+                    element.key.evaluated_value == "num_workers":
+                return element.value
+    return None
+
+
+def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    if type(node) is cst.Assign:
+        return [t.target for t in node.targets]
+    return [node.target]
 
 
 def _enclosing(model: FileModel, site: cst.CSTNode) -> cst.CSTNode | None:

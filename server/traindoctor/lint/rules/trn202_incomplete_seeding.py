@@ -5,7 +5,7 @@ Programs that never seed are not flagged (varied randomness is then intended),
 nor draws that run before every seed call (a warm-up before the seeded part), nor
 draws in a unit test whose assertions read only shapes (they hold for any draw),
 nor draws that only DataLoader workers make (a dataset's `__getitem__`, a loader's
-`collate_fn`) when every loader running them starts workers, which reseed their RNGs
+`collate_fn`, the `__call__` of a transform handed to a dataset) when every loader running them starts workers, which reseed their RNGs
 from the seeded torch generator (analysis/worker_side.py), and neither are library
 helpers that seed everything. The fix seeds the missing
 RNGs with the seed the program already uses, next to its own seed call."""
@@ -18,7 +18,8 @@ import libcst as cst
 
 from ..analysis.facts import Draw, Seed
 from ..analysis.names import dotted_name
-from ..analysis.worker_side import is_loader_class, reseeded_in_workers, worker_methods, workers_run
+from ..analysis.worker_side import (is_loader_class, reseeded_in_workers, transform_run_by_workers, worker_methods,
+                                    workers_run)
 from ..fixes import insert_after_imports, module_reference
 from ..rule import FixSpec, InsertAfter, Related, Rule
 from ..walk import child_nodes, iter_nodes
@@ -174,9 +175,11 @@ class IncompleteSeeding(Rule):
         method = draw.function.rsplit(".", 1)[-1]
         if not draw.klass or not reseeded_in_workers(self.model, draw.library):
             return False
+        sites = [site.node for site in self.model.calls.get(draw.klass, ())]
+        if method == "__call__" and self._transforms_of_workers(sites):
+            return True
         if method not in worker_methods(self.model, draw.klass):
             return False
-        sites = [site.node for site in self.model.calls.get(draw.klass, ())]
         loader = is_loader_class(self.model, draw.klass)
         return bool(sites) and all(isinstance(site, cst.Call) and workers_run(self.model, site, loader)
                                    for site in sites)
@@ -185,12 +188,21 @@ class IncompleteSeeding(Rule):
         """The same for a draw of a project class built here: the project index names the methods
         of the class that only workers run, and every call here that builds it is run by workers."""
         klass = self.model.imported.klass(qualified)
-        if klass is None or function.rsplit(".", 1)[-1] not in klass.worker_methods or \
-                not reseeded_in_workers(self.model, library):
+        if klass is None or not reseeded_in_workers(self.model, library):
             return False
         sites = [site.node for site in self.model.calls.get(callee, ())]
         sites += [obj.node for obj in self.model.facts["objects"] if obj.callee == callee]
+        if function.rsplit(".", 1)[-1] == "__call__" and self._transforms_of_workers(sites):
+            return True
+        if function.rsplit(".", 1)[-1] not in klass.worker_methods:
+            return False
         return bool(sites) and all(isinstance(site, cst.Call) and workers_run(self.model, site, klass.loader)
+                                   for site in sites)
+
+    def _transforms_of_workers(self, sites: list) -> bool:
+        """Every object of the class built here is a transform handed to datasets that workers run
+        (`CocoDataset(transform=Compose([Augmenter()]))`): its `__call__` draws in the workers."""
+        return bool(sites) and all(isinstance(site, cst.Call) and transform_run_by_workers(self.model, site)
                                    for site in sites)
 
     def _with_project_helpers(self, seeds):
