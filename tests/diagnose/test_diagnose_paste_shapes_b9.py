@@ -1,7 +1,7 @@
 """Shapes met in wild batch 9's tuning half (h/diag8), each with a quiet twin: a compiled Cython
 frame (numpy.random's mtrand.pyx) is library code, not the user frame; load_state_dict's key list
 pasted without its header is a checkpoint mismatch; a report that the run or a unit of it (an epoch,
-a step, a task) "was killed" is the OOM killer. The pastes are made here (by running the program
+a step, a task) "was killed" is the OOM killer; "hang" inside "change" speaks of no hang. The pastes are made here (by running the program
 where one can), so that the wild corpus stays unseen data."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import textwrap
 
 import torch
 
-from traindoctor.diagnose import diagnose_text
+from traindoctor.diagnose import diagnose_text, evidence_model
+from traindoctor.diagnose.normalize import normalize
+from traindoctor.diagnose.parse import parse_chains
 from traindoctor.diagnose.user_frame import is_user_path
 from traindoctor.monitor.curves import diagnose_curves
 
@@ -88,3 +90,25 @@ def test_killing_a_finished_run_oneself_is_not_a_failure() -> None:
     assert _diagnose("Epoch 3: loss 0.2\nThe character was killed in the second act of the story\n").kind == "other"
     bus = "DataLoader worker (pid 4211) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory.\n"
     assert _diagnose(bus).kind == "dataloader-worker"
+
+
+# --- "hang" is a word, not a piece of "change" ----------------------------------------------------
+
+def _observe(text: str) -> dict[str, str]:
+    lines = normalize(text)
+    return evidence_model.observe(lines, parse_chains(lines))
+
+
+def test_torchs_change_the_call_warning_speaks_of_no_hang(tmp_path) -> None:
+    script = tmp_path / "attack.py"
+    script.write_text("import torch\nimport torch.nn.functional as F\nF.softmax(torch.randn(2, 3))\nprint('loaded')\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    log = run.stderr + run.stdout
+    assert "Change the call to include dim=X" in log, log
+    assert "msg-timeout" not in _observe(log)
+    assert _diagnose(log).kind == "other"
+
+
+def test_a_warning_that_a_rank_hangs_still_speaks_of_a_hang() -> None:
+    log = "epoch 3 loss 0.51\nWARNING: rank 2 hangs in all_reduce, the others wait\n"
+    assert "msg-timeout" in _observe(log)
