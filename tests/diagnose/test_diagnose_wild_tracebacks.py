@@ -43,6 +43,9 @@ LABELS = load_yaml(WILD / "labels.yaml")
 # w930-w992 (batch 8, 63, all dev by design) were labelled before any tool ran on them: 0.698 with main's
 # code and weights (cd839b8); 0.825 with h/diag7's clues and paste shapes; after the refit on the 556 dev
 # pastes the dev half is 0.831, frame 0.993 (README, bench/generalisation.md).
+# w993-w1063 (batch 9, 71: dev 45, test 26 by the URL hash) were labelled before any tool ran on them: their
+# dev pastes 0.667 with main's code and weights (db3ff0e), 0.689 with h/diag8's changes; after the refit on
+# the 601 dev pastes the dev half is 0.822, frame 0.993 (bench/generalisation.md).
 DEV_KIND_ACCURACY = 0.78
 DEV_FRAME_ACCURACY = 0.98  # 0.991 once frames named in fragments count (h/diag)
 # A curve detector's kind refines a traceback kind (a NaN onset is a nan-inf failure): the

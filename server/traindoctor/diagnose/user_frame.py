@@ -23,6 +23,9 @@ _NON_USER = re.compile(
     r"|[/\\]Python\d*[/\\][Ll]ib[/\\]|^[A-Za-z]:[/\\].*[/\\][Ll]ib[/\\](?!site-packages)"
     r"|[/\\](?:bin|Scripts)[/\\][^/\\.]+$|[/\\](?:bin|Scripts)[/\\][^/\\]+\.exe[/\\]__main__\.py$"
     r"|^<(?:frozen|built-in|__array_function__|decorator-gen|makefun-gen|string>$)"
+    # a compiled Cython module (numpy.random's mtrand.pyx): Cython records its source path as it was
+    # at build time, relative, never where the package is installed
+    r"|^(?![/\\]|[A-Za-z]:)[^\s:]*\.p(?:yx|xd|xi)$"
 )
 
 
