@@ -166,3 +166,72 @@ def test_a_saved_attribute_filled_with_numpy_values_quiet(change):
     old, new = change
     assert old in HISTORY
     assert _lines(HISTORY.replace(old, new)) == []
+
+
+# -- (3) a whole object of a class of this file saved, and loaded back through a path of the same shape
+# (pytorch-tabular's disk cache, an f-batch dev miss: `torch.save(train_dataset, cache / "train_dataset")`
+# and `torch.load(cache / f"{tag}_dataset")`)
+
+CACHE = '''from pathlib import Path
+
+import torch
+from torch.utils.data import Dataset
+
+
+class Rows(Dataset):
+    def __init__(self, n):
+        self.x = torch.randn(n, 3)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i]
+
+
+class DataModule:
+    def __init__(self, cache_dir):
+        self.cache_dir = Path(cache_dir)
+
+    def setup(self):
+        train_dataset = Rows(8)
+        validation_dataset = Rows(4)
+        torch.save(train_dataset, self.cache_dir / "train_dataset")
+        torch.save(validation_dataset, self.cache_dir / "validation_dataset")
+
+    def load(self, tag="train"):
+        return torch.load(self.cache_dir / f"{tag}_dataset")
+'''
+
+
+def test_a_whole_dataset_cached_and_loaded_through_an_f_string_path(tmp_path, monkeypatch):
+    assert _lines(CACHE) == [29]
+    message = next(f.message for f in lint_source(CACHE, "t.py", CONFIG).findings if f.code == "TRN602")
+    assert "`torch.save(train_dataset, ...)`, which saves a `Rows` object" in message
+    fixed = fix_source(CACHE, "t.py", CONFIG, unsafe=True)[0]
+    assert _lines(fixed) == []
+    before, after = (_import(tmp_path, monkeypatch, name, source)
+                     for name, source in (("cache_before", CACHE), ("cache_after", fixed)))
+    for index, program in enumerate((before, after)):
+        (tmp_path / str(index)).mkdir()
+        module = program.DataModule(tmp_path / str(index))
+        module.setup()
+        if index == 0:
+            with pytest.raises(pickle.UnpicklingError):
+                module.load("validation")
+        else:
+            assert len(module.load("validation")) == 4
+
+
+@pytest.mark.parametrize("change", [
+    ('return torch.load(self.cache_dir / f"{tag}_dataset")', 'return torch.load(self.cache_dir / f"{tag}_model")'),
+    ('return torch.load(self.cache_dir / f"{tag}_dataset")', 'return torch.load(Path("/data") / f"{tag}_dataset")'),
+    ("torch.save(train_dataset, ", "torch.save(train_dataset.x, "),
+])
+def test_a_cached_dataset_look_alike_is_quiet(change):
+    old, new = change
+    source = CACHE.replace(old, new)
+    if "train_dataset.x" in new:
+        source = source.replace("torch.save(validation_dataset, ", "torch.save(validation_dataset.x, ")
+    assert source != CACHE
+    assert _lines(source) == []

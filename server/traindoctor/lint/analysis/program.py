@@ -5,6 +5,7 @@ an engine calls once per batch (ignite's `Engine(process_function)`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import libcst as cst
@@ -87,3 +88,39 @@ def file_named(stack: Sequence[cst.CSTNode], path: cst.BaseExpression) -> str:
         elif isinstance(node, cst.FormattedStringText):
             last = node.value
     return last.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def same_file(save: Checkpoint, load_path: cst.BaseExpression, loaded: str) -> bool:
+    """A save writes the file a load reads: the same path text (unless the file names their literals
+    give differ), or the same shape of path whose parts match, an f-string of the load standing for
+    any literal that fits it (`cache / f"{tag}_dataset"` reads `cache / "train_dataset"`)."""
+    if save.path == _EMPTY.code_for_node(load_path):
+        return not (save.file and loaded and save.file != loaded)
+    written = arg(save.node, 1, "f") if type(save.node) is cst.Call else None
+    return written is not None and _parts_match(written, load_path, 0)
+
+
+def _parts_match(written: cst.BaseExpression, read: cst.BaseExpression, depth: int) -> bool:
+    if depth > 6:
+        return False
+    if type(read) is cst.FormattedString:
+        if type(written) is cst.FormattedString:
+            return _EMPTY.code_for_node(written) == _EMPTY.code_for_node(read)
+        text = written.evaluated_value if type(written) is cst.SimpleString else None
+        if not isinstance(text, str):
+            return False
+        pattern = "".join(re.escape(part.value) if type(part) is cst.FormattedStringText else ".+"
+                          for part in read.parts)
+        return re.fullmatch(pattern, text) is not None
+    if type(written) is not type(read):
+        return False
+    if type(read) is cst.BinaryOperation:
+        return type(written.operator) is type(read.operator) and \
+            _parts_match(written.left, read.left, depth + 1) and _parts_match(written.right, read.right, depth + 1)
+    if type(read) is cst.Call:
+        written_args, read_args = list(written.args), list(read.args)
+        return _EMPTY.code_for_node(written.func) == _EMPTY.code_for_node(read.func) and \
+            len(written_args) == len(read_args) and bool(read_args) and \
+            all(w.keyword is None and r.keyword is None and _parts_match(w.value, r.value, depth + 1)
+                for w, r in zip(written_args, read_args))
+    return _EMPTY.code_for_node(written) == _EMPTY.code_for_node(read)

@@ -23,7 +23,7 @@ from ..analysis.scopes import code
 from ..analysis.environment import describe, package_version, torch_version
 from ..analysis.facts import Checkpoint
 from ..analysis.names import dotted_name
-from ..analysis.program import file_named
+from ..analysis.program import file_named, same_file
 from ..analysis.summarize import saved_kind
 from ..analysis.vocab import vocab
 from ..fixes import append_kwargs
@@ -53,7 +53,7 @@ class WeightsOnlyLoad(Rule):
             return
         loaded = file_named(self.walk.stack, path)
         save = next((f for f in facts if isinstance(f, Checkpoint) and f.kind == "save" and
-                     f.path == code(path) and not (f.file and loaded and f.file != loaded) and
+                     same_file(f, path, loaded) and
                      saved_kind(self.model, f) == "module"), None)
         fix = FixSpec("Pass weights_only=False (the program's own file)",
                       (append_kwargs(node, [("weights_only", "False")]),), safe=False)
@@ -73,11 +73,15 @@ class WeightsOnlyLoad(Rule):
             stored = self._objects_saved_to(path, loaded) if unsafe is None else None
             if stored is not None:
                 what, value, saved = stored
-                message = (f"The file this loads is written by `{code(saved.func)}(...)` with `{code(value)}` in it, "
-                           f"which holds {what}; on {describe(version)} `torch.load` defaults to "
-                           f"weights_only=True, which refuses to unpickle it: this load raises UnpicklingError; "
-                           f"save plain values (`vars(args)`, `float(x)`, `.tolist()`), or pass weights_only=False "
-                           f"for this trusted file")
+                whole = value is next((a.value for a in saved.args if a.keyword is None or a.keyword.value == "obj"),
+                                      None)
+                written = f"`{code(saved.func)}({code(value)}, ...)`, which saves {what}" if whole else \
+                    f"`{code(saved.func)}(...)` with `{code(value)}` in it, which holds {what}"
+                advice = "save what rebuilds it (its data, a state dict)" if whole else \
+                    "save plain values (`vars(args)`, `float(x)`, `.tolist()`)"
+                message = (f"The file this loads is written by {written}; on {describe(version)} `torch.load` "
+                           f"defaults to weights_only=True, which refuses to unpickle it: this load raises "
+                           f"UnpicklingError; {advice}, or pass weights_only=False for this trusted file")
                 self.report(node, message, fix=fix, related=[Related(value, "this value is not weights-only")])
             if unsafe is not None:
                 message = (f"This function also loads this file with weights_only=False (`{code(unsafe)}`): the "
@@ -228,18 +232,19 @@ class WeightsOnlyLoad(Rule):
 
     def _objects_saved_to(self, path: cst.BaseExpression, loaded: str | None
                           ) -> tuple[str, cst.BaseExpression, cst.Call] | None:
-        """(what, value, save call) for a `torch.save` of this file (the same path text) whose saved
-        dict holds a value the weights-only unpickler refuses: an argparse Namespace, a NumPy value,
-        an object of a class of this file."""
+        """(what, value, save call) for a `torch.save` of this file (`same_file`) whose saved object,
+        or a value of its saved dict, is one the weights-only unpickler refuses: an argparse Namespace,
+        a NumPy value, an object of a class of this file (a whole dataset cached to disk)."""
         for fact in self.model.facts["program"]:
-            if not (isinstance(fact, Checkpoint) and fact.kind == "save" and fact.path == code(path) and
-                    type(fact.node) is cst.Call and not (fact.file and loaded and fact.file != loaded)):
+            if not (isinstance(fact, Checkpoint) and fact.kind == "save" and type(fact.node) is cst.Call and
+                    same_file(fact, path, loaded)):
                 continue
             home = self.model.function_home.get(fact.function)
             scope = home[1].scope_of(home[0].node) if home is not None else None
             klass = home[0].klass if home is not None else ""
             saved = next((a.value for a in fact.node.args if a.keyword is None or a.keyword.value == "obj"), None)
-            for value in self._dict_values(saved, scope, 0) if saved is not None else ():
+            values = self._dict_values(saved, scope, 0) if saved is not None else []
+            for value in values or ([saved] if saved is not None else []):  # a dict's values, or the object saved
                 what = self._refused(value, scope, 0, klass)
                 if what:
                     return what, value, fact.node
