@@ -22,7 +22,9 @@
   (`n + 1` of an `n` that can be 0: exactly 1 there, so its log is 0), or "cancels": a squared distance
   expanded as `|x|^2 + |y|^2 - 2 x.y` (or `addmm(..., alpha=-2)`), which rounding makes exactly 0 or slightly
   negative where two points coincide (every diagonal entry of a set against itself); `clamp(min=0)` keeps it,
-  since clamp passes the gradient at an input of exactly 0.
+  since clamp passes the gradient at an input of exactly 0; or "shortcut": a variance computed as
+  `mean(x**2) - mean(x)**2`, exactly 0 or negative by cancellation for a constant input, or wherever the
+  mean is large next to the spread (torch.var is computed stably).
   A square, `abs` or sum of squares can be 0 only where its base can: the square of a learned
   output, a gradient or a positive gain is not "possibly 0" (its norm never is, in practice).
 """
@@ -74,14 +76,15 @@ class LossCall:
 _ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected", "underflow")
 # Reasons a value can be exactly 0; "safe" and "one" are kept away from it.
 ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested",
-                           "underflow", "saturated", "rows", "cancels"))
+                           "underflow", "saturated", "rows", "cancels", "shortcut"))
 # Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
 # is read; a difference or a caller's own test of it says nothing inside the callee.
 _PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow"))
 _NONZERO = ("safe", "one")
 _NONZERO_REASONS = frozenset(_NONZERO)
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
-_ONLY_DIRECT = ("diff", "tested", "one", "cancels")
+_ONLY_DIRECT = ("diff", "tested", "one", "cancels", "shortcut")
+_CANCELLING = ("cancels", "shortcut")  # clamp(min=0) keeps them: its backward passes the gradient at exactly 0
 _SATURATING = ("softmax", "sigmoid", "tanh")  # probabilities (and tanh) that reach exactly 0 or 1 in float32
 UNKNOWN = Value()
 SCALAR = Value("scalar")
@@ -791,7 +794,7 @@ class Values:
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
-                               "selected" if low is not None and _number(low) == 0.0 and receiver.zero != "cancels"
+                               "selected" if low is not None and _number(low) == 0.0 and receiver.zero not in _CANCELLING
                                else receiver.zero)
             if method == "tanh" and not call.args:
                 return replace(receiver, kind="tensor", prob="tanh", zero="", origin=call)
@@ -833,7 +836,7 @@ class Values:
                 return SCALAR
             if qualified in v.zero_floor_clamps and _number(arg(call, 1, "min") or cst.Name("None")) == 0.0:
                 inner = sub(arg(call, 0, "input") or call)  # a ReLU, but exact zeros keep their gradient
-                return Value("tensor", inner.grad, zero="cancels" if inner.zero == "cancels" else "selected")
+                return Value("tensor", inner.grad, zero=inner.zero if inner.zero in _CANCELLING else "selected")
             if qualified in v.positive or qualified in v.clamps or qualified in v.exponentials:
                 first = arg(call, 0)
                 inner = sub(first) if first is not None else UNKNOWN
@@ -1094,6 +1097,8 @@ class Values:
                 return replace(base, prob="", zero="saturated")  # 1 - tanh(x)**2: 0 once tanh is +-1
             if type(expr.left) is cst.BinaryOperation and self._twice_a_product(expr.right, bound):
                 return replace(base, prob="", zero="cancels")  # |x|^2 + |y|^2 - 2 x.y
+            if _mean_square_minus_square_mean(expr, bound):
+                return replace(base, prob="", zero="shortcut")  # mean(x**2) - mean(x)**2
             if one is None and _number(expr.right) is None and not positive_constant(expr.right):
                 return replace(base, prob="", zero="diff")  # 0 where the two are equal
             return replace(base, prob="", zero="")
@@ -1171,6 +1176,68 @@ class Values:
         if (self.model.names.qualify(expr.func) or "") in self.v.contractions:
             return True
         return type(expr.func) is cst.Attribute and expr.func.attr.value in self.v.contraction_methods
+
+
+def _mean_square_minus_square_mean(expr: cst.BinaryOperation, bound) -> bool:
+    """`mean(x**2) - mean(x)**2` (also `x.pow(2).mean(d) - mu * mu` with `mu = x.mean(d)`, locals bound
+    to either side): the same `x`, reduced the same way, on both sides."""
+    squares = _reduced_operand(expr.left, bound)
+    mean = _reduced_operand(_square_base(expr.right, bound), bound)
+    if squares is None or mean is None or squares[1] != mean[1]:
+        return False
+    squared = _square_base(squares[0], bound)
+    return squared is not None and _resolved(squared, bound).deep_equals(_resolved(mean[0], bound))
+
+
+def _resolved(expr: cst.BaseExpression | None, bound) -> cst.BaseExpression | None:
+    """What a local name was last bound to (one step), else the expression itself."""
+    if type(expr) is cst.Name:
+        value, _ = bound(expr)
+        return value if value is not None else expr
+    return expr
+
+
+def _square_base(expr: cst.BaseExpression | None, bound) -> cst.BaseExpression | None:
+    """`b` for `b ** 2`, `b * b`, `b.pow(2)`, `b.square()`, `torch.square(b)`, `torch.pow(b, 2)`."""
+    expr = _resolved(expr, bound)
+    if type(expr) is cst.BinaryOperation:
+        if type(expr.operator) is cst.Power and _number(expr.right) == 2.0:
+            return expr.left
+        if type(expr.operator) is cst.Multiply and expr.left.deep_equals(expr.right):
+            return expr.left
+        return None
+    if type(expr) is not cst.Call:
+        return None
+    if type(expr.func) is cst.Attribute:
+        method = expr.func.attr.value
+        if (method == "pow" and len(expr.args) == 1 and _number(expr.args[0].value) == 2.0) or \
+                (method == "square" and not expr.args):
+            if dotted_name(expr.func.value) not in ("torch", "th"):
+                return expr.func.value
+    name = dotted_name(expr.func) or ""
+    if name.rsplit(".", 1)[0] in ("torch", "th") and name.endswith((".square", ".pow")) and expr.args and \
+            (len(expr.args) == 1 or _number(expr.args[1].value) == 2.0):
+        return expr.args[0].value
+    return None
+
+
+def _reduced_operand(expr: cst.BaseExpression | None, bound) -> tuple[cst.BaseExpression, str] | None:
+    """(`x`, how) for `x.mean(dims)` or `torch.mean(x, dims)`: what a mean reduces and how (the
+    arguments' text, so that `mean(-1)` and `mean()` do not match)."""
+    expr = _resolved(expr, bound)
+    if type(expr) is not cst.Call:
+        return None
+    if type(expr.func) is cst.Attribute and expr.func.attr.value == "mean" and \
+            dotted_name(expr.func.value) not in ("torch", "th"):
+        return expr.func.value, ",".join(_plain(a) for a in expr.args)
+    name = dotted_name(expr.func) or ""
+    if name in ("torch.mean", "th.mean") and expr.args:
+        return expr.args[0].value, ",".join(_plain(a) for a in expr.args[1:])
+    return None
+
+
+def _plain(argument: cst.Arg) -> str:
+    return cst.Module([]).code_for_node(argument.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
 
 
 def _minus_two_alpha(call: cst.Call, legacy_position: int) -> bool:

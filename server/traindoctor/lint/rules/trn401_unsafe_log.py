@@ -104,7 +104,8 @@ class UnsafeLog(Rule):
         rsqrt = inverse  # inf forward at 0
         if value.zero == "selected" and not rsqrt:
             return  # sqrt(relu(z)): ReLU's backward passes 0 where it is 0, so the gradient is 0, not inf
-        if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested", "underflow", "cancels") or \
+        if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested", "underflow", "cancels",
+                              "shortcut") or \
                 not self._has_gradient(value) or not reaches_gradient(self.walk.stack, self.names.qualify):
             return  # every use of the root drops the gradient (a mask, a logged metric): nothing inf flows back
         if value.zero == "cancels" and not rsqrt:
@@ -113,6 +114,12 @@ class UnsafeLog(Rule):
                        f"slightly negative, so the root is NaN or its gradient inf, and backward NaN")
             self.report(node, message, fix=self._clamp(target, "Clamp the squared distance to a tiny positive "
                                                                  "minimum (an epsilon added can stay negative)"))
+            return
+        if value.zero == "shortcut" and not rsqrt:
+            message = (f"`sqrt({_short(target)})` of a variance computed as mean(x**2) - mean(x)**2: the two terms "
+                       f"cancel, so for a constant input, or a mean large next to the spread, rounding makes it exactly "
+                       f"0 or negative: the root is NaN or its gradient inf, and backward NaN (`torch.var` is stable)")
+            self.report(node, message, fix=self._clamp(target, "Clamp the variance to a tiny positive minimum"))
             return
         root = f"`sqrt({_short(target)})`" if type(node) is cst.Call and code(node.func).endswith("sqrt") else \
             f"`{_short(node)}`, a square root,"
