@@ -793,9 +793,9 @@ class Values:
                                else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
+                floor = low is not None and _number(low) == 0.0 and receiver.zero not in _CANCELLING
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
-                               "selected" if low is not None and _number(low) == 0.0 and receiver.zero not in _CANCELLING
-                               else receiver.zero)
+                               "selected" if floor else receiver.zero)
             if method == "tanh" and not call.args:
                 return replace(receiver, kind="tensor", prob="tanh", zero="", origin=call)
             if method == "relu" and not call.args:

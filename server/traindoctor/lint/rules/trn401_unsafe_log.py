@@ -117,8 +117,9 @@ class UnsafeLog(Rule):
             return
         if value.zero == "shortcut" and not rsqrt:
             message = (f"`sqrt({_short(target)})` of a variance computed as mean(x**2) - mean(x)**2: the two terms "
-                       f"cancel, so for a constant input, or a mean large next to the spread, rounding makes it exactly "
-                       f"0 or negative: the root is NaN or its gradient inf, and backward NaN (`torch.var` is stable)")
+                       f"cancel, so for a constant input, or a mean large next to the spread, rounding makes it "
+                       f"exactly 0 or negative: the root is NaN or its gradient inf, and backward NaN (`torch.var` "
+                       f"is stable)")
             self.report(node, message, fix=self._clamp(target, "Clamp the variance to a tiny positive minimum"))
             return
         root = f"`sqrt({_short(target)})`" if type(node) is cst.Call and code(node.func).endswith("sqrt") else \
