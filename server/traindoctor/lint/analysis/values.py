@@ -812,6 +812,8 @@ class Values:
                 return replace(receiver, prob="", zero="")
             return self._callee_object(call, func, at, function, klass, depth)
         if qualified:
+            if qualified in v.indicator_functions:  # F.one_hot(y, k): 0 everywhere but one entry per row
+                return Value("tensor", zero="mask")
             if last in v.loss_functions and qualified.startswith("torch.nn.functional."):
                 return Value("tensor", "known", "loss", origin=call, unit=reduction_unit(call))
             if qualified in v.softmax or qualified in v.sigmoid:
