@@ -19,7 +19,12 @@
   function was given (a parameter no in-file caller fills with a learned output), 0 for an all-zero row:
   a padded position, an isolated node, an all-zero pixel), or "safe" (kept away from 0 by
   construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal), or "one"
-  (`n + 1` of an `n` that can be 0: exactly 1 there, so its log is 0).
+  (`n + 1` of an `n` that can be 0: exactly 1 there, so its log is 0), or "cancels": a squared distance
+  expanded as `|x|^2 + |y|^2 - 2 x.y` (or `addmm(..., alpha=-2)`), which rounding makes exactly 0 or slightly
+  negative where two points coincide (every diagonal entry of a set against itself); `clamp(min=0)` keeps it,
+  since clamp passes the gradient at an input of exactly 0; or "shortcut": a variance computed as
+  `mean(x**2) - mean(x)**2`, exactly 0 or negative by cancellation for a constant input, or wherever the
+  mean is large next to the spread (torch.var is computed stably).
   A square, `abs` or sum of squares can be 0 only where its base can: the square of a learned
   output, a gradient or a positive gain is not "possibly 0" (its norm never is, in practice).
 """
@@ -71,13 +76,15 @@ class LossCall:
 _ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected", "underflow")
 # Reasons a value can be exactly 0; "safe" and "one" are kept away from it.
 ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested",
-                           "underflow", "saturated", "rows"))
+                           "underflow", "saturated", "rows", "cancels", "shortcut"))
 # Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
 # is read; a difference or a caller's own test of it says nothing inside the callee.
 _PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow"))
 _NONZERO = ("safe", "one")
+_NONZERO_REASONS = frozenset(_NONZERO)
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
-_ONLY_DIRECT = ("diff", "tested", "one")
+_ONLY_DIRECT = ("diff", "tested", "one", "cancels", "shortcut")
+_CANCELLING = ("cancels", "shortcut")  # clamp(min=0) keeps them: its backward passes the gradient at exactly 0
 _SATURATING = ("softmax", "sigmoid", "tanh")  # probabilities (and tanh) that reach exactly 0 or 1 in float32
 UNKNOWN = Value()
 SCALAR = Value("scalar")
@@ -773,6 +780,8 @@ class Values:
                 zero = _summed(receiver) or \
                     ("rows" if _over_rows(call, 0) and self._input_rows(func.value, at, function, klass, depth) else "")
                 return replace(receiver, prob="", zero=zero, unit=_reduced(method, call, receiver))
+            if method in v.scaled_product_methods and _minus_two_alpha(call, 1):
+                return replace(receiver, prob="", zero="cancels")  # d.addmm(x, y.t(), alpha=-2)
             if method in v.contraction_methods and len(call.args) == 1 and call.args[0].keyword is None:
                 return replace(receiver, prob="", zero=_contracted([receiver, sub(call.args[0].value)]))
             if method in ("std", "var"):
@@ -784,8 +793,9 @@ class Values:
                                else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
+                floor = low is not None and _number(low) == 0.0 and receiver.zero not in _CANCELLING
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
-                               "selected" if low is not None and _number(low) == 0.0 else receiver.zero)
+                               "selected" if floor else receiver.zero)
             if method == "tanh" and not call.args:
                 return replace(receiver, kind="tensor", prob="tanh", zero="", origin=call)
             if method == "relu" and not call.args:
@@ -802,6 +812,8 @@ class Values:
                 return replace(receiver, prob="", zero="")
             return self._callee_object(call, func, at, function, klass, depth)
         if qualified:
+            if qualified in v.indicator_functions:  # F.one_hot(y, k): 0 everywhere but one entry per row
+                return Value("tensor", zero="mask")
             if last in v.loss_functions and qualified.startswith("torch.nn.functional."):
                 return Value("tensor", "known", "loss", origin=call, unit=reduction_unit(call))
             if qualified in v.softmax or qualified in v.sigmoid:
@@ -825,7 +837,8 @@ class Values:
             if qualified in v.python_number_builtins:
                 return SCALAR
             if qualified in v.zero_floor_clamps and _number(arg(call, 1, "min") or cst.Name("None")) == 0.0:
-                return Value("tensor", sub(arg(call, 0, "input") or call).grad, zero="selected")  # a ReLU
+                inner = sub(arg(call, 0, "input") or call)  # a ReLU, but exact zeros keep their gradient
+                return Value("tensor", inner.grad, zero=inner.zero if inner.zero in _CANCELLING else "selected")
             if qualified in v.positive or qualified in v.clamps or qualified in v.exponentials:
                 first = arg(call, 0)
                 inner = sub(first) if first is not None else UNKNOWN
@@ -856,6 +869,9 @@ class Values:
                 return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "rows" if rows else "norm")
             if qualified in v.counts:
                 return Value("tensor", zero="count")
+            if qualified in v.scaled_product_functions and _minus_two_alpha(call, 2):
+                inner = sub(arg(call, 0, "input") or call)  # torch.addmm(sq, x, y.t(), alpha=-2)
+                return replace(inner, kind="tensor", prob="", zero="cancels")
             if qualified in v.contractions:
                 operands = [a.value for a in call.args if not a.star and a.keyword is None]
                 if qualified.endswith("einsum") and operands:  # einsum(equation, *operands) or (equation, [operands])
@@ -1081,6 +1097,10 @@ class Values:
                 return replace(base, prob="", zero="zero")
             if one == 1.0 and _square_of_tanh(expr.right, sub):
                 return replace(base, prob="", zero="saturated")  # 1 - tanh(x)**2: 0 once tanh is +-1
+            if type(expr.left) is cst.BinaryOperation and self._twice_a_product(expr.right, bound):
+                return replace(base, prob="", zero="cancels")  # |x|^2 + |y|^2 - 2 x.y
+            if _mean_square_minus_square_mean(expr, bound):
+                return replace(base, prob="", zero="shortcut")  # mean(x**2) - mean(x)**2
             if one is None and _number(expr.right) is None and not positive_constant(expr.right):
                 return replace(base, prob="", zero="diff")  # 0 where the two are equal
             return replace(base, prob="", zero="")
@@ -1098,6 +1118,13 @@ class Values:
             return replace(base, prob="", zero=_contracted([left, right]))
         # a row reduction of input data is a divisor's fact (TRN406); in a sum or a quotient it says nothing
         lzero, rzero = ("" if lzero == "rows" else lzero), ("" if rzero == "rows" else rzero)
+        if isinstance(op, cst.Add) and not (positive_constant(expr.left) or positive_constant(expr.right) or
+                                            _NONZERO_REASONS & {left.zero, right.zero}) and \
+                ("cancels" in (left.zero, right.zero) or
+                 (type(expr.left) is cst.BinaryOperation and self._twice_a_product(expr.right, bound, -2.0)) or
+                 (type(expr.left) is cst.BinaryOperation and type(expr.left.operator) is cst.Subtract and
+                  self._twice_a_product(expr.left.right, bound))):
+            return replace(base, prob="", zero="cancels")  # |x|^2 - 2 x.y + |y|^2, |x|^2 + |y|^2 + -2 * x.y
         if isinstance(op, cst.Add):
             for value, constant in ((left, expr.right), (right, expr.left)):
                 if _number(constant) == 1.0 and value.zero in ZERO_POSSIBLE:
@@ -1120,6 +1147,109 @@ class Values:
             lz = lzero or ("zero" if left.prob and left.prob != "logits" else "")
             return replace(base, prob="", zero="zero" if lz and lz != "safe" else "")
         return replace(base, prob="", zero="")
+
+    def _twice_a_product(self, expr: cst.BaseExpression, bound, factor: float = 2.0) -> bool:
+        """`2 * x @ y.t()`, `2 * torch.mm(x, y)`, `torch.matmul(x, y) * 2` (with `factor` -2: `-2 * ...`),
+        also through a local name bound to one: the cross term of an expanded squared distance."""
+        value, _ = bound(expr) if type(expr) is cst.Name else (None, -1)
+        expr = value if value is not None else expr
+        if type(expr) is not cst.BinaryOperation:
+            return False
+        if type(expr.operator) is cst.MatrixMultiply:  # `2 * x @ y.t()` is `(2 * x) @ y.t()`
+            scaled = expr.left
+            return type(scaled) is cst.BinaryOperation and type(scaled.operator) is cst.Multiply and \
+                factor in (_number(scaled.left), _number(scaled.right))
+        if type(expr.operator) is not cst.Multiply:
+            return False
+        if _number(expr.left) == factor:
+            return self._contraction(expr.right, bound)
+        return _number(expr.right) == factor and self._contraction(expr.left, bound)
+
+    def _contraction(self, expr: cst.BaseExpression, bound) -> bool:
+        value, _ = bound(expr) if type(expr) is cst.Name else (None, -1)
+        expr = value if value is not None else expr
+        if type(expr) is cst.BinaryOperation:
+            if type(expr.operator) is cst.MatrixMultiply:
+                return True
+            return type(expr.operator) is cst.Multiply and \
+                (self._contraction(expr.left, bound) or self._contraction(expr.right, bound))
+        if type(expr) is not cst.Call:
+            return False
+        if (self.model.names.qualify(expr.func) or "") in self.v.contractions:
+            return True
+        return type(expr.func) is cst.Attribute and expr.func.attr.value in self.v.contraction_methods
+
+
+def _mean_square_minus_square_mean(expr: cst.BinaryOperation, bound) -> bool:
+    """`mean(x**2) - mean(x)**2` (also `x.pow(2).mean(d) - mu * mu` with `mu = x.mean(d)`, locals bound
+    to either side): the same `x`, reduced the same way, on both sides."""
+    squares = _reduced_operand(expr.left, bound)
+    mean = _reduced_operand(_square_base(expr.right, bound), bound)
+    if squares is None or mean is None or squares[1] != mean[1]:
+        return False
+    squared = _square_base(squares[0], bound)
+    return squared is not None and _resolved(squared, bound).deep_equals(_resolved(mean[0], bound))
+
+
+def _resolved(expr: cst.BaseExpression | None, bound) -> cst.BaseExpression | None:
+    """What a local name was last bound to (one step), else the expression itself."""
+    if type(expr) is cst.Name:
+        value, _ = bound(expr)
+        return value if value is not None else expr
+    return expr
+
+
+def _square_base(expr: cst.BaseExpression | None, bound) -> cst.BaseExpression | None:
+    """`b` for `b ** 2`, `b * b`, `b.pow(2)`, `b.square()`, `torch.square(b)`, `torch.pow(b, 2)`."""
+    expr = _resolved(expr, bound)
+    if type(expr) is cst.BinaryOperation:
+        if type(expr.operator) is cst.Power and _number(expr.right) == 2.0:
+            return expr.left
+        if type(expr.operator) is cst.Multiply and expr.left.deep_equals(expr.right):
+            return expr.left
+        return None
+    if type(expr) is not cst.Call:
+        return None
+    if type(expr.func) is cst.Attribute:
+        method = expr.func.attr.value
+        if (method == "pow" and len(expr.args) == 1 and _number(expr.args[0].value) == 2.0) or \
+                (method == "square" and not expr.args):
+            if dotted_name(expr.func.value) not in ("torch", "th"):
+                return expr.func.value
+    name = dotted_name(expr.func) or ""
+    if name.rsplit(".", 1)[0] in ("torch", "th") and name.endswith((".square", ".pow")) and expr.args and \
+            (len(expr.args) == 1 or _number(expr.args[1].value) == 2.0):
+        return expr.args[0].value
+    return None
+
+
+def _reduced_operand(expr: cst.BaseExpression | None, bound) -> tuple[cst.BaseExpression, str] | None:
+    """(`x`, how) for `x.mean(dims)` or `torch.mean(x, dims)`: what a mean reduces and how (the
+    arguments' text, so that `mean(-1)` and `mean()` do not match)."""
+    expr = _resolved(expr, bound)
+    if type(expr) is not cst.Call:
+        return None
+    if type(expr.func) is cst.Attribute and expr.func.attr.value == "mean" and \
+            dotted_name(expr.func.value) not in ("torch", "th"):
+        return expr.func.value, ",".join(_plain(a) for a in expr.args)
+    name = dotted_name(expr.func) or ""
+    if name in ("torch.mean", "th.mean") and expr.args:
+        return expr.args[0].value, ",".join(_plain(a) for a in expr.args[1:])
+    return None
+
+
+def _plain(argument: cst.Arg) -> str:
+    return cst.Module([]).code_for_node(argument.with_changes(comma=cst.MaybeSentinel.DEFAULT)).strip()
+
+
+def _minus_two_alpha(call: cst.Call, legacy_position: int) -> bool:
+    """`addmm(..., alpha=-2)`, or the old positional `d.addmm_(1, -2, x, y)`: the product scaled by -2."""
+    alpha = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "alpha"), None)
+    if alpha is None:
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        if len(positional) == legacy_position + 3 and _number(positional[legacy_position - 1]) is not None:
+            alpha = positional[legacy_position]
+    return alpha is not None and _number(alpha) == -2.0
 
 
 def _product_zero(left: Value, right: Value) -> str:

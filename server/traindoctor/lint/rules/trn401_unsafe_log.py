@@ -104,9 +104,24 @@ class UnsafeLog(Rule):
         rsqrt = inverse  # inf forward at 0
         if value.zero == "selected" and not rsqrt:
             return  # sqrt(relu(z)): ReLU's backward passes 0 where it is 0, so the gradient is 0, not inf
-        if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested", "underflow") or \
+        if value.zero not in ("spread", "squares", "zero", "count", "selected", "tested", "underflow", "cancels",
+                              "shortcut") or \
                 not self._has_gradient(value) or not reaches_gradient(self.walk.stack, self.names.qualify):
             return  # every use of the root drops the gradient (a mask, a logged metric): nothing inf flows back
+        if value.zero == "cancels" and not rsqrt:
+            message = (f"`sqrt({_short(target)})` of a squared distance expanded as |x|^2 + |y|^2 - 2 x.y: where two "
+                       f"points coincide (every diagonal entry of a set against itself) rounding makes it exactly 0 or "
+                       f"slightly negative, so the root is NaN or its gradient inf, and backward NaN")
+            self.report(node, message, fix=self._clamp(target, "Clamp the squared distance to a tiny positive "
+                                                                 "minimum (an epsilon added can stay negative)"))
+            return
+        if value.zero == "shortcut" and not rsqrt:
+            message = (f"`sqrt({_short(target)})` of a variance computed as mean(x**2) - mean(x)**2: the two terms "
+                       f"cancel, so for a constant input, or a mean large next to the spread, rounding makes it "
+                       f"exactly 0 or negative: the root is NaN or its gradient inf, and backward NaN (`torch.var` "
+                       f"is stable)")
+            self.report(node, message, fix=self._clamp(target, "Clamp the variance to a tiny positive minimum"))
+            return
         root = f"`sqrt({_short(target)})`" if type(node) is cst.Call and code(node.func).endswith("sqrt") else \
             f"`{_short(node)}`, a square root,"
         message = (f"{root} of a value that can be exactly 0: the gradient of sqrt at 0 is "
@@ -154,9 +169,10 @@ class UnsafeLog(Rule):
             return f"{torch}.finfo({code(target)}.dtype).tiny"
         return "1e-12"
 
-    def _clamp(self, target: cst.BaseExpression) -> FixSpec | None:
+    def _clamp(self, target: cst.BaseExpression,
+               title: str = "Clamp the argument to a tiny positive minimum") -> FixSpec | None:
         if isinstance(target, (cst.Name, cst.Attribute)) and self.names.alias_of("torch") is not None:
             new = f"{atom(target)}.clamp_min({self._tiny(target)})"
         else:
             new = f"{atom(target)}.clamp_min(1e-12)"
-        return FixSpec("Clamp the argument to a tiny positive minimum", (Replace(target, new),), safe=False)
+        return FixSpec(title, (Replace(target, new),), safe=False)
