@@ -15,7 +15,9 @@
   (exp underflows; log there is -inf, and the gradient of log or sqrt NaN) | saturated: `1 - t**2` of a
   tanh output `t`, exactly 0 where the tanh saturates | diff: `a - b`, 0 where
   the two are equal | tested: the function itself compares it with 0
-  or clamps it to at least 1 elsewhere, see zero_evidence.py | rows: a norm or sum over the rows of data the
+  or clamps it to at least 1 elsewhere, see zero_evidence.py | offdiag: a mask that zeroes only a diagonal
+  (`1 - torch.eye(n)`, SupContrast's scattered `logits_mask`, see diagonal_mask.py): a row or column sum of a
+  positive value times it keeps the other entries, so it is not 0 | rows: a norm or sum over the rows of data the
   function was given (a parameter no in-file caller fills with a learned output), 0 for an all-zero row:
   a padded position, an isolated node, an all-zero pixel), or "safe" (kept away from 0 by
   construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal), or "one"
@@ -37,6 +39,7 @@ import libcst as cst
 
 from ..walk import iter_nodes
 from .collect import BlockAnalysis
+from .diagonal_mask import diagonal_scatter, identity_complement
 from .names import arg, dotted_name, item_key
 from .scopes import Scope, returns
 from .vocab import vocab
@@ -76,10 +79,10 @@ class LossCall:
 _ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected", "underflow")
 # Reasons a value can be exactly 0; "safe" and "one" are kept away from it.
 ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested",
-                           "underflow", "saturated", "rows", "cancels", "shortcut"))
+                           "underflow", "saturated", "rows", "cancels", "shortcut", "offdiag"))
 # Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
 # is read; a difference or a caller's own test of it says nothing inside the callee.
-_PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow"))
+_PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow", "offdiag"))
 _NONZERO = ("safe", "one")
 _NONZERO_REASONS = frozenset(_NONZERO)
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
@@ -338,6 +341,8 @@ class Values:
                 return replace(value, zero="rows")  # confmat[0, 1] + confmat[1, 0] + confmat[1, 1]
             return value
         if t is cst.UnaryOperation:
+            if identity_complement(expr, self.model.names.qualify):
+                return Value("tensor", zero="offdiag")  # ~torch.eye(n, dtype=torch.bool)
             inner = sub(expr.expression)
             return Value("tensor", zero="mask") if isinstance(expr.operator, cst.BitInvert) else \
                 replace(inner, prob="", zero="")
@@ -750,6 +755,8 @@ class Values:
         if last in v.wrappers:  # DDP(model), torch.compile(model), accelerator.prepare(model, opt)
             first = arg(call, 0)
             return sub(first) if first is not None else UNKNOWN
+        if last == "scatter" and diagonal_scatter(call, self.model.names.qualify):
+            return Value("tensor", zero="offdiag")  # ones with 0 at (i, i) only
         if isinstance(func, cst.Attribute) and not qualified.startswith(("torch.", "numpy.", "math.")):
             method = func.attr.value
             receiver = sub(func.value)
@@ -1092,6 +1099,8 @@ class Values:
         if left.kind == "scalar" and right.kind == "scalar":
             base = replace(base, kind="scalar")
         if isinstance(op, cst.Subtract):
+            if identity_complement(expr, self.model.names.qualify):
+                return Value("tensor", zero="offdiag")  # 1 - torch.eye(n)
             one = _number(expr.left)
             if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero", "selected")):
                 return replace(base, prob="", zero="zero")
@@ -1257,6 +1266,14 @@ def _product_zero(left: Value, right: Value) -> str:
     underflows), kept as the factors' own reason when both agree on a mask, squares or a spread."""
     if left.zero in _NONZERO and right.zero in _NONZERO:
         return "safe"  # a product of positives
+    if "offdiag" in (left.zero, right.zero):
+        other = right if left.zero == "offdiag" else left
+        if other.zero in _NONZERO:
+            return "offdiag"  # exp(x) * logits_mask: positive off the diagonal
+        if not other.zero and other.prob not in ("softmax", "sigmoid", "prob"):
+            return ""  # the mask empties no row: a row is 0 only where the other factor's is, unknown
+        # with a factor that can be 0 itself, it is any mask's product
+        left, right = (replace(v, zero="mask") if v.zero == "offdiag" else v for v in (left, right))
     lzero = "" if left.zero in _ONLY_DIRECT else left.zero
     rzero = "" if right.zero in _ONLY_DIRECT else right.zero
     zl, zr = ("" if lzero == "safe" else lzero), ("" if rzero == "safe" else rzero)
@@ -1345,7 +1362,7 @@ def _summed(value: Value) -> str:
     """What a sum or mean of `value`'s elements is."""
     if value.zero == "mask":
         return "count"
-    if value.zero in _NONZERO:
+    if value.zero in _NONZERO or value.zero == "offdiag":
         return "safe"  # a sum of positives
     return value.zero if value.zero in _ZERO_KEPT_BY_SUMS else ""
 
