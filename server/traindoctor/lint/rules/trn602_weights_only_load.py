@@ -72,9 +72,7 @@ class WeightsOnlyLoad(Rule):
             unsafe = self._loaded_unsafely_elsewhere(node, path)
             stored = self._objects_saved_to(path, loaded) if unsafe is None else None
             if stored is not None:
-                what, value, saved = stored
-                whole = value is next((a.value for a in saved.args if a.keyword is None or a.keyword.value == "obj"),
-                                      None)
+                what, value, saved, whole = stored
                 written = f"`{code(saved.func)}({code(value)}, ...)`, which saves {what}" if whole else \
                     f"`{code(saved.func)}(...)` with `{code(value)}` in it, which holds {what}"
                 advice = "save what rebuilds it (its data, a state dict)" if whole else \
@@ -231,8 +229,8 @@ class WeightsOnlyLoad(Rule):
         return None
 
     def _objects_saved_to(self, path: cst.BaseExpression, loaded: str | None
-                          ) -> tuple[str, cst.BaseExpression, cst.Call] | None:
-        """(what, value, save call) for a `torch.save` of this file (`same_file`) whose saved object,
+                          ) -> tuple[str, cst.BaseExpression, cst.Call, bool] | None:
+        """(what, value, save call, whether the value is the whole object saved) for a `torch.save` of this file (`same_file`) whose saved object,
         or a value of its saved dict, is one the weights-only unpickler refuses: an argparse Namespace,
         a NumPy value, an object of a class of this file (a whole dataset cached to disk)."""
         for fact in self.model.facts["program"]:
@@ -247,7 +245,7 @@ class WeightsOnlyLoad(Rule):
             for value in values or ([saved] if saved is not None else []):  # a dict's values, or the object saved
                 what = self._refused(value, scope, 0, klass)
                 if what:
-                    return what, value, fact.node
+                    return what, value, fact.node, value is saved
         return None
 
     def _bound_value(self, name: str, scope) -> cst.BaseExpression | None:
