@@ -464,8 +464,8 @@ def lint_blocks(source: str, path: str, config: Config, cache: LintCache, projec
     except LintError:  # a syntax error the split's scan let through: the parser's report, as without it
         blocks = cache.splitter.split(source, exactly=True)
         parsed = cache.blocks_for(blocks)
-    rules = [rule for rule in all_rules() if _wanted(rule, config, path)]
     names = Names(tuple(alias for p in parsed for alias in p.aliases))
+    rules = [] if names.framework_of_another_kind() else [rule for rule in all_rules() if _wanted(rule, config, path)]
     analyses = [p.analysis(names) for p in parsed]
     imported = EMPTY_IMPORTS
     if project is not None:

@@ -6,6 +6,8 @@ from typing import Iterable
 
 import libcst as cst
 
+from .vocab import vocab
+
 _REBINDABLE_ROOTS = {"torch", "numpy", "math", "random"}
 
 
@@ -117,6 +119,14 @@ class Names:
 
     def imported(self, local: str) -> str | None:
         return self.imports.get(local)
+
+    def framework_of_another_kind(self) -> bool:
+        """The file imports another deep-learning framework (TensorFlow, JAX, Paddle...) and nothing of
+        PyTorch's: its tensors are that framework's, so no claim about torch's autograd, kernels or
+        loaders holds there, and a torch fix would break it (GraphSAINT's `tensorflow_version/`)."""
+        v = vocab()
+        roots = {full.split(".")[0] for local, full in self.aliases if not local.startswith("=")}
+        return bool(roots & set(v.foreign_frameworks)) and not roots & set(v.torch_ecosystem_roots)
 
     def alias_of(self, module: str) -> str | None:
         """The local name bound to `module` by a plain import (`np` for numpy)."""
