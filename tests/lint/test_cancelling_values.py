@@ -199,3 +199,16 @@ def test_variance_quiet_twins():
     library = VARIANCE.replace("(x ** 2).mean(-1) - x.mean(-1) ** 2", "x.var(-1, unbiased=False)")
     messages = [f.message for f in lint_source(library, "t.py", CONFIG).findings if f.code == "TRN401"]
     assert not any("mean(x**2) - mean(x)**2" in m for m in messages)
+
+
+def test_the_shortcut_variance_is_read_through_the_files_own_torch_alias():
+    """`torch.mean`/`torch.square` are known by what the import binds, not by the spellings `torch`/`th`."""
+    aliased = VARIANCE.replace("import torch", "import torch as T") \
+        .replace("(x ** 2).mean(-1) - x.mean(-1) ** 2", "T.mean(T.square(x), -1) - T.mean(x, -1) ** 2")
+    assert _lines(aliased) == [6]
+    loss, grad = _variance_grad(aliased, _offset_rows())
+    assert torch.isnan(loss) and torch.isnan(grad).any()
+    # `th` bound to something else is not torch: `th.mean(x)` is no mean of x's rows that the rule knows
+    other = VARIANCE.replace("import torch", "import torch\nimport numpy as th") \
+        .replace("(x ** 2).mean(-1) - x.mean(-1) ** 2", "th.mean(x ** 2, -1) - th.mean(x, -1) ** 2")
+    assert _lines(other) == []

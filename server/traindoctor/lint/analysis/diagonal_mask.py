@@ -14,7 +14,7 @@ from typing import Callable
 
 import libcst as cst
 
-from .names import arg
+from .names import arg, literal_number
 from .vocab import vocab
 
 Qualify = Callable[[cst.BaseExpression], "str | None"]
@@ -26,14 +26,6 @@ def _stripped(expr: cst.BaseExpression) -> cst.BaseExpression:
     while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in methods:
         expr = expr.func.value
     return expr
-
-
-def _int(node: cst.BaseExpression | None) -> int | None:
-    if type(node) is cst.Integer:
-        return int(node.value)
-    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
-        return -int(node.expression.value)
-    return None
 
 
 def _called(expr: cst.BaseExpression, qualify: Qualify, names: list[str]) -> bool:
@@ -61,7 +53,7 @@ def _one_column_of_range(index: cst.BaseExpression, qualify: Qualify) -> bool:
         return False
     if type(index) is not cst.Call or type(index.func) is not cst.Attribute:
         return False
-    method, shape = index.func.attr.value, [_int(a.value) for a in index.args]
+    method, shape = index.func.attr.value, [literal_number(a.value) for a in index.args]
     if method in ("view", "reshape") and shape == [-1, 1] or method == "unsqueeze" and shape in ([1], [-1]):
         return _called(index.func.value, qualify, vocab().index_ranges)
     return False
@@ -79,7 +71,7 @@ def diagonal_scatter(call: cst.Call, qualify: Qualify) -> bool:
     dim, index = arg(call, rest, "dim"), arg(call, rest + 1, "index")
     value = arg(call, rest + 2, "value")
     # a 2-D scatter (the index is one column): dim -1 is dim 1
-    return source is not None and index is not None and _all_ones(source, qualify) and _int(dim) in (1, -1) \
+    return source is not None and index is not None and _all_ones(source, qualify) and literal_number(dim) in (1, -1) \
         and type(value) in (cst.Integer, cst.Float) and float(value.value) == 0.0 \
         and _one_column_of_range(index, qualify)
 

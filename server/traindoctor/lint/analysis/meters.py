@@ -11,7 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..walk import child_nodes, iter_nodes, scope_nodes
-from .names import dotted_name
+from .names import dotted_name, literal_number
 from .vocab import vocab
 
 
@@ -68,7 +68,8 @@ def _tensor_roots(expr: cst.BaseExpression) -> set[str] | None:
         left, right = _tensor_roots(expr.left), _tensor_roots(expr.right)  # type: ignore[union-attr]
         if left is None and right is None:
             return None
-        if (left is None and not _number(expr.left)) or (right is None and not _number(expr.right)):  # type: ignore
+        if (left is None and literal_number(expr.left) is None) or \
+                (right is None and literal_number(expr.right) is None):  # type: ignore[union-attr]
             return None
         return (left or set()) | (right or set())
     if kind is cst.Subscript:
@@ -79,10 +80,6 @@ def _tensor_roots(expr: cst.BaseExpression) -> set[str] | None:
             return None
         return _tensor_roots(expr.func.value)  # type: ignore[union-attr]
     return None
-
-
-def _number(expr: cst.BaseExpression) -> bool:
-    return type(expr) in (cst.Integer, cst.Float)
 
 
 def _of_self(target: cst.BaseExpression) -> bool:

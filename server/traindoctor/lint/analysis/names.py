@@ -91,6 +91,20 @@ def _scan_aliases(body: Iterable[cst.CSTNode], found: list[tuple[str, str]]) -> 
                 _scan_aliases(handler.body.body, found)
 
 
+def literal_number(node: cst.BaseExpression | None) -> float | None:
+    """The value of a number literal (`2`, `0.5`, `-1`, `1e-8`), else None."""
+    kind = type(node)  # exact types: isinstance against libcst's ABCs is a Python call
+    if kind is cst.Integer or kind is cst.Float:
+        try:
+            return float(node.evaluated_value)  # type: ignore[union-attr]
+        except (ValueError, OverflowError):
+            return None
+    if kind is cst.UnaryOperation and type(node.operator) is cst.Minus:  # type: ignore[union-attr]
+        value = literal_number(node.expression)  # type: ignore[union-attr]
+        return -value if value is not None else None
+    return None
+
+
 class Names:
     """The file's import aliases; `qualify` resolves an expression through them."""
 

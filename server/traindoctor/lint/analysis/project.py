@@ -115,7 +115,6 @@ class ProjectIndex:
         with self._lock:
             if self._summaries.get(path) == summary:
                 return False
-            old = self._summaries.get(path)
             self._summaries[path] = summary
             self._saves = None  # what a save writes may depend on any file it imports
             self._no_grad_methods = None

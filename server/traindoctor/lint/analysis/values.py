@@ -40,7 +40,7 @@ import libcst as cst
 from ..walk import iter_nodes
 from .collect import BlockAnalysis
 from .diagonal_mask import diagonal_scatter, identity_complement
-from .names import arg, dotted_name, item_key
+from .names import arg, dotted_name, item_key, literal_number
 from .scopes import Scope, returns
 from .vocab import vocab
 from .zero_evidence import subject, zero_evidence
@@ -138,19 +138,6 @@ def join(a: Value, b: Value) -> Value:
                  items=items if kind == "container" else None)
 
 
-def _number(node: cst.BaseExpression) -> float | None:
-    kind = type(node)  # exact types: isinstance against libcst's ABCs is a Python call
-    if kind is cst.Integer or kind is cst.Float:
-        try:
-            return float(node.evaluated_value)
-        except (ValueError, OverflowError):
-            return None
-    if kind is cst.UnaryOperation and type(node.operator) is cst.Minus:
-        value = _number(node.expression)
-        return -value if value is not None else None
-    return None
-
-
 def _zeros_replaced_by(call: cst.Call) -> cst.BaseExpression | None:
     """In `where(x == 0, y, x)` (or `where(x != 0, x, y)`): `y`, what every exact 0 of `x` becomes."""
     cond, first, second = arg(call, 0, "condition"), arg(call, 1, "x"), arg(call, 2, "y")
@@ -170,7 +157,7 @@ def _zeros_replaced_by(call: cst.Call) -> cst.BaseExpression | None:
 
 def positive_constant(node: cst.BaseExpression) -> bool:
     """`1e-8`, `eps`, `self.eps`, `EPSILON`, `torch.finfo(x.dtype).eps`."""
-    number = _number(node)
+    number = literal_number(node)
     if number is not None:
         return number > 0
     name = dotted_name(node) or (node.attr.value if isinstance(node, cst.Attribute) else None)
@@ -302,7 +289,7 @@ class Values:
 
     def _eval(self, expr, at, function, klass, depth) -> Value:
         sub = lambda e, a=at: self.of(e, a, function, klass, depth - 1)  # noqa: E731
-        number = _number(expr)
+        number = literal_number(expr)
         if number is not None:
             return Value("scalar", zero="safe" if number > 0 else "zero")
         t = type(expr)
@@ -322,10 +309,10 @@ class Values:
                 if kind is not None:
                     return Value("object", obj=kind, origin=self.model.object(key, klass).node)
             if isinstance(expr.value, cst.Attribute) and expr.value.attr.value == "shape" and \
-                    isinstance(index, cst.Index) and _number(index.value) == 0:
+                    isinstance(index, cst.Index) and literal_number(index.value) == 0:
                 return Value("scalar", unit="size")
             inner = sub(expr.value)
-            position = _number(index.value) if isinstance(index, cst.Index) else None
+            position = literal_number(index.value) if isinstance(index, cst.Index) else None
             if inner.items is not None and position is not None and position == int(position) and \
                     -len(inner.items) <= position < len(inner.items):
                 return inner.items[int(position)]  # out[1] of `return logits, loss`
@@ -768,7 +755,7 @@ class Values:
                 return UNKNOWN
             if method == "item":
                 return replace(receiver, kind="scalar", grad="", role="")
-            if (method == "size" and call.args and _number(call.args[0].value) == 0) or method == "numel":
+            if (method == "size" and call.args and literal_number(call.args[0].value) == 0) or method == "numel":
                 return Value("scalar", unit="size")
             if method in v.python_number_methods or method in ("tolist",):
                 return SCALAR
@@ -800,7 +787,7 @@ class Values:
                                else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
                 low = arg(call, 0, "min")
-                floor = low is not None and _number(low) == 0.0 and receiver.zero not in _CANCELLING
+                floor = low is not None and literal_number(low) == 0.0 and receiver.zero not in _CANCELLING
                 return replace(receiver, prob="", zero="safe" if low is not None and positive_constant(low) else
                                "selected" if floor else receiver.zero)
             if method == "tanh" and not call.args:
@@ -843,7 +830,7 @@ class Values:
                 return Value("scalar", unit=sub(first).unit) if first is not None else SCALAR
             if qualified in v.python_number_builtins:
                 return SCALAR
-            if qualified in v.zero_floor_clamps and _number(arg(call, 1, "min") or cst.Name("None")) == 0.0:
+            if qualified in v.zero_floor_clamps and literal_number(arg(call, 1, "min") or cst.Name("None")) == 0.0:
                 inner = sub(arg(call, 0, "input") or call)  # a ReLU, but exact zeros keep their gradient
                 return Value("tensor", inner.grad, zero=inner.zero if inner.zero in _CANCELLING else "selected")
             if qualified in v.positive or qualified in v.clamps or qualified in v.exponentials:
@@ -918,7 +905,7 @@ class Values:
             return "samples"
         if bound.unit == "sum":
             return "sum"
-        if batches and _number(increment) == 1.0:
+        if batches and literal_number(increment) == 1.0:
             return "batches"
         if batches and bound.unit == "mean":
             return "means"
@@ -938,7 +925,7 @@ class Values:
         if value.kind == "object" and value.obj == "dataloader" and isinstance(value.origin, cst.Call):
             size = arg(value.origin, 1, "batch_size")
             sampler = arg(value.origin, 99, "batch_sampler")
-            if sampler is None and (size is None or _number(size) == 1.0):
+            if sampler is None and (size is None or literal_number(size) == 1.0):
                 return "single"
             return "batches"
         name = dotted_name(expr.value if isinstance(expr, cst.Subscript) else expr)  # dataloaders[phase]
@@ -1086,7 +1073,7 @@ class Values:
             unit = "sum"  # loss.item() * x.size(0)
         elif isinstance(op, cst.Divide) and left.unit == "sum" and right.unit == "size":
             unit = "mean"  # correct / y.size(0)
-        elif isinstance(op, cst.Add) and "index" in units and 1.0 in (_number(expr.left), _number(expr.right)):
+        elif isinstance(op, cst.Add) and "index" in units and 1.0 in (literal_number(expr.left), literal_number(expr.right)):
             unit = "batches"  # i + 1 after `for i, batch in enumerate(loader)`
         elif isinstance(op, cst.Add) and left.unit == right.unit:
             unit = left.unit
@@ -1101,16 +1088,16 @@ class Values:
         if isinstance(op, cst.Subtract):
             if identity_complement(expr, self.model.names.qualify):
                 return Value("tensor", zero="offdiag")  # 1 - torch.eye(n)
-            one = _number(expr.left)
+            one = literal_number(expr.left)
             if one == 1.0 and (right.prob in ("softmax", "sigmoid", "prob") or right.zero in ("zero", "selected")):
                 return replace(base, prob="", zero="zero")
             if one == 1.0 and _square_of_tanh(expr.right, sub):
                 return replace(base, prob="", zero="saturated")  # 1 - tanh(x)**2: 0 once tanh is +-1
             if type(expr.left) is cst.BinaryOperation and self._twice_a_product(expr.right, bound):
                 return replace(base, prob="", zero="cancels")  # |x|^2 + |y|^2 - 2 x.y
-            if _mean_square_minus_square_mean(expr, bound):
+            if _mean_square_minus_square_mean(expr, bound, self.model.names.qualify):
                 return replace(base, prob="", zero="shortcut")  # mean(x**2) - mean(x)**2
-            if one is None and _number(expr.right) is None and not positive_constant(expr.right):
+            if one is None and literal_number(expr.right) is None and not positive_constant(expr.right):
                 return replace(base, prob="", zero="diff")  # 0 where the two are equal
             return replace(base, prob="", zero="")
         if isinstance(op, cst.Power):
@@ -1136,7 +1123,7 @@ class Values:
             return replace(base, prob="", zero="cancels")  # |x|^2 - 2 x.y + |y|^2, |x|^2 + |y|^2 + -2 * x.y
         if isinstance(op, cst.Add):
             for value, constant in ((left, expr.right), (right, expr.left)):
-                if _number(constant) == 1.0 and value.zero in ZERO_POSSIBLE:
+                if literal_number(constant) == 1.0 and value.zero in ZERO_POSSIBLE:
                     return replace(base, prob="", zero="one")  # n + 1: exactly 1 where n is 0
             if "safe" in (lzero, rzero) or positive_constant(expr.left) or positive_constant(expr.right):
                 return replace(base, prob="", zero="safe")
@@ -1167,12 +1154,12 @@ class Values:
         if type(expr.operator) is cst.MatrixMultiply:  # `2 * x @ y.t()` is `(2 * x) @ y.t()`
             scaled = expr.left
             return type(scaled) is cst.BinaryOperation and type(scaled.operator) is cst.Multiply and \
-                factor in (_number(scaled.left), _number(scaled.right))
+                factor in (literal_number(scaled.left), literal_number(scaled.right))
         if type(expr.operator) is not cst.Multiply:
             return False
-        if _number(expr.left) == factor:
+        if literal_number(expr.left) == factor:
             return self._contraction(expr.right, bound)
-        return _number(expr.right) == factor and self._contraction(expr.left, bound)
+        return literal_number(expr.right) == factor and self._contraction(expr.left, bound)
 
     def _contraction(self, expr: cst.BaseExpression, bound) -> bool:
         value, _ = bound(expr) if type(expr) is cst.Name else (None, -1)
@@ -1189,14 +1176,15 @@ class Values:
         return type(expr.func) is cst.Attribute and expr.func.attr.value in self.v.contraction_methods
 
 
-def _mean_square_minus_square_mean(expr: cst.BinaryOperation, bound) -> bool:
+def _mean_square_minus_square_mean(expr: cst.BinaryOperation, bound, qualify) -> bool:
     """`mean(x**2) - mean(x)**2` (also `x.pow(2).mean(d) - mu * mu` with `mu = x.mean(d)`, locals bound
-    to either side): the same `x`, reduced the same way, on both sides."""
-    squares = _reduced_operand(expr.left, bound)
-    mean = _reduced_operand(_square_base(expr.right, bound), bound)
+    to either side): the same `x`, reduced the same way, on both sides. `qualify` resolves the file's
+    import aliases (`torch.mean` however torch is imported)."""
+    squares = _reduced_operand(expr.left, bound, qualify)
+    mean = _reduced_operand(_square_base(expr.right, bound, qualify), bound, qualify)
     if squares is None or mean is None or squares[1] != mean[1]:
         return False
-    squared = _square_base(squares[0], bound)
+    squared = _square_base(squares[0], bound, qualify)
     return squared is not None and _resolved(squared, bound).deep_equals(_resolved(mean[0], bound))
 
 
@@ -1208,11 +1196,11 @@ def _resolved(expr: cst.BaseExpression | None, bound) -> cst.BaseExpression | No
     return expr
 
 
-def _square_base(expr: cst.BaseExpression | None, bound) -> cst.BaseExpression | None:
+def _square_base(expr: cst.BaseExpression | None, bound, qualify) -> cst.BaseExpression | None:
     """`b` for `b ** 2`, `b * b`, `b.pow(2)`, `b.square()`, `torch.square(b)`, `torch.pow(b, 2)`."""
     expr = _resolved(expr, bound)
     if type(expr) is cst.BinaryOperation:
-        if type(expr.operator) is cst.Power and _number(expr.right) == 2.0:
+        if type(expr.operator) is cst.Power and literal_number(expr.right) == 2.0:
             return expr.left
         if type(expr.operator) is cst.Multiply and expr.left.deep_equals(expr.right):
             return expr.left
@@ -1221,28 +1209,26 @@ def _square_base(expr: cst.BaseExpression | None, bound) -> cst.BaseExpression |
         return None
     if type(expr.func) is cst.Attribute:
         method = expr.func.attr.value
-        if (method == "pow" and len(expr.args) == 1 and _number(expr.args[0].value) == 2.0) or \
+        if (method == "pow" and len(expr.args) == 1 and literal_number(expr.args[0].value) == 2.0) or \
                 (method == "square" and not expr.args):
-            if dotted_name(expr.func.value) not in ("torch", "th"):
+            if qualify(expr.func.value) != "torch":
                 return expr.func.value
-    name = dotted_name(expr.func) or ""
-    if name.rsplit(".", 1)[0] in ("torch", "th") and name.endswith((".square", ".pow")) and expr.args and \
-            (len(expr.args) == 1 or _number(expr.args[1].value) == 2.0):
+    if (qualify(expr.func) or "") in ("torch.square", "torch.pow") and expr.args and \
+            (len(expr.args) == 1 or literal_number(expr.args[1].value) == 2.0):
         return expr.args[0].value
     return None
 
 
-def _reduced_operand(expr: cst.BaseExpression | None, bound) -> tuple[cst.BaseExpression, str] | None:
+def _reduced_operand(expr: cst.BaseExpression | None, bound, qualify) -> tuple[cst.BaseExpression, str] | None:
     """(`x`, how) for `x.mean(dims)` or `torch.mean(x, dims)`: what a mean reduces and how (the
     arguments' text, so that `mean(-1)` and `mean()` do not match)."""
     expr = _resolved(expr, bound)
     if type(expr) is not cst.Call:
         return None
     if type(expr.func) is cst.Attribute and expr.func.attr.value == "mean" and \
-            dotted_name(expr.func.value) not in ("torch", "th"):
+            qualify(expr.func.value) != "torch":
         return expr.func.value, ",".join(_plain(a) for a in expr.args)
-    name = dotted_name(expr.func) or ""
-    if name in ("torch.mean", "th.mean") and expr.args:
+    if qualify(expr.func) == "torch.mean" and expr.args:
         return expr.args[0].value, ",".join(_plain(a) for a in expr.args[1:])
     return None
 
@@ -1256,9 +1242,9 @@ def _minus_two_alpha(call: cst.Call, legacy_position: int) -> bool:
     alpha = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "alpha"), None)
     if alpha is None:
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
-        if len(positional) == legacy_position + 3 and _number(positional[legacy_position - 1]) is not None:
+        if len(positional) == legacy_position + 3 and literal_number(positional[legacy_position - 1]) is not None:
             alpha = positional[legacy_position]
-    return alpha is not None and _number(alpha) == -2.0
+    return alpha is not None and literal_number(alpha) == -2.0
 
 
 def _product_zero(left: Value, right: Value) -> str:
@@ -1317,8 +1303,8 @@ def _probability_by_hand(expr: cst.BinaryOperation, left: Value, right: Value, s
     if type(denominator) is not cst.BinaryOperation or type(denominator.operator) is not cst.Add:
         return ""
     for one, other in ((denominator.left, denominator.right), (denominator.right, denominator.left)):
-        if _number(one) == 1.0 and sub(other).prob == "exp" and \
-                (_number(expr.left) == 1.0 or (left.prob == "exp" and other.deep_equals(expr.left))):
+        if literal_number(one) == 1.0 and sub(other).prob == "exp" and \
+                (literal_number(expr.left) == 1.0 or (left.prob == "exp" and other.deep_equals(expr.left))):
             return "sigmoid"
     return ""
 
@@ -1327,23 +1313,23 @@ def _square_of_tanh(expr: cst.BaseExpression, sub) -> bool:
     """`t ** 2`, `t.pow(2)`, `t.square()`, `torch.pow(t, 2)`, `t * t` of a tanh output `t`."""
     base = None
     if type(expr) is cst.BinaryOperation:
-        if type(expr.operator) is cst.Power and _number(expr.right) == 2.0:
+        if type(expr.operator) is cst.Power and literal_number(expr.right) == 2.0:
             base = expr.left
         elif type(expr.operator) is cst.Multiply and expr.left.deep_equals(expr.right):
             base = expr.left
     elif type(expr) is cst.Call and type(expr.func) is cst.Attribute:
         method = expr.func.attr.value
-        if (method == "pow" and expr.args and _number(expr.args[0].value) == 2.0) or \
+        if (method == "pow" and expr.args and literal_number(expr.args[0].value) == 2.0) or \
                 (method == "square" and not expr.args):
             base = expr.func.value
         elif dotted_name(expr.func) in ("torch.pow", "torch.square") and expr.args and \
-                (len(expr.args) == 1 or _number(expr.args[1].value) == 2.0):
+                (len(expr.args) == 1 or literal_number(expr.args[1].value) == 2.0):
             base = expr.args[0].value
     return base is not None and sub(base).prob == "tanh"
 
 
 def _even(exponent: cst.BaseExpression) -> bool:
-    number = _number(exponent)
+    number = literal_number(exponent)
     return number is not None and number > 0 and number == int(number) and int(number) % 2 == 0
 
 
@@ -1430,7 +1416,7 @@ def _tests_zero(test: cst.BaseExpression, name: cst.BaseExpression) -> bool:
     target = dotted_name(name)
     return type(test) is cst.Comparison and target is not None and dotted_name(test.left) == target and \
         len(test.comparisons) == 1 and type(test.comparisons[0].operator) is cst.Equal and \
-        _number(test.comparisons[0].comparator) == 0.0
+        literal_number(test.comparisons[0].comparator) == 0.0
 
 
 def _bound_only_in_init(klass: cst.ClassDef, attr: str) -> bool:

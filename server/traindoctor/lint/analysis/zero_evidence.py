@@ -17,21 +17,12 @@ from typing import Callable
 import libcst as cst
 
 from ..walk import subtree_nodes
-from .names import arg, dotted_name
+from .names import arg, dotted_name, literal_number
 
 # Casts and shape changes that keep which elements are 0: `n.float() == 0` tests `n`.
 _KEEPS_ZEROS = ("float", "double", "half", "int", "long", "item", "to", "type_as", "view", "reshape",
                 "unsqueeze", "squeeze", "expand", "expand_as", "flatten", "detach", "clone", "cpu", "cuda")
 _CLAMPS = ("torch.clamp", "torch.clip", "torch.clamp_min")
-
-
-def _number(node: cst.BaseExpression) -> float | None:
-    if type(node) in (cst.Integer, cst.Float):
-        try:
-            return float(node.evaluated_value)  # type: ignore[attr-defined]
-        except (ValueError, OverflowError):
-            return None
-    return None
 
 
 def subject(expr: cst.BaseExpression) -> str | None:
@@ -59,9 +50,9 @@ def _tested(node: cst.CSTNode, qualify) -> str | None:
         test = node.comparisons[0]  # type: ignore[attr-defined]
         if type(test.operator) not in (cst.Equal, cst.NotEqual):
             return None  # `x > 0` selects positive elements; it says nothing about exact zeros
-        if _number(test.comparator) == 0.0:
+        if literal_number(test.comparator) == 0.0:
             return subject(node.left)  # type: ignore[attr-defined]
-        if _number(node.left) == 0.0:  # type: ignore[attr-defined]
+        if literal_number(node.left) == 0.0:  # type: ignore[attr-defined]
             return subject(test.comparator)
         return None
     if kind is cst.Call:
@@ -80,5 +71,5 @@ def _tested(node: cst.CSTNode, qualify) -> str | None:
 
 def _count_floor(node: cst.BaseExpression) -> bool:
     """`1` (or another whole number >= 1): the floor of a count, not a defensive epsilon."""
-    number = _number(node)
+    number = literal_number(node)
     return number is not None and number >= 1 and number == int(number)

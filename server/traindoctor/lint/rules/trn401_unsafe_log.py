@@ -19,7 +19,8 @@ import libcst as cst
 
 from ..analysis.gradient_use import reaches_gradient, value_unused
 from ..analysis.scopes import code
-from ..analysis.values import _number as literal_number, arg
+from ..analysis.names import literal_number
+from ..analysis.values import arg
 from ..analysis.vocab import vocab
 from ..fixes import atom, sum_operand
 from ..rule import FixSpec, Replace, Rule
