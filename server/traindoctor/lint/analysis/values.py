@@ -88,6 +88,7 @@ _NONZERO_REASONS = frozenset(_NONZERO)
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
 _ONLY_DIRECT = ("diff", "tested", "one", "cancels", "shortcut")
 _CANCELLING = ("cancels", "shortcut")  # clamp(min=0) keeps them: its backward passes the gradient at exactly 0
+_PASSED_IN_DEPTH = 20  # how deep a caller's argument is read for `_passed_in` (its result is cached)
 _SATURATING = ("softmax", "sigmoid", "tanh")  # probabilities (and tanh) that reach exactly 0 or 1 in float32
 UNKNOWN = Value()
 SCALAR = Value("scalar")
@@ -415,7 +416,7 @@ class Values:
             if kind is not None:
                 return Value("object", obj=kind, origin=self.model.object(name).node)
             passed = self._passed_in(name, function, klass, depth)
-            return passed if passed.prob or passed.zero else self._by_name(name)
+            return passed if passed.prob or passed.zero or passed.kind == "object" else self._by_name(name)
         if isinstance(expr, cst.Attribute):
             inner = self.of(expr.value, at, function, klass, depth - 1)
             attr = expr.attr.value
@@ -467,16 +468,27 @@ class Values:
         position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
         found: Value | None = None
         zeros: set[str] = set()
+        objects: set[str] = set()  # the classes of the objects passed, while every call passes one
+        passed_object: Value | None = None
+        all_objects = True
         for call, caller, lookup in self._call_sites(info):
             if caller is None:
                 found = None
                 break
-            value = self._argument(call, param, position, caller, lookup, depth)
+            # a budget of its own: the result is kept for every later read, whatever depth asked first
+            value = self._argument(call, param, position, caller, lookup, _PASSED_IN_DEPTH)
             found = value if found is None else join(found, value)
             zeros.add(value.zero if value.zero in _PASSED_ZERO else "")
-            if not found.prob and "" in zeros:
+            if value.kind == "object" and value.obj:
+                objects.add(value.obj)
+                passed_object = passed_object or value
+            else:
+                all_objects = False
+            if not found.prob and "" in zeros and not all_objects:
                 break
-        if found is not None and found.prob in ("softmax", "sigmoid"):
+        if found is not None and all_objects and len(objects) == 1:
+            result = passed_object  # every call passes an instance of one class (`loss_fn(actor, obs)`)
+        elif found is not None and found.prob in ("softmax", "sigmoid"):
             result = found
         elif found is not None and zeros and "" not in zeros:
             result = Value("tensor", zero=zeros.pop() if len(zeros) == 1 else "zero")

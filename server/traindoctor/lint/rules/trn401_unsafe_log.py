@@ -1,5 +1,6 @@
-"""TRN401 unsafe-log: `log` of a value that can be exactly 0, and `sqrt` of one
-where a gradient flows (its gradient at 0 is inf), without a guard.
+"""TRN401 unsafe-log: `log` of a value that can be exactly 0, `sqrt` of one
+where a gradient flows (its gradient at 0 is inf), without a guard, and `atanh` of a value that reaches
++-1 (a float32 tanh output, a clamp to [-1, 1]).
 
 Only torch logs count: a math/NumPy log of 0 is -inf in a number no gradient
 flows through. The model's `zero` fact says why a value can be 0 (a probability product,
@@ -59,6 +60,10 @@ class UnsafeLog(Rule):
         elif qualified in v.sqrts or (method in ("sqrt", "rsqrt") and receiver_ok):
             self._check_sqrt(node, arg(node, 0, "input") if qualified in v.sqrts else node.func.value,
                              qualified not in v.sqrts, inverse=code(node.func).endswith("rsqrt"))
+            return
+        elif qualified in v.inverse_tanh or (method in v.inverse_tanh_methods and receiver_ok and
+                                             not qualified.startswith(("math.", "numpy."))):
+            self._check_atanh(node, arg(node, 0, "input") if qualified in v.inverse_tanh else node.func.value)
             return
         elif qualified in v.powers or (method == "pow" and not qualified.startswith(("math.", "numpy."))):
             base = arg(node, 0, "input") if qualified in v.powers else node.func.value
@@ -131,6 +136,58 @@ class UnsafeLog(Rule):
         fix = FixSpec("Add the dtype's tiny value under the square root",
                       (Replace(target, f"({new})" if method else new),), safe=False)
         self.report(node, message, fix=fix)
+
+    def _check_atanh(self, node: cst.Call, target: cst.BaseExpression | None) -> None:
+        """atanh of a value that reaches +-1: a tanh output (exactly +-1 in float32 once |x| is above about
+        fp32_tanh_saturation), or one clamped to [-1, 1]; atanh is +-inf there and its gradient inf. A clamp
+        strictly inside (-1, 1) guards it."""
+        if target is None or not self.gradient_flows() or self._only_shown() or value_unused(self.walk.stack) or \
+                not reaches_gradient(self.walk.stack, self.names.qualify):
+            return
+        bounds = self._clamp_bounds(target)
+        if bounds is not None:
+            if bounds not in ((-1.0, 1.0),):
+                return  # clamped inside (-1, 1), or to bounds this rule does not read
+            why = "clamped to [-1, 1], which allows exactly +-1"
+        elif self.values(target).prob == "tanh":
+            why = (f"a tanh output, exactly +-1 in float32 once the tanh's input is above about "
+                   f"{vocab().fp32_tanh_saturation:g} in size")
+        else:
+            return
+        message = (f"`atanh({_short(target)})` of {why}: atanh is +-inf there and its gradient inf, turning the "
+                   f"loss NaN; clamp it strictly inside (-1, 1) first, or keep the value before the tanh")
+        self.report(node, message, fix=self._inside_unit_interval(target))
+
+    def _clamp_bounds(self, target: cst.BaseExpression) -> tuple[float, float] | None:
+        """(low, high) of `x.clamp(low, high)` / `torch.clamp(x, low, high)` with number bounds; None when
+        `target` is no clamp, (nan, nan) when a bound is not a number."""
+        if type(target) is not cst.Call:
+            return None
+        qualified = self.names.qualify(target.func) or ""
+        if qualified in ("torch.clamp", "torch.clip"):
+            low, high = arg(target, 1, "min"), arg(target, 2, "max")
+        elif type(target.func) is cst.Attribute and target.func.attr.value in vocab().clamp_methods and \
+                not qualified.startswith(("torch.", "numpy.")):
+            low, high = arg(target, 0, "min"), arg(target, 1, "max")
+        else:
+            return None
+        values = (literal_number(low), literal_number(high))
+        return (float("nan"), float("nan")) if None in values else values  # type: ignore[return-value]
+
+    def _inside_unit_interval(self, target: cst.BaseExpression) -> FixSpec | None:
+        """`x.clamp(-1 + eps, 1 - eps)` with the dtype's eps: atanh stays finite there (+-8.3 in float32) and
+        every value inside keeps its result and gradient."""
+        torch = self.names.alias_of("torch")
+        if torch is None:
+            return None
+        inner = self._clamp_bounds(target) is not None and type(target) is cst.Call
+        base = (arg(target, 0, "input") if type(target.func) is not cst.Attribute else target.func.value) \
+            if inner else target  # type: ignore[union-attr]
+        if base is None:
+            return None
+        eps = f"{torch}.finfo({atom(base)}.dtype).eps"
+        return FixSpec("Clamp it strictly inside (-1, 1)",
+                       (Replace(target, f"{atom(base)}.clamp(-1 + {eps}, 1 - {eps})"),), safe=False)
 
     def _only_shown(self) -> bool:
         """Inside `print(...)`, a logger call or a format string: the value is only shown."""
