@@ -451,8 +451,9 @@ class Values:
     def _passed_in(self, param: str, function, klass: str, depth: int) -> Value:
         """A parameter's probability fact when every in-file call of its function passes one
         (`self.discriminator_loss(*self.discriminate(z))` of a method returning two sigmoids),
-        and its zero fact when every one passes a value that can be exactly 0 for a reason that
-        holds wherever it is read (`kl(mu, softplus(h))`, `helper(relu(x))`, `norm(counts)`)."""
+        its zero fact when every one passes a value that can be exactly 0 for a reason that
+        holds wherever it is read (`kl(mu, softplus(h))`, `helper(relu(x))`, `norm(counts)`), and
+        the object when every one passes an instance of one class (`loss(actor, obs)`)."""
         if function is None or depth <= 2:
             return UNKNOWN
         qualname = f"{klass}.{function.name.value}" if klass else function.name.value
