@@ -88,7 +88,9 @@ _NONZERO_REASONS = frozenset(_NONZERO)
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
 _ONLY_DIRECT = ("diff", "tested", "one", "cancels", "shortcut")
 _CANCELLING = ("cancels", "shortcut")  # clamp(min=0) keeps them: its backward passes the gradient at exactly 0
-_PASSED_IN_DEPTH = 20  # how deep a caller's argument is read for `_passed_in` (its result is cached)
+# How deep a caller's argument is read for `_passed_in` and `_callers_pass_data`: their answers are cached
+# for every later read, so they must not depend on the depth of the read that asked first.
+_PASSED_IN_DEPTH = 20
 _SATURATING = ("softmax", "sigmoid", "tanh")  # probabilities (and tanh) that reach exactly 0 or 1 in float32
 UNKNOWN = Value()
 SCALAR = Value("scalar")
@@ -660,7 +662,7 @@ class Values:
             for call, caller, lookup in sites:
                 if caller is None:
                     continue
-                value = self._argument(call, param, position, caller, lookup, depth)
+                value = self._argument(call, param, position, caller, lookup, _PASSED_IN_DEPTH)
                 if value.grad == "known" or value.kind == "object" or _learned_output(value) or \
                         self._drawn_at_random(_argument_node(call, param, position), caller):
                     learned = True
