@@ -612,11 +612,12 @@ def _memory_growth(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | 
             continue
         # RSS pauses while glibc hands freed blocks out again (a 20 MB plateau in a steady 8 KB list
         # leak); what the heaps hold in use (RSS less their free memory) does not: judge the shape on it.
-        held = _in_use_points(run, skip) if name == "rss" else []
+        heap = _heap_samples(run, skip) if name == "rss" else []
+        held = [(step, rss - free) for step, rss, free in heap]
         shape = held if len(held) >= int(params.get("min_in_use_samples", 12)) else points
         if not _still_growing(shape, float(params.get("min_tail_ratio", 0.5)), float(params.get("tail_steps", 0.25))):
             continue  # warm-up that levels off, or a cache the program frees
-        if name == "rss" and not _in_use_grows(run, skip, params):
+        if name == "rss" and not _in_use_grows(heap, run, params):
             continue  # free memory glibc keeps after many small frees: no live object grows
         return {"metric": metric, "per_step": size(slope), "start": size(points[0][1]),
                 "end": size(points[-1][1]), "steps": len(points), "r2": f"{r2:.2f}",
@@ -625,20 +626,18 @@ def _memory_growth(run: RunData, params: Mapping[str, Any]) -> dict[str, Any] | 
     return None
 
 
-def _in_use_points(run: RunData, skip: int) -> list[tuple[int, float]]:
-    """(step, RSS less glibc's free heap memory) at the samples that read both."""
-    return [(r["step"], float(r["rss"]) - float(r["heap_free"])) for r in run.records
+def _heap_samples(run: RunData, skip: int) -> list[tuple[int, float, float]]:
+    """(step, RSS, glibc's free heap memory) at the samples that read both."""
+    return [(r["step"], float(r["rss"]), float(r["heap_free"])) for r in run.records
             if isinstance(r.get("rss"), (int, float)) and isinstance(r.get("heap_free"), (int, float))][skip:]
 
 
-def _in_use_grows(run: RunData, skip: int, params: Mapping[str, Any]) -> bool:
-    """Over the later half of the run, RSS less the free memory glibc's heaps keep (`heap_free`,
-    read at some of the RSS samples: fewer as the heaps fragment and the read costs more) grows by
-    at least `min_in_use_share` of what RSS grows over the same samples; True when fewer than two
-    such samples tell. Memory freed in many small blocks stays in the heaps, resident, and raises
+def _in_use_grows(both: list[tuple[int, float, float]], run: RunData, params: Mapping[str, Any]) -> bool:
+    """Over the later half of the run (`both`: its `_heap_samples`), RSS less the free memory glibc's
+    heaps keep (`heap_free`, read at some of the RSS samples: fewer as the heaps fragment and the read
+    costs more) grows by at least `min_in_use_share` of what RSS grows over the same samples; True when fewer than
+    two such samples tell. Memory freed in many small blocks stays in the heaps, resident, and raises
     RSS while the program holds no more (a replay buffer that replaces its 4 KB states)."""
-    both = [(r["step"], float(r["rss"]), float(r["heap_free"])) for r in run.records
-            if isinstance(r.get("rss"), (int, float)) and isinstance(r.get("heap_free"), (int, float))][skip:]
     if not both:
         return True
     middle = (both[0][0] + run.records[-1]["step"]) / 2

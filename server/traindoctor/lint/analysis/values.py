@@ -1088,7 +1088,8 @@ class Values:
             unit = "sum"  # loss.item() * x.size(0)
         elif isinstance(op, cst.Divide) and left.unit == "sum" and right.unit == "size":
             unit = "mean"  # correct / y.size(0)
-        elif isinstance(op, cst.Add) and "index" in units and 1.0 in (literal_number(expr.left), literal_number(expr.right)):
+        elif isinstance(op, cst.Add) and "index" in units and \
+                1.0 in (literal_number(expr.left), literal_number(expr.right)):
             unit = "batches"  # i + 1 after `for i, batch in enumerate(loader)`
         elif isinstance(op, cst.Add) and left.unit == right.unit:
             unit = left.unit

@@ -144,50 +144,45 @@ class UnsafeLog(Rule):
         if target is None or not self.gradient_flows() or self._only_shown() or value_unused(self.walk.stack) or \
                 not reaches_gradient(self.walk.stack, self.names.qualify):
             return
-        bounds = self._clamp_bounds(target)
-        if bounds is not None:
-            if bounds not in ((-1.0, 1.0),):
-                return  # clamped inside (-1, 1), or to bounds this rule does not read
+        clamp = self._clamp_of(target) if type(target) is cst.Call else None
+        if clamp is not None:
+            clamped, low, high = clamp
+            if (low, high) != (-1.0, 1.0):
+                return  # clamped inside (-1, 1), or to bounds that are not numbers
             why = "clamped to [-1, 1], which allows exactly +-1"
         elif self.values(target).prob == "tanh":
+            clamped = target
             why = (f"a tanh output, exactly +-1 in float32 once the tanh's input is above about "
                    f"{vocab().fp32_tanh_saturation:g} in size")
         else:
             return
         message = (f"`atanh({_short(target)})` of {why}: atanh is +-inf there and its gradient inf, turning the "
                    f"loss NaN; clamp it strictly inside (-1, 1) first, or keep the value before the tanh")
-        self.report(node, message, fix=self._inside_unit_interval(target))
+        self.report(node, message, fix=self._inside_unit_interval(target, clamped))
 
-    def _clamp_bounds(self, target: cst.BaseExpression) -> tuple[float, float] | None:
-        """(low, high) of `x.clamp(low, high)` / `torch.clamp(x, low, high)` with number bounds; None when
-        `target` is no clamp, (nan, nan) when a bound is not a number."""
-        if type(target) is not cst.Call:
-            return None
-        qualified = self.names.qualify(target.func) or ""
+    def _clamp_of(self, call: cst.Call) -> tuple[cst.BaseExpression | None, float | None, float | None] | None:
+        """(the clamped value, low, high) of `x.clamp(low, high)` / `torch.clamp(x, low, high)`, a bound None
+        where it is not a number literal; None when `call` is no clamp."""
+        qualified = self.names.qualify(call.func) or ""
         if qualified in ("torch.clamp", "torch.clip"):
-            low, high = arg(target, 1, "min"), arg(target, 2, "max")
-        elif type(target.func) is cst.Attribute and target.func.attr.value in vocab().clamp_methods and \
+            clamped, low, high = arg(call, 0, "input"), arg(call, 1, "min"), arg(call, 2, "max")
+        elif type(call.func) is cst.Attribute and call.func.attr.value in vocab().clamp_methods and \
                 not qualified.startswith(("torch.", "numpy.")):
-            low, high = arg(target, 0, "min"), arg(target, 1, "max")
+            clamped, low, high = call.func.value, arg(call, 0, "min"), arg(call, 1, "max")
         else:
             return None
-        values = (literal_number(low), literal_number(high))
-        return (float("nan"), float("nan")) if None in values else values  # type: ignore[return-value]
+        return clamped, literal_number(low), literal_number(high)
 
-    def _inside_unit_interval(self, target: cst.BaseExpression) -> FixSpec | None:
-        """`x.clamp(-1 + eps, 1 - eps)` with the dtype's eps: atanh stays finite there (+-8.3 in float32) and
-        every value inside keeps its result and gradient."""
+    def _inside_unit_interval(self, target: cst.BaseExpression, clamped: cst.BaseExpression | None) -> FixSpec | None:
+        """`target` (the clamp, or the value itself) replaced by `clamped.clamp(-1 + eps, 1 - eps)` with the
+        dtype's eps: atanh stays finite there (+-8.3 in float32) and every value inside keeps its result and
+        gradient."""
         torch = self.names.alias_of("torch")
-        if torch is None:
+        if torch is None or clamped is None:
             return None
-        inner = self._clamp_bounds(target) is not None and type(target) is cst.Call
-        base = (arg(target, 0, "input") if type(target.func) is not cst.Attribute else target.func.value) \
-            if inner else target  # type: ignore[union-attr]
-        if base is None:
-            return None
-        eps = f"{torch}.finfo({atom(base)}.dtype).eps"
+        eps = f"{torch}.finfo({atom(clamped)}.dtype).eps"
         return FixSpec("Clamp it strictly inside (-1, 1)",
-                       (Replace(target, f"{atom(base)}.clamp(-1 + {eps}, 1 - {eps})"),), safe=False)
+                       (Replace(target, f"{atom(clamped)}.clamp(-1 + {eps}, 1 - {eps})"),), safe=False)
 
     def _only_shown(self) -> bool:
         """Inside `print(...)`, a logger call or a format string: the value is only shown."""

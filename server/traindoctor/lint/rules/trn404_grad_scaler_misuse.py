@@ -20,6 +20,7 @@ import libcst as cst
 from ..analysis.facts import Marker
 from ..analysis.names import dotted_name
 from ..analysis.training import Routine
+from ..analysis.vocab import vocab
 from ..rule import FixSpec, InsertAfter, InsertBefore, Related, Replace
 from ..walk import iter_nodes
 from .trn7xx_training_base import RoutineRule
@@ -115,7 +116,7 @@ class GradScalerMisuse(RoutineRule):
             if type(call) is not cst.Call:
                 continue
             func = call.func
-            if type(func) is cst.Attribute and func.attr.value in ("clamp", "clamp_", "clip", "clip_") and \
+            if type(func) is cst.Attribute and func.attr.value in vocab().clamp_methods and \
                     dotted_name(func.value) == grad:
                 return True
             if (self.names.qualify(func) or "") in ("torch.clamp", "torch.clip") and call.args and \

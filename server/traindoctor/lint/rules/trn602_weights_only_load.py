@@ -230,8 +230,8 @@ class WeightsOnlyLoad(Rule):
 
     def _objects_saved_to(self, path: cst.BaseExpression, loaded: str | None
                           ) -> tuple[str, cst.BaseExpression, cst.Call, bool] | None:
-        """(what, value, save call, whether the value is the whole object saved) for a `torch.save` of this file (`same_file`) whose saved object,
-        or a value of its saved dict, is one the weights-only unpickler refuses: an argparse Namespace,
+        """(what, value, save call, whether the value is the whole object saved) for a `torch.save` of this
+        file (`same_file`) whose saved object, or a value of its saved dict, is one the weights-only unpickler refuses: an argparse Namespace,
         a NumPy value, an object of a class of this file (a whole dataset cached to disk)."""
         for fact in self.model.facts["program"]:
             if not (isinstance(fact, Checkpoint) and fact.kind == "save" and type(fact.node) is cst.Call and
