@@ -105,3 +105,25 @@ def test_quiet_twins():
     # under no_grad nothing flows back
     no_grad = POLICY.replace(f"    {ATANH}\n", f"    with torch.no_grad():\n        {ATANH}\n")
     assert _lines(no_grad) == []
+
+
+def test_callers_passing_models_of_two_classes_are_not_read_as_the_first_ones():
+    # both are "model" objects; only Actor ends in a tanh. Before, the kind alone was compared, so the
+    # Critic passed by the second caller was read as the Actor the first one passes.
+    critic = '''
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 2)
+
+    def forward(self, obs):
+        return self.net(obs)
+
+
+def evaluate(obs, target):
+    return pre_squash_loss(Critic(), obs, target)
+'''
+    assert _lines(POLICY + critic) == []
+    same_class = critic.replace("pre_squash_loss(Critic()", "pre_squash_loss(Actor()")
+    assert _lines(POLICY + same_class) == [16]

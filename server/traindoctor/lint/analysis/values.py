@@ -414,11 +414,13 @@ class Values:
         if backward is not None:
             return Value("tensor", "known", "loss", origin=backward)
         if definition is not None and "." not in name:
+            passed = self._passed_in(name, function, klass, depth)  # what the callers pass, first
+            if passed.prob or passed.zero or passed.kind == "object":
+                return passed
             kind = self.model.object_kind(name)  # a parameter named like the object the script passes in
             if kind is not None:
                 return Value("object", obj=kind, origin=self.model.object(name).node)
-            passed = self._passed_in(name, function, klass, depth)
-            return passed if passed.prob or passed.zero or passed.kind == "object" else self._by_name(name)
+            return self._by_name(name)
         if isinstance(expr, cst.Attribute):
             inner = self.of(expr.value, at, function, klass, depth - 1)
             attr = expr.attr.value
@@ -483,7 +485,7 @@ class Values:
             found = value if found is None else join(found, value)
             zeros.add(value.zero if value.zero in _PASSED_ZERO else "")
             if value.kind == "object" and value.obj:
-                objects.add(value.obj)
+                objects.add(self._constructor_of(value))
                 passed_object = passed_object or value
             else:
                 all_objects = False
@@ -499,6 +501,14 @@ class Values:
             result = UNKNOWN
         summaries[key] = result
         return result
+
+    def _constructor_of(self, value: Value) -> str:
+        """The class an object Value was built from, as its constructor call names it (qualified
+        through the file's imports): two models of different classes are different objects."""
+        call = value.origin
+        if isinstance(call, cst.Call):
+            return self.model.names.qualify(call.func) or dotted_name(call.func) or value.obj
+        return value.obj
 
     def _call_sites(self, info):
         """(call, calling FuncInfo or None, class whose `self.` methods the call's arguments name)
