@@ -21,10 +21,11 @@ from typing import Any, Iterable
 
 from .series import RunData, Series, role_of, to_float
 
-_NUMBER = r"(?:nan|NaN|NAN|[-+]?inf(?:inity)?|[-+]?Inf|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+# Lightning's progress bar writes a non-finite value as `nan.0` / `inf.0` (`train_loss_step=nan.0`).
+_NUMBER = r"(?:(?:nan|NaN|NAN|[-+]?inf(?:inity)?|[-+]?Inf)(?:\.0)?|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 _METRIC = re.compile(
     r"(?<![\w.])(?P<key>(?:(?:train|training|val|valid|validation|eval|test)[ _/-])?(?:[a-z_]*loss[a-z_]*|lr|learning[ _]rate|grad[ _]norm))"
-    r"(?:\s*[:=]\s*|\s+)(?P<value>" + _NUMBER + r")(?![\w.])",
+    r"\]?(?:\s*[:=]\s*|\s+)(?P<value>" + _NUMBER + r")(?![\w.])",
     re.IGNORECASE,
 )
 _STEP = re.compile(r"(?i)\b(global[_ ]step|step|iteration|iter)\b\s*[:=#]?\s*(\d+)")
@@ -102,7 +103,7 @@ def parse_text(text: str) -> dict[str, Series]:
         step = int(step_match.group(2)) if step_match else None
         x_name = _key(step_match.group(1)) if step_match else "point"
         for match in _METRIC.finditer(line):
-            value = to_float(match.group("value"))
+            value = to_float(match.group("value").removesuffix(".0"))  # `nan.0`; a number keeps its value
             if value is not None:
                 collector.add(_key(match.group("key")), step, value, number, x_name)
     return collector.series()
