@@ -62,17 +62,22 @@ class EvalWithoutNoGrad(RoutineRule):
             return
         if self._project_helper_evaluates(routine):
             return
-        if any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine)):
-            self._run_after_last_backward(routine)
-            return
-        info = self.model.function(routine.qualname) if routine.node is not None else None
-        if info is not None and self.model.only_called_without_grad(info):
-            return
+        trains = any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine))
+        if trains:
+            if self._run_after_last_backward(routine):
+                return
+            # the loops that train nothing, outermost first (`for epoch: model.train(); <train loop>;
+            # model.eval(); <evaluation loop>`): an evaluation loop of a training function
+            loops = [loop for loop in routine.loops if not self._loop_trains(routine, loop.index) and
+                     (loop.parent == -1 or self._loop_trains(routine, loop.parent))]
+        else:
+            info = self.model.function(routine.qualname) if routine.node is not None else None
+            if info is not None and self.model.only_called_without_grad(info):
+                return
+            loops = [loop for loop in routine.loops if loop.parent == -1]
         events = routine.events
-        for loop in routine.loops:
+        for loop in loops:
             inside = routine.events_in(loop.index)
-            if loop.parent != -1:
-                continue
             # the events before the loop (Event.after: the loops begun before an event)
             before = events[:events.index(inside[0])] if inside else \
                 [e for e in events if e.after <= loop.index and loop.index not in e.loops]
@@ -85,6 +90,9 @@ class EvalWithoutNoGrad(RoutineRule):
                          if e.kind in ("eval", "train") and not e.no_grad and not e.loops] + modes
             models = [e.receiver for e in modes if e.kind == "eval" and
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
+            if trains and (not models or self._trains_after(routine, inside)):
+                continue  # in a function that trains, only a loop after the model's own `.eval()` and
+                # before no backward (what it computes could be backpropagated there)
             by_callers = not modes
             trainer = ""
             restored = False
@@ -122,9 +130,10 @@ class EvalWithoutNoGrad(RoutineRule):
             message = (f"`{model}` is evaluated ({when}, no backward) outside `torch.no_grad()`/"
                        f"`torch.inference_mode()`: every forward pass records an autograd graph and keeps its "
                        f"activations, for nothing (more memory, slower, OOM on large batches).")
-            self.report(nodes[0], message, fix=self._fix(routine))
+            # a function that trains cannot run under no_grad as a whole: the message names the loop to wrap
+            self.report(nodes[0], message, fix=None if trains else self._fix(routine))
             return
-        runs = self._discarded_runs(routine)
+        runs = self._discarded_runs(routine) if not trains else []
         if runs:
             call, model = runs[0]
             model = "this module (`self`)" if model == "self" else f"`{model}`"
@@ -195,25 +204,25 @@ class EvalWithoutNoGrad(RoutineRule):
                 return False
         return True
 
-    def _run_after_last_backward(self, routine: Routine) -> None:
+    def _run_after_last_backward(self, routine: Routine) -> bool:
         """A training loop (every backward and optimizer step of the function in one loop) that, after
         the iteration's last backward and step, runs a model it trains in that iteration (called
         before the backward; a module: mode-switched here or known as a model) on an input, outside
         no_grad, and whose output only serves the rest of the iteration (a sample for the logs):
-        nothing backpropagates it, so its graph is recorded for nothing (iteration_output.py)."""
+        nothing backpropagates it, so its graph is recorded for nothing (iteration_output.py). True: reported."""
         function = routine.node
         trains = [e for e in routine.events if e.kind in BACKWARD or e.kind in STEP]
         if not isinstance(function, cst.FunctionDef) or not trains or not trains[-1].loops:
-            return
+            return False
         index = trains[-1].loops[-1]
         if any(index not in e.loops for e in trains):
-            return
+            return False
         loop = routine.loops[index].node
         switched = {e.receiver for e in routine.events if e.kind in ("train", "eval")}
         candidates = [e for e in routine.events if e.kind == "call" and index in e.loops and
                       (e.receiver in switched or self.model.object_kind(e.receiver, routine.klass) == "model")]
         if not candidates:
-            return
+            return False
         order: dict[int, int] = {}  # one walk of the loop, in source order
         calls: list[tuple[int, cst.Call]] = []
         todo: list[tuple[cst.CSTNode, bool]] = [(loop, False)]
@@ -231,11 +240,11 @@ class EvalWithoutNoGrad(RoutineRule):
         last = max(order.get(id(e.node), -1) for e in trains)
         trained = [e.receiver for e in candidates if 0 <= order.get(id(e.node), last) < last]
         if not trained:
-            return
+            return False
         runs = [(call, model) for at, call in calls if at > last and
                 (model := self._module_run(call, trained, routine.klass))]
         if not runs:
-            return
+            return False
         flow = self.analysis.scope_of(function).flow(function)
         for call, model in runs:
             if stays_in_iteration(function, loop, call, flow, lambda c: self._may_keep(c, routine)):  # type: ignore
@@ -245,7 +254,21 @@ class EvalWithoutNoGrad(RoutineRule):
                            f"activations, is built for nothing and held while the output lives (more memory, "
                            f"slower); run it under `with torch.no_grad():`.")
                 self.report(call, message)
-                return
+                return True
+        return False
+
+    def _trains_after(self, routine: Routine, inside: list[Event]) -> bool:
+        """A backward or an optimizer step later in the source than the loop's events."""
+        if not inside:
+            return True
+        after = routine.events[routine.events.index(inside[-1]) + 1:]
+        return any(e.kind in BACKWARD or e.kind in STEP or
+                   (e.kind == "call" and any(i.kind in BACKWARD or i.kind in STEP for i in self.training.effects(e, routine)))
+                   for e in after)
+
+    def _loop_trains(self, routine: Routine, loop: int) -> bool:
+        """The loop calls backward or steps an optimizer, itself or through a helper it calls."""
+        return any(e.kind in BACKWARD or e.kind in STEP for _, e in self.training.expanded(routine, loop))
 
     def _may_keep(self, call: cst.Call, routine: Routine) -> bool:
         """A callee that may keep what it is given past the iteration or backpropagate it: anything
