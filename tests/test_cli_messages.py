@@ -4,17 +4,17 @@ with exit 2 (README, "Exit codes"). Cheap: nothing here starts a training run.""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from cli_helpers import traindoctor as run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def traindoctor(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traindoctor", *args], capture_output=True, text=True,
-                          timeout=60, cwd=cwd, stdin=subprocess.DEVNULL)
+    return run_cli(*args, cwd=cwd, timeout=60)
 
 
 @pytest.mark.parametrize("command", ["run", "watch", "overfit", "repro"])

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
+from cli_helpers import traindoctor
 from traindoctor.catalog import load_rules
 from traindoctor.docs import docs_dir, expected_pages, readme_path, readme_with_rules_table
 from traindoctor.lint.engine import all_rules
@@ -32,16 +31,12 @@ def test_generated_docs_are_current():
     assert readme_with_rules_table(readme) == readme, "README rules table is stale: run `make docs`"
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traindoctor", *args], capture_output=True, text=True, timeout=60)
-
-
 def test_rules_command_lists_and_explains():
-    listing = _cli("rules")
+    listing = traindoctor("rules")
     assert listing.returncode == 0
     assert "TRN101" in listing.stdout and "loss-accumulation-keeps-graph" in listing.stdout
-    page = _cli("rules", "TRN101")
+    page = traindoctor("rules", "TRN101")
     assert page.returncode == 0
     assert "## Why is this bad?" in page.stdout and "loss.item()" in page.stdout
-    unknown = _cli("rules", "TRN999")
+    unknown = traindoctor("rules", "TRN999")
     assert unknown.returncode == 2 and "unknown rule" in unknown.stderr and "Traceback" not in unknown.stderr

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
+
+from cli_helpers import traindoctor
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -43,11 +44,6 @@ def train(model, loader, optimizer):
 """
 SAFE_FIXED = "logp = F.log_softmax(logits, dim=-1)"
 UNSAFE_FIXED = "criterion = nn.BCEWithLogitsLoss()"
-
-
-def traindoctor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "traindoctor", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
 
 
 def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cli_helpers import traindoctor as run_cli
+
 SCRIPTS = Path(__file__).parent / "scripts"
 PYTHON = sys.executable
 
@@ -45,10 +47,7 @@ def env() -> dict[str, str]:
 
 
 def traindoctor(*args: str, cwd: Path | None = None, timeout: float = 60) -> Outcome:
-    done = subprocess.run(
-        [PYTHON, "-m", "traindoctor", *args], capture_output=True, text=True, timeout=timeout,
-        cwd=cwd, env=env(),
-    )
+    done = run_cli(*args, cwd=cwd, timeout=timeout, env=env())
     return Outcome(done.returncode, done.stdout, done.stderr)
 
 
