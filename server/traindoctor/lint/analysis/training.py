@@ -22,10 +22,11 @@ from dataclasses import replace
 
 import libcst as cst
 
-from ..walk import child_nodes
+from ..walk import child_nodes, iter_nodes
 from .events import BACKWARD, STEP, Event, Routine, block_routine  # noqa: F401  (BACKWARD, STEP: for rules)
 from .model import FileModel
 from .names import dotted_name
+from .scopes import code
 from .vocab import vocab
 
 
@@ -222,12 +223,35 @@ class Training:
         """The loop hands `name` to a function that is not in this file (it may do anything)."""
         for _, event in self.expanded(routine, loop):
             if event.kind == "call" and self.callee(event, routine) is None and \
+                    not self._inert_helper(event.receiver, routine.klass) and \
                     (any(same_object(a, name) for a in event.args) or
                      (name.startswith("self.") and event.receiver.startswith("self.") and
                       not same_object(event.receiver.removesuffix(".forward"), name) and
                       not self._callable_attribute(event.receiver.removesuffix(".forward"), routine.klass))):
                 return True
         return False
+
+    def _inert_helper(self, name: str, klass: str) -> bool:
+        """`name` calls an in-file function that cannot switch a module's mode or touch an optimizer: no
+        routine was built for it (its code holds no training event: no zero_grad, step, backward, train()
+        or eval()), its code never says `train`, `eval` or `apply`, and
+        it hands its parameters only to torch, to the builtins, or to their own methods
+        (`torch.save(model.state_dict(), path)`: a checkpoint helper)."""
+        info = self.model.function(name, klass)
+        if info is None or info.node is None or self.routines(info.qualname):
+            return False
+        text = code(info.node)
+        if any(word in text for word in ("train", "eval", "apply")):
+            return False
+        params = set(info.params) - {"self", "cls"}
+        for node in iter_nodes(info.node.body):
+            if type(node) is not cst.Call or not any(type(a.value) is cst.Name and a.value.value in params
+                                                     for a in node.args):
+                continue
+            callee = self.model.names.qualify(node.func) or dotted_name(node.func) or ""
+            if not (callee.startswith("torch.") or callee in vocab().training_inert_callees):
+                return False  # a parameter handed on to code whose effect is not read here
+        return True
 
     def _callable_attribute(self, name: str, klass: str) -> bool:
         """`self.model(...)`, `self.criterion(...)`: a module held by an attribute, not a method."""
