@@ -91,8 +91,8 @@ class EvalWithoutNoGrad(RoutineRule):
             models = [e.receiver for e in modes if e.kind == "eval" and
                       not any(t.kind == "train" and t.receiver == e.receiver for t in modes[modes.index(e):])]
             if trains and (not models or self._trains_after(routine, inside)):
-                continue  # in a function that trains, only a loop after the model's own `.eval()` and
-                # before no backward (what it computes could be backpropagated there)
+                continue  # in a function that trains: only a loop after the model's own `.eval()`, with no
+                # backward after it (what the loop computes could be backpropagated there)
             by_callers = not modes
             trainer = ""
             restored = False
@@ -262,9 +262,8 @@ class EvalWithoutNoGrad(RoutineRule):
         if not inside:
             return True
         after = routine.events[routine.events.index(inside[-1]) + 1:]
-        return any(e.kind in BACKWARD or e.kind in STEP or
-                   (e.kind == "call" and any(i.kind in BACKWARD or i.kind in STEP for i in self.training.effects(e, routine)))
-                   for e in after)
+        effects = [i for e in after if e.kind == "call" for i in self.training.effects(e, routine)]
+        return any(e.kind in BACKWARD or e.kind in STEP for e in (*after, *effects))
 
     def _loop_trains(self, routine: Routine, loop: int) -> bool:
         """The loop calls backward or steps an optimizer, itself or through a helper it calls."""
