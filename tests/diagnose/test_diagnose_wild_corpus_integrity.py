@@ -30,6 +30,12 @@ def _key(url: str) -> str:
 DEV_ONLY_BATCHES = ((868, 929), (930, 992))
 
 
+# Test pastes seen while a change was made, moved to dev and replaced by a fresh test paste (the rule of
+# every benchmark here): w549 (nv-tlabs/LION#9), whose `[Loss] nan` log lines were read in a search while
+# the curves parser learned bracketed keys (2026-12-06, tenth session); w1064 replaced it.
+MOVED_TO_DEV = frozenset({"w549"})
+
+
 def _in_dev_only_batch(case_id: str) -> bool:
     number = int(case_id[1:])
     return any(lo <= number <= hi for lo, hi in DEV_ONLY_BATCHES)
@@ -37,7 +43,7 @@ def _in_dev_only_batch(case_id: str) -> bool:
 
 def test_split_is_a_hash_of_the_url() -> None:
     for entry in LABELS:
-        if _in_dev_only_batch(entry["id"]):
+        if _in_dev_only_batch(entry["id"]) or entry["id"] in MOVED_TO_DEV:
             assert entry["split"] == "dev", entry["id"]
             continue
         even = hashlib.sha256(entry["source"].encode()).digest()[0] % 2 == 0

@@ -46,6 +46,8 @@ LABELS = load_yaml(WILD / "labels.yaml")
 # w993-w1063 (batch 9, 71: dev 45, test 26 by the URL hash) were labelled before any tool ran on them: their
 # dev pastes 0.667 with main's code and weights (db3ff0e), 0.689 with h/diag8's changes; after the refit on
 # the 601 dev pastes the dev half is 0.822, frame 0.993 (bench/generalisation.md).
+# 2026-12-06 (tenth session): w549 moved test -> dev (seen while the curves parser changed), w1064 replaced it in
+# test; dev (602) 0.821, test (462) 0.734 (family 0.831 / 0.745).
 DEV_KIND_ACCURACY = 0.78
 DEV_FRAME_ACCURACY = 0.98  # 0.991 once frames named in fragments count (h/diag)
 # A curve detector's kind refines a traceback kind (a NaN onset is a nan-inf failure): the
