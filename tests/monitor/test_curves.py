@@ -89,13 +89,14 @@ def test_log_dialects_are_read():
         "loss: 0.31",
         "loss=inf",
         "Epoch 0:  71%|#######1  | 5880/8295 [04:01<01:39, 24.37it/s, v_num=0, train_loss_step=nan.0",  # Lightning
-        "2026-01-02 10:00:00 | INFO | epoch 7 | [Loss] nan | [lr] 0.001",  # a bracketed key
-        "2026-01-02 10:00:30 | INFO | epoch 8 | [Loss] 1.0 | [lr] 0.001",
+        "2026-01-02 10:00:00 | INFO | epoch 7 | [Loss] nan | [lr] 0.001 | [step] 140",  # bracketed keys
+        "2026-01-02 10:00:30 | INFO | epoch 8 | [Loss] 1.0 | [lr] 0.001 | [step] 160",
     ])
     series = parse_text(text)
     assert math.isnan(series["loss"].values[1]) and math.isnan(series["loss"].values[3])  # HF nan, `Loss nan (nan)`
     assert [v for v in series["loss"].values if not math.isnan(v)] == [0.9, 0.25, 0.31, float("inf"), 1.0]
     assert math.isnan(series["loss"].values[-2]) and math.isnan(series["train_loss_step"].values[0])
+    assert series["loss"].steps[-2:] == (140, 160)  # the bracketed step key, not the epoch
     assert series["train_loss"].values == (0.31,) and series["val_loss"].values == (0.5,)
     assert series["learning_rate"].values == (5e-05, 5e-05) and series["lr"].values == (0.001, 0.001, 0.001)
 

@@ -28,7 +28,7 @@ _METRIC = re.compile(
     r"\]?(?:\s*[:=]\s*|\s+)(?P<value>" + _NUMBER + r")(?![\w.])",
     re.IGNORECASE,
 )
-_STEP = re.compile(r"(?i)\b(global[_ ]step|step|iteration|iter)\b\s*[:=#]?\s*(\d+)")
+_STEP = re.compile(r"(?i)\b(global[_ ]step|step|iteration|iter)\b\]?\s*[:=#]?\s*(\d+)")  # `[step] 104` too
 _EPOCH = re.compile(r"(?i)\b(epoch)\b\s*[:=#]?\s*(\d+)\b")
 _DICT = re.compile(r"\{[^{}]*\}")
 _BARE_NONFINITE = re.compile(r"(?<![\w'\"])(-?(?:nan|inf))(?![\w'\"])")
