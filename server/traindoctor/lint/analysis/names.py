@@ -166,3 +166,16 @@ def arg(call: cst.Call, index: int, keyword: str | None = None) -> cst.BaseExpre
                 return a.value
     positional = [a for a in call.args if a.keyword is None and not a.star]
     return positional[index].value if index < len(positional) else None
+
+
+def clamp_parts(call: cst.Call, names: Names) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None,
+                                                      cst.BaseExpression | None] | None:
+    """(the clamped value, min, max) of `torch.clamp(x, lo, hi)` / `torch.clip(...)` or of a clamp method
+    (`x.clamp(lo, hi)`, vocab `clamp_methods`) on a value, not a module; None when `call` is no clamp."""
+    qualified = names.qualify(call.func) or ""
+    if qualified in ("torch.clamp", "torch.clip"):
+        return arg(call, 0, "input"), arg(call, 1, "min"), arg(call, 2, "max")
+    if type(call.func) is cst.Attribute and call.func.attr.value in vocab().clamp_methods and \
+            not qualified.startswith(("torch.", "numpy.")):
+        return call.func.value, arg(call, 0, "min"), arg(call, 1, "max")
+    return None

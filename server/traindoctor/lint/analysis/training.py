@@ -223,23 +223,27 @@ class Training:
         """The loop hands `name` to a function that is not in this file (it may do anything)."""
         for _, event in self.expanded(routine, loop):
             if event.kind == "call" and self.callee(event, routine) is None and \
-                    not self._inert_helper(event.receiver, routine.klass) and \
                     (any(same_object(a, name) for a in event.args) or
                      (name.startswith("self.") and event.receiver.startswith("self.") and
                       not same_object(event.receiver.removesuffix(".forward"), name) and
-                      not self._callable_attribute(event.receiver.removesuffix(".forward"), routine.klass))):
+                      not self._callable_attribute(event.receiver.removesuffix(".forward"), routine.klass))) and \
+                    not self._inert_helper(event.receiver, routine.klass):
                 return True
         return False
 
     def _inert_helper(self, name: str, klass: str) -> bool:
         """`name` calls an in-file function that cannot switch a module's mode or touch an optimizer: no
         routine was built for it (its code holds no training event: no zero_grad, step, backward, train()
-        or eval()), its code never says `train`, `eval` or `apply`, and
-        it hands its parameters only to torch, to the builtins, or to their own methods
-        (`torch.save(model.state_dict(), path)`: a checkpoint helper)."""
+        or eval()), its code never says `train`, `eval` or `apply`, and it hands its parameters only to
+        torch, to the builtins, or to their own methods (`torch.save(model.state_dict(), path)`: a
+        checkpoint helper)."""
         info = self.model.function(name, klass)
         if info is None or info.node is None or self.routines(info.qualname):
             return False
+        return self.model.remembered(("inert-helper", info.qualname), lambda: self._inert_body(info))
+
+    def _inert_body(self, info) -> bool:
+        """The body half of `_inert_helper`'s test, once per helper (it renders and walks the code)."""
         text = code(info.node)
         if any(word in text for word in ("train", "eval", "apply")):
             return False

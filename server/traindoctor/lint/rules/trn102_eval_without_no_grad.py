@@ -68,8 +68,8 @@ class EvalWithoutNoGrad(RoutineRule):
                 return
             # the loops that train nothing, outermost first (`for epoch: model.train(); <train loop>;
             # model.eval(); <evaluation loop>`): an evaluation loop of a training function
-            loops = [loop for loop in routine.loops if not self._loop_trains(routine, loop.index) and
-                     (loop.parent == -1 or self._loop_trains(routine, loop.parent))]
+            loops = [loop for loop in routine.loops if not training.trains(routine, loop.index) and
+                     (loop.parent == -1 or training.trains(routine, loop.parent))]
         else:
             info = self.model.function(routine.qualname) if routine.node is not None else None
             if info is not None and self.model.only_called_without_grad(info):
@@ -264,10 +264,6 @@ class EvalWithoutNoGrad(RoutineRule):
         after = routine.events[routine.events.index(inside[-1]) + 1:]
         effects = [i for e in after if e.kind == "call" for i in self.training.effects(e, routine)]
         return any(e.kind in BACKWARD or e.kind in STEP for e in (*after, *effects))
-
-    def _loop_trains(self, routine: Routine, loop: int) -> bool:
-        """The loop calls backward or steps an optimizer, itself or through a helper it calls."""
-        return any(e.kind in BACKWARD or e.kind in STEP for _, e in self.training.expanded(routine, loop))
 
     def _may_keep(self, call: cst.Call, routine: Routine) -> bool:
         """A callee that may keep what it is given past the iteration or backpropagate it: anything

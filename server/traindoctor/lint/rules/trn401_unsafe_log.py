@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..analysis.gradient_use import reaches_gradient, value_unused
 from ..analysis.scopes import code
-from ..analysis.names import literal_number
+from ..analysis.names import clamp_parts, literal_number
 from ..analysis.values import arg
 from ..analysis.vocab import vocab
 from ..fixes import atom, sum_operand
@@ -161,16 +161,12 @@ class UnsafeLog(Rule):
         self.report(node, message, fix=self._inside_unit_interval(target, clamped))
 
     def _clamp_of(self, call: cst.Call) -> tuple[cst.BaseExpression | None, float | None, float | None] | None:
-        """(the clamped value, low, high) of `x.clamp(low, high)` / `torch.clamp(x, low, high)`, a bound None
-        where it is not a number literal; None when `call` is no clamp."""
-        qualified = self.names.qualify(call.func) or ""
-        if qualified in ("torch.clamp", "torch.clip"):
-            clamped, low, high = arg(call, 0, "input"), arg(call, 1, "min"), arg(call, 2, "max")
-        elif type(call.func) is cst.Attribute and call.func.attr.value in vocab().clamp_methods and \
-                not qualified.startswith(("torch.", "numpy.")):
-            clamped, low, high = call.func.value, arg(call, 0, "min"), arg(call, 1, "max")
-        else:
+        """(the clamped value, low, high) of a clamp call, a bound None where it is not a number literal;
+        None when `call` is no clamp."""
+        parts = clamp_parts(call, self.names)
+        if parts is None:
             return None
+        clamped, low, high = parts
         return clamped, literal_number(low), literal_number(high)
 
     def _inside_unit_interval(self, target: cst.BaseExpression, clamped: cst.BaseExpression | None) -> FixSpec | None:

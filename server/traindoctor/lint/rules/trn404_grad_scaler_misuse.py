@@ -18,9 +18,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.facts import Marker
-from ..analysis.names import dotted_name
+from ..analysis.names import clamp_parts, dotted_name
 from ..analysis.training import Routine
-from ..analysis.vocab import vocab
 from ..rule import FixSpec, InsertAfter, InsertBefore, Related, Replace
 from ..walk import iter_nodes
 from .trn7xx_training_base import RoutineRule
@@ -115,12 +114,8 @@ class GradScalerMisuse(RoutineRule):
         for call in iter_nodes(body):
             if type(call) is not cst.Call:
                 continue
-            func = call.func
-            if type(func) is cst.Attribute and func.attr.value in vocab().clamp_methods and \
-                    dotted_name(func.value) == grad:
-                return True
-            if (self.names.qualify(func) or "") in ("torch.clamp", "torch.clip") and call.args and \
-                    dotted_name(call.args[0].value) == grad:
+            parts = clamp_parts(call, self.names)
+            if parts is not None and parts[0] is not None and dotted_name(parts[0]) == grad:
                 return True
         return False
 
