@@ -402,12 +402,12 @@ _STATEMENT_LEVEL = (cst.IndentedBlock, cst.FunctionDef, cst.ClassDef, cst.Module
 
 def training_root(stack: list[cst.CSTNode]) -> cst.CSTNode | None:
     """The root that training.py looks for events under, for the node on top of the walk's
-    `stack`: its small statement, or the loop/if/with header expression it is in; None
+    `stack`: its small statement (of a line or a one-line block), or the loop/if/with header expression it is in; None
     elsewhere (decorators, defaults, bases), where training.py does not look."""
     for index in range(len(stack) - 1, 0, -1):
         node, parent = stack[index], stack[index - 1]
         kind = type(parent)
-        if kind is cst.SimpleStatementLine:
+        if kind is cst.SimpleStatementLine or kind is cst.SimpleStatementSuite:  # `if x: model.train()` too
             return node
         field = _HEADER_FIELDS.get(kind)
         if field is not None and getattr(parent, field) is node:

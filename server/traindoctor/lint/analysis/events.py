@@ -143,8 +143,12 @@ class _Collector:
                 if isinstance(item, cst.FunctionDef):
                     self._function(item, stmt.name.value, "")
             return no_grad
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
+        # a line's statements, or one of a one-line block's (`if is_train: model.train()`: the block's body
+        # is its small statements themselves, each its own holder)
+        smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else \
+            (stmt,) if isinstance(stmt, cst.BaseSmallStatement) else None
+        if smalls is not None:
+            for small in smalls:
                 if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and \
                         self.names.qualify(small.value.func) == "torch.set_grad_enabled" and small.value.args:
                     arg = small.value.args[0].value
