@@ -12,21 +12,29 @@ another project file, that runs them under it), for a model whose parameters wer
 before the loop (`requires_grad_(False)`: no graph is recorded), in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's own
 `def test(model, loader)` loop is not one), and where the code asks for gradients itself
-(saliency maps, attacks: `.grad`, `requires_grad`, `autograd.grad`), also through a function or
+(saliency maps, attacks: reading `.grad`, `autograd.grad`; an input made with `requires_grad=True`
+alone is not a use), also through a function or
 method of the file that the loop calls (FROMP's `self.cac_grad(loss, ...)`). A forward whose output is
 only read detached is reported in a loop, not as one forward pass per call (a sample grid after
 `eval()`, one `infer()`): that graph is freed on return. Quiet, too, where the
 project pins torch < 0.4: `torch.no_grad()` does not exist there, and inference without a graph
-was `Variable(x, volatile=True)`."""
+was `Variable(x, volatile=True)`.
+
+In a function that trains, the evaluation loop after the model's own `.eval()` is reported when no
+backward follows it, and so is the forward of a function shared by training and evaluation whose
+backward and `.eval()` lie on the two branches of a flag its caller gives (`if is_train:`,
+branch_conditions.py)."""
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import replace
 
 import libcst as cst
 
 from ..analysis.autograd_off import frozen_before, runs_without_grad
+from ..analysis.branch_conditions import branches, specialised_code
 from ..analysis.detached_use import only_detached
 from ..analysis.environment import torch_version
 from ..analysis.evaluation import runs as _runs
@@ -64,7 +72,7 @@ class EvalWithoutNoGrad(RoutineRule):
             return
         trains = any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine))
         if trains:
-            if self._run_after_last_backward(routine):
+            if self._run_after_last_backward(routine) or self._evaluated_on_one_branch(routine):
                 return
             # the loops that train nothing, outermost first (`for epoch: model.train(); <train loop>;
             # model.eval(); <evaluation loop>`): an evaluation loop of a training function
@@ -142,6 +150,49 @@ class EvalWithoutNoGrad(RoutineRule):
                        f"backpropagates: the autograd graph it records, with its activations, is built for nothing "
                        f"(more memory, slower, OOM on large inputs).")
             self.report(call, message, fix=self._fix(routine))
+
+    def _evaluated_on_one_branch(self, routine: Routine) -> bool:
+        """A function shared by training and evaluation (`run_epoch(model, loader, is_train)`): every
+        backward and optimizer step lies on one branch of a condition on a parameter (`if is_train:`),
+        the model's `.eval()` on the other, and the model's forward runs in a loop on both, outside
+        no_grad. Called for evaluation, that loop records a graph nothing uses. Reported at the forward,
+        with no fix (the function trains); the message names `torch.set_grad_enabled(<condition>)`,
+        which records the graph for training only. True: reported."""
+        function = routine.node
+        if not isinstance(function, cst.FunctionDef):
+            return False
+        on = branches(function)
+        steps = [event for event, inner in self.training.expanded(routine) if inner.kind in BACKWARD or inner.kind in STEP]
+        if not steps:
+            return False
+        params = set(routine.params) - {"self", "cls"}
+        events = routine.events
+        for condition, trains_when in sorted(frozenset.intersection(*(on.get(id(e.node), frozenset()) for e in steps))):
+            if not set(re.findall(r"[A-Za-z_]\w*", condition)) & params:
+                continue  # a mode flag the caller gives, not a test of the data or the step
+            training = (condition, trains_when)
+            evaluates = [e for e in events if e.kind == "eval" and not e.no_grad and
+                         (condition, not trains_when) in on.get(id(e.node), ())]
+            if not evaluates:
+                continue
+            model, start = evaluates[0].receiver, events.index(evaluates[0])
+            if any(e.kind == "train" and same_object(e.receiver, model) and training not in on.get(id(e.node), ())
+                   for e in events):
+                continue  # train() runs on the evaluation branch too
+            runs = [e for e in events[start + 1:] if e.kind == "call" and e.loops and not e.no_grad and
+                    same_object(e.receiver.removesuffix(".forward"), model) and training not in on.get(id(e.node), ())]
+            evaluation = specialised_code(function, condition, not trains_when)
+            if not runs or any(word in evaluation for word in vocab().training_wants_grad_words):
+                continue
+            enabled = condition if trains_when else f"not {condition}"
+            message = (f"`{model}` runs here both to train and to evaluate: where `{condition}` is {not trains_when} "
+                       f"it is in eval mode and nothing backpropagates, but the forward runs outside "
+                       f"`torch.no_grad()`, so every evaluation batch records an autograd graph and keeps its "
+                       f"activations, for nothing (more memory, slower, OOM on large batches). Run it under "
+                       f"`with torch.set_grad_enabled({enabled}):`.")
+            self.report(runs[0].node, message)
+            return True
+        return False
 
     def _project_helper_evaluates(self, routine: Routine) -> bool:
         """A call, outside no_grad, of a function of another project file whose summary says it runs one
