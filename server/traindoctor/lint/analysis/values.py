@@ -5,6 +5,7 @@
 - `prob`: softmax | sigmoid | prob (a probability by name) | logprob | logits (known raw scores: a Linear
   layer's output, `outputs.logits`, a model or function returning one) | exp (an exponential: a ratio of
   them is a softmax or sigmoid written out) | tanh (exactly +-1 in float32 for |x| above about 9.1) | "";
+- `named`: `prob`/`zero` come from the name of a value from outside (`mask`, `probs`), not from code;
 - `unit`: what an aggregate counts (TRN304): mean (a batch mean: a mean-reduced loss, `.mean()`) | sum (a
   sum over a batch's samples: correct counts, reduction="sum", mean * batch size) | size (a batch's number
   of samples) | samples (a data set's: `len(loader.dataset)`, accumulated sizes) | batches (`len(loader)`,
@@ -58,6 +59,7 @@ class Value:
     elements: "Value | None" = None  # for a container: what each element is (joined)
     items: "tuple[Value, ...] | None" = None  # for a tuple or list display (a function's `return a, b`): each one
     unit: str = ""
+    named: bool = False  # `prob`/`zero` guessed from the name of a value from outside (`mask`, `probs`), not read
 
     @property
     def tensor_with_history(self) -> bool:
@@ -713,9 +715,9 @@ class Values:
         if last in self.v.size_names:
             return Value("scalar", unit="size")
         if self.v.pattern("prob_name_pattern").match(last):
-            return Value("unknown", prob="prob")
+            return Value("unknown", prob="prob", named=True)
         if self.v.pattern("mask_var_pattern").match(last):
-            return Value("unknown", zero="mask")
+            return Value("unknown", zero="mask", named=True)
         return UNKNOWN
 
     def _definition(self, definition, function, klass, depth, name: str | None = None) -> Value:
@@ -907,7 +909,7 @@ class Values:
                 rows = first is not None and not _summed(inner) and _over_rows(call, 1) and \
                     self._input_rows(first, at, function, klass, depth)
                 return Value("tensor", inner.grad, zero=_summed(inner) or ("rows" if rows else ""),
-                             unit=_reduced(last, call, inner, 1))
+                             unit=_reduced(last, call, inner, 1), named=inner.named)
             if qualified in ("sum", "min"):
                 first = arg(call, 0)
                 inner = sub(first) if first is not None else UNKNOWN
@@ -1138,6 +1140,10 @@ class Values:
             return replace(base, prob="", zero=_product_zero(left, right))
         if isinstance(op, cst.MatrixMultiply):
             return replace(base, prob="", zero=_contracted([left, right]))
+        if isinstance(op, cst.BitAnd) and "mask" in (left.zero, right.zero):  # false wherever either is
+            return replace(base, prob="", zero="mask", named=all(v.named for v in (left, right) if v.zero == "mask"))
+        if isinstance(op, cst.BitOr) and left.zero == right.zero == "mask":  # false where both are
+            return replace(base, prob="", zero="mask", named=left.named or right.named)
         # a row reduction of input data is a divisor's fact (TRN406); in a sum or a quotient it says nothing
         lzero, rzero = ("" if lzero == "rows" else lzero), ("" if rzero == "rows" else rzero)
         if isinstance(op, cst.Add) and not (positive_constant(expr.left) or positive_constant(expr.right) or

@@ -11,13 +11,16 @@ Only two kinds of evidence count, both about what the value is, never its name:
   where the data is a parameter that no in-file caller fills with a learned output: an all-zero row
   (padding, an isolated node, an all-zero pixel) makes it 0. Norms of embeddings, latents and
   projections, and whole-batch counts, stay quiet;
+- a count of where a condition the code computes holds (`mask = labels != -100; ... / mask.sum()`,
+  whole or per row): 0 where it holds nowhere (every label ignored, no positive, no labelled pixel).
+  A mask known only by its name (values.py `named`) is not one;
 - the standard deviation of a batch statistic, recomputed in a loop (advantages normalised per
   minibatch): one constant batch (sparse rewards, a batch of one) gives 0. The std of a learned
   output (a model's prediction, a latent) is not: it is never constant in practice.
 
-A loss divided by a whole batch's count of valid tokens, the norm of an embedding, a
-bincount, a dataset column's std stay quiet: they are 0 only on inputs that PyTorch's own mean
-would turn NaN too, or never. Guards (clamp, `+ eps`, where, an `if`/assert on the value)
+The norm of an embedding, a bincount, a dataset column's std stay quiet: whether they can be 0
+is not in the code. Until 2026-12-06 a whole batch's count of valid tokens stayed quiet too (0 only
+where PyTorch's own mean is NaN as well); three dev bug-fix commits guard exactly that (f014, f029, f034). Guards (clamp, `+ eps`, where, an `if`/assert on the value)
 keep it quiet. For norms the suggestion is `F.normalize`, which has an eps."""
 
 from __future__ import annotations
@@ -108,6 +111,11 @@ class DivisionByReduction(Rule):
                        f"count) makes it exactly 0, "
                        f"and the result there inf/NaN (0/0), with a NaN gradient")
             fix = self._zero_to_one(denominator)
+        elif value.zero == "count" and not value.named:  # a mask the code computes, not one guessed by name
+            message = (f"division by `{short}`, a count of the elements where a condition on the data holds: a "
+                       f"batch or row where it holds nowhere (all padding, no labelled pixel, no positive) makes "
+                       f"it exactly 0, and the result inf/NaN there (0/0), with a NaN gradient where one flows")
+            fix = self._at_least_one(denominator)
         else:
             return
         self.report(node, message, fix=fix, related=related)
@@ -117,6 +125,11 @@ class DivisionByReduction(Rule):
         bare = denominator.with_changes(lpar=[], rpar=[]) if denominator.lpar else denominator
         new = f"({code(bare)} + 1e-8)" if operand else f"{code(bare)} + 1e-8"
         return FixSpec("Add an epsilon to the std", (Replace(denominator, new),), safe=False)
+
+    def _at_least_one(self, denominator: cst.BaseExpression) -> FixSpec:
+        """A count clamped to at least 1: where the condition holds nowhere the masked numerator is 0 too,
+        so the result is 0 there and unchanged everywhere else."""
+        return FixSpec("Count at least 1", (Replace(denominator, f"{atom(denominator)}.clamp_min(1)"),), safe=False)
 
     def _zero_to_one(self, denominator: cst.BaseExpression) -> FixSpec:
         """1 where the denominator is 0: the row's result is then its numerator, 0 for an all-zero row
