@@ -59,7 +59,8 @@ class Value:
     elements: "Value | None" = None  # for a container: what each element is (joined)
     items: "tuple[Value, ...] | None" = None  # for a tuple or list display (a function's `return a, b`): each one
     unit: str = ""
-    named: bool = False  # `prob`/`zero` guessed from the name of a value from outside (`mask`, `probs`), not read
+    # `prob`/`zero` guessed from the name of a value from outside (`mask`, `probs`), not read from code
+    named: bool = field(default=False, compare=False)
 
     @property
     def tensor_with_history(self) -> bool:

@@ -162,7 +162,8 @@ class EvalWithoutNoGrad(RoutineRule):
         if not isinstance(function, cst.FunctionDef):
             return False
         on = branches(function)
-        steps = [event for event, inner in self.training.expanded(routine) if inner.kind in BACKWARD or inner.kind in STEP]
+        steps = [event for event, inner in self.training.expanded(routine)
+                 if inner.kind in BACKWARD or inner.kind in STEP]
         if not steps:
             return False
         params = set(routine.params) - {"self", "cls"}

@@ -20,8 +20,8 @@ Only two kinds of evidence count, both about what the value is, never its name:
 
 The norm of an embedding, a bincount, a dataset column's std stay quiet: whether they can be 0
 is not in the code. Until 2026-12-06 a whole batch's count of valid tokens stayed quiet too (0 only
-where PyTorch's own mean is NaN as well); three dev bug-fix commits guard exactly that (f014, f029, f034). Guards (clamp, `+ eps`, where, an `if`/assert on the value)
-keep it quiet. For norms the suggestion is `F.normalize`, which has an eps."""
+where PyTorch's own mean is NaN as well); three dev bug-fix commits guard exactly that (f014, f029,
+f034). Guards (clamp, `+ eps`, where, an `if`/assert on the value) keep it quiet. For norms the suggestion is `F.normalize`, which has an eps."""
 
 from __future__ import annotations
 
