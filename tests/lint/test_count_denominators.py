@@ -77,3 +77,51 @@ def test_quiet_twins(tmp_path, old, new):
     path = tmp_path / "loss.py"
     path.write_text(source.replace(old, new))
     assert run_check(path, "TRN406") == []
+
+
+MASKED_MSE = """\
+import torch
+
+
+def masked_mse(preds, labels, null_val=0.0):
+    mask = (labels != null_val)
+    mask = mask.float()
+    mask /= torch.mean((mask))
+    mask = torch.where(torch.isnan(mask), torch.zeros_like(mask), mask)
+    return torch.mean((preds - labels) ** 2 * mask)
+"""
+
+
+def test_a_quotient_without_gradient_whose_nans_are_replaced_is_quiet(tmp_path):
+    """Graph-WaveNet's masked losses (ecosystem dev): the mask carries no gradient, and its NaNs are
+    replaced right after the division; without the repair the division is reported."""
+    path = tmp_path / "metrics.py"
+    path.write_text(MASKED_MSE)
+    assert run_check(path, "TRN406") == []
+    namespace: dict = {}
+    exec(compile(MASKED_MSE, "metrics.py", "exec"), namespace)
+    preds = torch.randn(4, requires_grad=True)
+    loss = namespace["masked_mse"](preds, torch.zeros(4))  # every label is the null value
+    loss.backward()
+    assert loss.item() == 0 and not preds.grad.isnan().any()  # repaired: no NaN forward or backward
+    path.write_text(MASKED_MSE.replace("    mask = torch.where(torch.isnan(mask), torch.zeros_like(mask), mask)\n", ""))
+    assert [f["line"] for f in run_check(path, "TRN406")] == [7]
+
+
+@pytest.mark.parametrize("source,lines", [
+    # the function form of a comparison is a mask too
+    ("def f(x, labels):\n    pos = torch.eq(labels, 3).float()\n    return x.sum() / pos.sum()\n", [6]),
+    # a mask known by its name stays a guess through a product (SCAN's `mask = mask * logits_mask`)
+    ("def f(x, mask, b):\n    logits_mask = torch.scatter(torch.ones_like(mask), 1, torch.arange(b).view(-1, 1), 0)\n"
+     "    mask = mask * logits_mask\n    return x.sum(1) / mask.sum(1)\n", []),
+    # ... but a computed condition in the product can hold nowhere, whatever the named mask is
+    ("def f(x, mask, keep):\n    mask = mask * (keep > 0)\n    return x.sum() / mask.sum()\n", [6]),
+    # a positive per row by construction: `eye(b)` tiled, the self-pair masked out (one positive per row)
+    ("def f(log_prob, b):\n    pos = torch.eye(b).repeat(1, 2)\n"
+     "    logits_mask = torch.scatter(torch.ones_like(pos), 1, torch.arange(b).view(-1, 1), 0)\n"
+     "    pos = pos * logits_mask\n    return ((pos * log_prob).sum(1) / pos.sum(1)).mean()\n", []),
+])
+def test_what_is_a_computed_mask(tmp_path, source, lines):
+    path = tmp_path / "loss.py"
+    path.write_text("import torch\n\n\n" + source)
+    assert [f["line"] for f in run_check(path, "TRN406")] == lines

@@ -106,3 +106,12 @@ def test_the_same_shape_written_otherwise_is_reported(tmp_path):
 def test_quiet_twins(tmp_path, old, new):
     assert old in PROGRAM
     assert _lines(tmp_path, PROGRAM.replace(old, new)) == []
+
+
+def test_quiet_when_the_evaluation_call_runs_under_no_grad(tmp_path):
+    """gordicaleksa/pytorch-original-transformer (ecosystem dev): `train_val_loop(is_train=False, ...)`
+    is called inside `with torch.no_grad():`."""
+    source = PROGRAM.replace("    return run_epoch(model, val_loader, optimizer, is_train=False)\n",
+                             "    with torch.no_grad():\n"
+                             "        return run_epoch(model, val_loader, optimizer, is_train=False)\n")
+    assert _lines(tmp_path, source) == []

@@ -1138,7 +1138,9 @@ class Values:
         if isinstance(op, cst.Multiply):
             if dotted_name(expr.left) is not None and dotted_name(expr.left) == dotted_name(expr.right):
                 return replace(base, prob="", zero=_squared(left))
-            return replace(base, prob="", zero=_product_zero(left, right))
+            zero = _product_zero(left, right)  # a mask guessed by name stays a guess through products
+            return replace(base, prob="", zero=zero,
+                           named=zero == "mask" and all(v.named for v in (left, right) if v.zero == "mask"))
         if isinstance(op, cst.MatrixMultiply):
             return replace(base, prob="", zero=_contracted([left, right]))
         if isinstance(op, cst.BitAnd) and "mask" in (left.zero, right.zero):  # false wherever either is

@@ -161,6 +161,9 @@ class EvalWithoutNoGrad(RoutineRule):
         function = routine.node
         if not isinstance(function, cst.FunctionDef):
             return False
+        key = f"self.{function.name.value}" if routine.klass else function.name.value
+        if any(site.in_no_grad for site in self.model.calls.get(key, ())):
+            return False  # a caller runs it under no_grad: the evaluation call, as a rule
         on = branches(function)
         steps = [event for event, inner in self.training.expanded(routine)
                  if inner.kind in BACKWARD or inner.kind in STEP]

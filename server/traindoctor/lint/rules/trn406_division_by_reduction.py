@@ -21,20 +21,23 @@ Only two kinds of evidence count, both about what the value is, never its name:
 The norm of an embedding, a bincount, a dataset column's std stay quiet: whether they can be 0
 is not in the code. Until 2026-12-06 a whole batch's count of valid tokens stayed quiet too (0 only
 where PyTorch's own mean is NaN as well); three dev bug-fix commits guard exactly that (f014, f029,
-f034). Guards (clamp, `+ eps`, where, an `if`/assert on the value) keep it quiet. For norms the suggestion is `F.normalize`, which has an eps."""
+f034). Guards (clamp, `+ eps`, where, an `if`/assert on the value) keep it quiet, and so does a quotient
+without gradient whose NaNs the function replaces afterwards. For norms the suggestion is
+`F.normalize`, which has an eps."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.names import arg
+from ..analysis.names import arg, dotted_name
 from ..analysis.recorded import recorded_window
 from ..analysis.scopes import code, names_in
-from ..analysis.values import ZERO_POSSIBLE
+from ..analysis.values import ZERO_POSSIBLE, Value
 from ..analysis.vocab import vocab
 from ..analysis.zero_evidence import subject as zero_subject
 from ..fixes import atom
 from ..rule import FixSpec, Related, Replace, Rule
+from ..walk import iter_nodes
 
 _WHERE = ("torch.where", "torch.masked_fill")
 
@@ -80,6 +83,8 @@ class DivisionByReduction(Rule):
         value = self.values(denominator)
         if value.zero not in ZERO_POSSIBLE or any(n.startswith(("np.", "numpy.")) for n in read):
             return
+        if self._nan_repaired(node, value):
+            return
         evidence = self.values.evidence(self.walk.function)
         subject = next((n for n in sorted(read) if n in evidence), None)
         text = code(denominator)
@@ -112,13 +117,40 @@ class DivisionByReduction(Rule):
                        f"and the result there inf/NaN (0/0), with a NaN gradient")
             fix = self._zero_to_one(denominator)
         elif value.zero == "count" and not value.named:  # a mask the code computes, not one guessed by name
-            message = (f"division by `{short}`, a count of the elements where a condition on the data holds: a "
-                       f"batch or row where it holds nowhere (all padding, no labelled pixel, no positive) makes "
+            message = (f"division by `{short}`, a count (or share) of the elements where a condition on the data "
+                       f"holds: a batch or row where it holds nowhere (all padding, no labelled pixel, no positive) makes "
                        f"it exactly 0, and the result inf/NaN there (0/0), with a NaN gradient where one flows")
             fix = self._at_least_one(denominator)
         else:
             return
         self.report(node, message, fix=fix, related=related)
+
+    def _nan_repaired(self, node: cst.CSTNode, denominator: Value) -> bool:
+        """The quotient carries no gradient and the function replaces its NaNs afterwards
+        (`mask /= mask.mean(); mask = torch.where(torch.isnan(mask), 0, mask)`): the forward value is
+        repaired, and no backward divides by 0. (With a gradient, a repair of the value leaves 0/0 in
+        backward, and the division is still reported.)"""
+        if type(node) is cst.AugAssign:
+            target, numerator = dotted_name(node.target), node.target
+        elif type(node) is cst.BinaryOperation and type(parent := self.walk.parent) is cst.Assign and \
+                len(parent.targets) == 1 and parent.value is node:
+            target, numerator = dotted_name(parent.targets[0].target), node.left
+        else:
+            return False
+        if target is None or self.walk.function is None or denominator.grad or self.values(numerator).grad:
+            return False
+        repairs = vocab().nan_repairs
+        after = False
+        for inner in iter_nodes(self.walk.function):
+            after = after or inner is node
+            if after and type(inner) is cst.Call:
+                qualified = self.names.qualify(inner.func) or ""
+                method = inner.func.attr.value if type(inner.func) is cst.Attribute else ""
+                checked = arg(inner, 0, "input") if qualified in repairs else \
+                    inner.func.value if method in repairs else None  # type: ignore[attr-defined]
+                if checked is not None and dotted_name(checked) == target:
+                    return True
+        return False
 
     def _add_epsilon(self, denominator: cst.BaseExpression, operand: bool) -> FixSpec:
         """`(std + 1e-8)`; no parentheses as a call's argument (`a.div(std + 1e-8)`)."""
