@@ -11,9 +11,10 @@ Only two kinds of evidence count, both about what the value is, never its name:
   where the data is a parameter that no in-file caller fills with a learned output: an all-zero row
   (padding, an isolated node, an all-zero pixel) makes it 0. Norms of embeddings, latents and
   projections, and whole-batch counts, stay quiet;
-- a count of where a condition the code computes holds (`mask = labels != -100; ... / mask.sum()`,
-  whole or per row): 0 where it holds nowhere (every label ignored, no positive, no labelled pixel).
-  A mask known only by its name (values.py `named`) is not one;
+- a count of where a condition the code computes holds (`mask = labels != -100`), per row
+  (`(lp * mask).sum(-1) / mask.sum(-1)`) or under another count (`correct.sum() / mask.sum()`): 0 where
+  it holds nowhere (a padded row, no labelled pixel, every label ignored). A mask known only by its
+  name (values.py `named`) is not one;
 - the standard deviation of a batch statistic, recomputed in a loop (advantages normalised per
   minibatch): one constant batch (sparse rewards, a batch of one) gives 0. The std of a learned
   output (a model's prediction, a latent) is not: it is never constant in practice.
@@ -21,18 +22,18 @@ Only two kinds of evidence count, both about what the value is, never its name:
 The norm of an embedding, a bincount, a dataset column's std stay quiet: whether they can be 0
 is not in the code. Until 2026-12-06 a whole batch's count of valid tokens stayed quiet too (0 only
 where PyTorch's own mean is NaN as well); three dev bug-fix commits guard exactly that (f014, f029,
-f034). Guards (clamp, `+ eps`, where, an `if`/assert on the value) keep it quiet, and so does a quotient
-without gradient whose NaNs the function replaces afterwards. For norms the suggestion is
-`F.normalize`, which has an eps."""
+f034); it is reported now where the count is per row (a padded row) or under another count (a metric:
+accuracy, IoU), and a loss over a whole batch's count stays quiet. Guards (clamp, `+ eps`, where, an
+`if`/assert on the value) keep it quiet. For norms the suggestion is `F.normalize`, which has an eps."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.names import arg, dotted_name
+from ..analysis.names import arg, literal_number
 from ..analysis.recorded import recorded_window
 from ..analysis.scopes import code, names_in
-from ..analysis.values import ZERO_POSSIBLE, Value
+from ..analysis.values import ZERO_POSSIBLE
 from ..analysis.vocab import vocab
 from ..analysis.zero_evidence import subject as zero_subject
 from ..fixes import atom
@@ -83,8 +84,6 @@ class DivisionByReduction(Rule):
         value = self.values(denominator)
         if value.zero not in ZERO_POSSIBLE or any(n.startswith(("np.", "numpy.")) for n in read):
             return
-        if self._nan_repaired(node, value):
-            return
         evidence = self.values.evidence(self.walk.function)
         subject = next((n for n in sorted(read) if n in evidence), None)
         text = code(denominator)
@@ -116,7 +115,11 @@ class DivisionByReduction(Rule):
                        f"count) makes it exactly 0, "
                        f"and the result there inf/NaN (0/0), with a NaN gradient")
             fix = self._zero_to_one(denominator)
-        elif value.zero == "count" and not value.named:  # a mask the code computes, not one guessed by name
+        elif value.zero == "count" and not value.named and \
+                (_per_row(denominator, self.names.qualify) or self._counted(self._numerator(node))):
+            # a mask the code computes, not one guessed by name: counted per row (a padded row), or a
+            # whole batch's count under a count (accuracy, IoU: a metric); a loss over a whole batch's
+            # count is NaN only where PyTorch's own mean reduction is NaN too (an empty batch): left alone
             message = (f"division by `{short}`, a count (or share) of the elements where a condition on the data "
                        f"holds: a batch or row where it holds nowhere (all padding, no labelled pixel, no positive) makes "
                        f"it exactly 0, and the result inf/NaN there (0/0), with a NaN gradient where one flows")
@@ -125,32 +128,23 @@ class DivisionByReduction(Rule):
             return
         self.report(node, message, fix=fix, related=related)
 
-    def _nan_repaired(self, node: cst.CSTNode, denominator: Value) -> bool:
-        """The quotient carries no gradient and the function replaces its NaNs afterwards
-        (`mask /= mask.mean(); mask = torch.where(torch.isnan(mask), 0, mask)`): the forward value is
-        repaired, and no backward divides by 0. (With a gradient, a repair of the value leaves 0/0 in
-        backward, and the division is still reported.)"""
+    def _numerator(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """What `node` divides: `a` of `a / b`, the target of `a /= b`, the receiver of `a.div(b)`."""
+        if type(node) is cst.BinaryOperation:
+            return node.left
         if type(node) is cst.AugAssign:
-            target, numerator = dotted_name(node.target), node.target
-        elif type(node) is cst.BinaryOperation and type(parent := self.walk.parent) is cst.Assign and \
-                len(parent.targets) == 1 and parent.value is node:
-            target, numerator = dotted_name(parent.targets[0].target), node.left
-        else:
-            return False
-        if target is None or self.walk.function is None or denominator.grad or self.values(numerator).grad:
-            return False
-        repairs = vocab().nan_repairs
-        after = False
-        for inner in iter_nodes(self.walk.function):
-            after = after or inner is node
-            if after and type(inner) is cst.Call:
-                qualified = self.names.qualify(inner.func) or ""
-                method = inner.func.attr.value if type(inner.func) is cst.Attribute else ""
-                checked = arg(inner, 0, "input") if qualified in repairs else \
-                    inner.func.value if method in repairs else None  # type: ignore[attr-defined]
-                if checked is not None and dotted_name(checked) == target:
-                    return True
-        return False
+            return node.target  # type: ignore[return-value]
+        if type(node) is cst.Call and type(node.func) is cst.Attribute:
+            return node.func.value
+        return None
+
+    def _counted(self, numerator: cst.BaseExpression | None) -> bool:
+        """The numerator is a count too (`correct.sum()`, `1.0 * torch.sum(valid * (preds == segs))`): the
+        quotient is a ratio of counts, a metric (accuracy, IoU, recall)."""
+        while type(numerator) is cst.BinaryOperation and type(numerator.operator) is cst.Multiply:
+            numerator = numerator.right if literal_number(numerator.left) is not None else \
+                numerator.left if literal_number(numerator.right) is not None else None
+        return numerator is not None and self.values(numerator).zero == "count"
 
     def _add_epsilon(self, denominator: cst.BaseExpression, operand: bool) -> FixSpec:
         """`(std + 1e-8)`; no parentheses as a call's argument (`a.div(std + 1e-8)`)."""
@@ -196,6 +190,20 @@ class DivisionByReduction(Rule):
                     ancestor.args and names_in(ancestor.args[0].value) & read:
                 return True
         return False
+
+
+def _per_row(denominator: cst.BaseExpression, qualify) -> bool:
+    """The denominator is reduced over some dimensions in place (`mask.sum(-1)`, `torch.sum(m, dim=1)`):
+    one count per row, 0 for a row where the condition holds nowhere (a padded sequence)."""
+    for inner in iter_nodes(denominator):
+        if type(inner) is not cst.Call:
+            continue
+        method = inner.func.attr.value if type(inner.func) is cst.Attribute else ""
+        function = (qualify(inner.func) or "") in vocab().sums
+        if method in ("sum", "mean", "count_nonzero") and not function and arg(inner, 0, "dim") is not None or \
+                function and arg(inner, 1, "dim") is not None:
+            return True
+    return False
 
 
 def _argument_of(node: cst.CSTNode, expr: cst.BaseExpression) -> bool:
