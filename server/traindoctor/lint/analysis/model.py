@@ -285,12 +285,15 @@ class FileModel:
         return self.remembered("function-analyses", lambda: {
             id(info.node): analysis for info, analysis in self.function_home.values()}).get(id(function))
 
+    def call_sites(self, name: str, klass: str) -> "list[CallSite] | tuple[()]":
+        """The in-file calls of function `name`, or of method `name` of `klass` (as `self.name(...)`)."""
+        return self.calls.get(f"self.{name}" if klass else name, ())
+
     def only_called_without_grad(self, info: FuncInfo) -> bool:
         """Every in-file call of the function is inside no_grad/inference_mode."""
         if info.no_grad:
             return True
-        key = f"self.{info.name}" if info.klass else info.name
-        sites = self.calls.get(key, ())
+        sites = self.call_sites(info.name, info.klass)
         return bool(sites) and all(site.in_no_grad for site in sites)
 
     # -- randomness ------------------------------------------------------------------------

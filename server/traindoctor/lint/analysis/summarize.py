@@ -236,8 +236,7 @@ def _passed_state_dicts(model: FileModel, save: Checkpoint, name: str) -> bool:
     info = home[0]
     params = [p for p in info.params if p not in ("self", "cls")]
     position = params.index(name) if name in params else -1
-    key = f"self.{info.name}" if info.klass else info.name
-    sites = model.calls.get(key, ())
+    sites = model.call_sites(info.name, info.klass)
     if not sites:
         return False
     for site in sites:

@@ -522,7 +522,7 @@ class Values:
         A caller of None (module-level code, another class's `self.f`) makes the callers unknown."""
         klass = info.klass
         sites = []
-        for site in self.model.calls.get(f"self.{info.name}" if klass else info.name, ()):
+        for site in self.model.call_sites(info.name, klass):
             caller = self.model.enclosing_function(site.node)
             if caller is not None and klass and caller.klass != klass and \
                     not self._inherits_unchanged(caller.klass, klass, site.node):

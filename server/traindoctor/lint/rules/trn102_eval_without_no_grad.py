@@ -161,30 +161,32 @@ class EvalWithoutNoGrad(RoutineRule):
         function = routine.node
         if not isinstance(function, cst.FunctionDef):
             return False
-        key = f"self.{function.name.value}" if routine.klass else function.name.value
-        if any(site.in_no_grad for site in self.model.calls.get(key, ())):
+        if any(site.in_no_grad for site in self.model.call_sites(function.name.value, routine.klass)):
             return False  # a caller runs it under no_grad: the evaluation call, as a rule
         on = branches(function)
+
+        def lies_on(event: Event) -> frozenset:
+            return on.get(id(event.node), frozenset())
+
         steps = [event for event, inner in self.training.expanded(routine)
                  if inner.kind in BACKWARD or inner.kind in STEP]
         if not steps:
             return False
         params = set(routine.params) - {"self", "cls"}
         events = routine.events
-        for condition, trains_when in sorted(frozenset.intersection(*(on.get(id(e.node), frozenset()) for e in steps))):
+        for condition, trains_when in sorted(frozenset.intersection(*(lies_on(e) for e in steps))):
             if not set(re.findall(r"[A-Za-z_]\w*", condition)) & params:
                 continue  # a mode flag the caller gives, not a test of the data or the step
             training = (condition, trains_when)
             evaluates = [e for e in events if e.kind == "eval" and not e.no_grad and
-                         (condition, not trains_when) in on.get(id(e.node), ())]
+                         (condition, not trains_when) in lies_on(e)]
             if not evaluates:
                 continue
             model, start = evaluates[0].receiver, events.index(evaluates[0])
-            if any(e.kind == "train" and same_object(e.receiver, model) and training not in on.get(id(e.node), ())
-                   for e in events):
+            if any(e.kind == "train" and same_object(e.receiver, model) and training not in lies_on(e) for e in events):
                 continue  # train() runs on the evaluation branch too
             runs = [e for e in events[start + 1:] if e.kind == "call" and e.loops and not e.no_grad and
-                    same_object(e.receiver.removesuffix(".forward"), model) and training not in on.get(id(e.node), ())]
+                    same_object(e.receiver.removesuffix(".forward"), model) and training not in lies_on(e)]
             evaluation = specialised_code(function, condition, not trains_when)
             if not runs or any(word in evaluation for word in vocab().training_wants_grad_words):
                 continue
