@@ -761,8 +761,11 @@ class Monitor:
             if frame is not None:
                 try:
                     # The modules' attributes cost ~1 µs a module: read at most every 100 times
-                    # what the last read cost (a 1 % share of the run, whatever the model's size).
-                    scan_modules = now - self.module_scan_time >= 100 * self.module_scan_cost
+                    # what the last read cost (a 1 % share of the run, whatever the model's size),
+                    # and at every power-of-two step whatever it cost: one read slowed by a busy
+                    # machine must not leave a short run with a single reading (log2(steps) reads).
+                    scan_modules = (now - self.module_scan_time >= 100 * self.module_scan_cost
+                                    or self.step & (self.step - 1) == 0)
                     started = time.perf_counter()
                     graphs = retained_graphs(frame, self.step, self.backward_id, self.step - self.graph_step,
                                              self.graph_lists, self.modules if scan_modules else (),
