@@ -13,7 +13,7 @@ before the loop (`requires_grad_(False)`: no graph is recorded), in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's own
 `def test(model, loader)` loop is not one), and where the code asks for gradients itself
 (saliency maps, attacks: reading `.grad`, `autograd.grad`; an input made with `requires_grad=True`
-alone is not a use), also through a function or
+alone is not a use, but handed to a call this file cannot read it may be), also through a function or
 method of the file that the loop calls (FROMP's `self.cac_grad(loss, ...)`). A forward whose output is
 only read detached is reported in a loop, not as one forward pass per call (a sample grid after
 `eval()`, one `infer()`): that graph is freed on return. Quiet, too, where the
@@ -38,6 +38,7 @@ from ..analysis.branch_conditions import branches, specialised_code
 from ..analysis.detached_use import only_detached
 from ..analysis.environment import torch_version
 from ..analysis.evaluation import runs as _runs
+from ..analysis.gradient_inputs import handed_over
 from ..analysis.events import Event, disables_grad
 from ..analysis.iteration_output import stays_in_iteration
 from ..analysis.names import dotted_name
@@ -127,7 +128,8 @@ class EvalWithoutNoGrad(RoutineRule):
             if not nodes:
                 continue
             if any(word in code(loop.node) for word in vocab().training_wants_grad_words) or \
-                    self._helper_asks_for_gradients(loop.node, routine.klass):  # type: ignore[arg-type]
+                    self._helper_asks_for_gradients(loop.node, routine.klass) or \
+                    self._marked_input_handed_out(loop.node, routine.klass, models):  # type: ignore[arg-type]
                 return
             first = nodes[0]
             model = calls[0].receiver.removesuffix(".forward") if calls else \
@@ -431,6 +433,25 @@ class EvalWithoutNoGrad(RoutineRule):
                 info = self.model.function(name, klass) if name is not None else None
                 if info is not None and info.node is not None and any(w in code(info.node) for w in words):
                     return True
+        return False
+
+    def _marked_input_handed_out(self, loop: cst.CSTNode, klass: str, models: list[str]) -> bool:
+        """The loop marks an input as requiring grad and hands it to a call that may read its gradient:
+        not a run of an evaluated model, not torch's own or an inert builtin, and not a function of this
+        file that reads no gradient (a criterion held in a dict that calls `autograd.grad` on the input,
+        AberHu/Knowledge-Distillation-Zoo's Sobolev loss; a teacher network this file cannot resolve)."""
+        words = vocab().training_wants_grad_words
+        for call in handed_over(loop):
+            name = dotted_name(call.func)
+            if name is not None and any(same_object(name.removesuffix(".forward"), m) for m in models):
+                continue
+            qualified = self.names.qualify(call.func) or ""
+            if qualified.startswith("torch.") or qualified in vocab().training_inert_callees:
+                continue
+            info = self.model.function(name, klass) if name is not None else None
+            if info is not None and info.node is not None and not any(w in code(info.node) for w in words):
+                continue  # a function of this file that reads no gradient
+            return True
         return False
 
     def _one_forward(self, call: cst.Call) -> bool:
