@@ -159,6 +159,8 @@ def _match(clue: Clue, frame_texts: list[str], lines: list[Line]) -> str | None:
     count, first = 0, None
     for line in lines:
         found = clue.pattern.search(line.text)
+        if found is None and line.origin:  # a log record's stripped prefix named who logged it
+            found = clue.pattern.search(f"{line.origin}] {line.text}")
         if found is None or not _holds(clue, found):
             continue
         count += 1
