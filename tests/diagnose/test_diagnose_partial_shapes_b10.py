@@ -38,3 +38,30 @@ def test_info_records_of_the_same_logger_are_no_failure() -> None:
 def test_warnings_of_another_logger_are_not_compile() -> None:
     other = DYNAMO_WARNINGS.replace("torch/_dynamo/exc.py", "torch/distributed/checkpoint/utils.py")
     assert _kind(other) == "other"
+
+
+# --- a REPL session in which torch.cuda.is_available() prints False ---
+
+REPL_CUDA_FALSE = """\
+>>> import torch
+>>> torch.__version__
+'2.1.0+cu121'
+>>> torch.cuda.is_available()
+False
+>>> torch.version.cuda
+'12.1'
+"""
+
+
+def test_a_repl_showing_cuda_unavailable_is_the_cuda_environment() -> None:
+    assert _kind(REPL_CUDA_FALSE) == "cuda-env"
+    assert _kind("In [3]: print(torch.cuda.is_available())\nFalse\n") == "cuda-env"
+
+
+def test_cuda_available_or_a_collect_env_report_is_not() -> None:
+    assert _kind(REPL_CUDA_FALSE.replace("False", "True")) == "other"
+    # the output belongs to the next input line, not to is_available()
+    assert _kind(">>> torch.cuda.is_available()\n>>> x = False\n") == "other"
+    # collect_env's summary of a CPU-only machine reports an environment, not a failure
+    assert _kind("PyTorch version: 2.1.0+cpu\nIs debug build: False\nCUDA used to build PyTorch: None\n"
+                 "Is CUDA available: False\n") == "other"

@@ -43,6 +43,7 @@ class Clue:
     above: tuple[str, float] | None = None
     ratio_above: tuple[str, str, float] | None = None
     requires: tuple[str, ...] = ()
+    followed_by: re.Pattern[str] | None = None
 
 
 @dataclass
@@ -75,6 +76,7 @@ def _catalog() -> tuple[dict[str, Any], tuple[Clue, ...]]:
             above=(above["group"], float(above["value"])) if above else None,
             ratio_above=(ratio["num"], ratio["den"], float(ratio["value"])) if ratio else None,
             requires=tuple(raw.get("requires", ())),
+            followed_by=re.compile(raw["followed_by"]) if raw.get("followed_by") else None,
         ))
     return data.get("settings", {}), tuple(clues)
 
@@ -157,17 +159,25 @@ def _match(clue: Clue, frame_texts: list[str], lines: list[Line]) -> str | None:
                 return found.group(0)
         return None
     count, first = 0, None
-    for line in lines:
+    for at, line in enumerate(lines):
         found = clue.pattern.search(line.text)
         if found is None and line.origin:  # a log record's stripped prefix named who logged it
             found = clue.pattern.search(f"{line.origin}] {line.text}")
         if found is None or not _holds(clue, found):
+            continue
+        if clue.followed_by is not None and not _next_matches(clue.followed_by, lines, at):
             continue
         count += 1
         first = first or line.text.strip()
         if count >= clue.min_count:
             return first
     return None
+
+
+def _next_matches(pattern: re.Pattern[str], lines: list[Line], at: int) -> bool:
+    """Whether the next non-blank line after `at` matches (a REPL's input line and the output it printed)."""
+    following = next((line.text for line in lines[at + 1:] if line.text.strip()), None)
+    return following is not None and pattern.search(following) is not None
 
 
 def _holds(clue: Clue, found: re.Match[str]) -> bool:
