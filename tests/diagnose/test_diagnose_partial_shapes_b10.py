@@ -65,3 +65,18 @@ def test_cuda_available_or_a_collect_env_report_is_not() -> None:
     # collect_env's summary of a CPU-only machine reports an environment, not a failure
     assert _kind("PyTorch version: 2.1.0+cpu\nIs debug build: False\nCUDA used to build PyTorch: None\n"
                  "Is CUDA available: False\n") == "other"
+
+
+# --- the title pasted alone: the start of a known message, ended by a colon or an ellipsis ---
+
+
+def test_a_title_that_starts_a_known_message_names_its_kind() -> None:
+    assert _kind("Mat1 and Mat2 shapes cannot be multiplied:\n") == "shape-mismatch"
+    assert _kind("stack expects each tensor to be equal size...") == "shape-mismatch"
+
+
+def test_a_one_line_question_or_a_title_among_prose_is_not() -> None:
+    assert _kind("I get the following error when I start training:\n") == "other"
+    assert _kind("Mat1 and Mat2:") == "other"  # too short to name a message
+    # a line among others is prose that may only mention the message
+    assert _kind("I read that mat1 and mat2 shapes cannot be multiplied:\nbut mine are equal\n") == "other"

@@ -130,7 +130,7 @@ def infer(lines: list[Line], chains: list[Chain]) -> list[PartialHypothesis]:
     for clue, found in sorted(matched.values(), key=lambda m: -m[0].weight):
         _add(by_kind, clue.kind, clue.weight, clue.cause, clue.check,
              clue.supports.replace("{match}", _short(found)), clue.fixes, clue.id)
-    cut = _cut_message(chains)
+    cut = _cut_message(chains) or _cut_title(lines, chains)
     if cut is not None:
         kind, title, message = cut
         _add(by_kind, kind, _CUT_WEIGHT, f"The message was cut, but it is the start of this one: {title}.",
@@ -206,14 +206,38 @@ def _cut_message(chains: list[Chain]) -> tuple[str, str, str] | None:
         message = exception.message.strip()
         if len(message) < _CUT_MIN_CHARS or "\n" in message:
             return None
-        lowered = message.lower()
-        starts = [0] + [i + 1 for i, ch in enumerate(lowered) if ch in _WORD_BREAK]
-        for run, signature in _literal_runs():
-            for at in starts:
-                tail = lowered[at:]
-                if len(tail.strip()) >= _CUT_MIN_TAIL and len(tail) < len(run) and run.startswith(tail):
-                    return signature.kind, signature.title_for({}), message
+        known = _known_start(message)
+        return None if known is None else (*known, message)
+    return None
+
+
+def _cut_title(lines: list[Line], chains: list[Chain]) -> tuple[str, str, str] | None:
+    """A paste that is one line and no traceback, the start of a known message with the colon or
+    ellipsis an issue's title ends it with (`Mat1 and Mat2 shapes cannot be multiplied:`)."""
+    if any(chain.frames or chain.final is not None for chain in chains):
         return None
+    said = [line.text.strip() for line in lines if line.text.strip()]
+    if len(said) != 1:
+        return None
+    message = _TITLE_END.sub("", said[0])
+    if len(message) < _CUT_MIN_CHARS:
+        return None
+    known = _known_start(message)
+    return None if known is None else (*known, message)
+
+
+_TITLE_END = re.compile(r"\s*(?::|\.{3}|…)\s*$")
+
+
+def _known_start(message: str) -> tuple[str, str] | None:
+    """The kind and title of the known message whose literal text `message` ends inside (from a word start)."""
+    lowered = message.lower()
+    starts = [0] + [i + 1 for i, ch in enumerate(lowered) if ch in _WORD_BREAK]
+    for run, signature in _literal_runs():
+        for at in starts:
+            tail = lowered[at:]
+            if len(tail.strip()) >= _CUT_MIN_TAIL and len(tail) < len(run) and run.startswith(tail):
+                return signature.kind, signature.title_for({})
     return None
 
 
