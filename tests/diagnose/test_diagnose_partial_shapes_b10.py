@@ -38,6 +38,10 @@ def test_info_records_of_the_same_logger_are_no_failure() -> None:
 def test_warnings_of_another_logger_are_not_compile() -> None:
     other = DYNAMO_WARNINGS.replace("torch/_dynamo/exc.py", "torch/distributed/checkpoint/utils.py")
     assert _kind(other) == "other"
+    # dynamo's other modules warn in healthy runs too (a recompile): only its exception module counts
+    recompiling = "".join(f"W1202 10:00:0{i}.000000 4242 torch/_dynamo/convert_frame.py:{800 + i}] recompiling forward\n"
+                          for i in range(4))
+    assert _kind(recompiling) == "other"
 
 
 # --- a REPL session in which torch.cuda.is_available() prints False ---

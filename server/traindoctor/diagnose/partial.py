@@ -44,6 +44,7 @@ class Clue:
     ratio_above: tuple[str, str, float] | None = None
     requires: tuple[str, ...] = ()
     followed_by: re.Pattern[str] | None = None
+    origin: re.Pattern[str] | None = None
 
 
 @dataclass
@@ -77,6 +78,7 @@ def _catalog() -> tuple[dict[str, Any], tuple[Clue, ...]]:
             ratio_above=(ratio["num"], ratio["den"], float(ratio["value"])) if ratio else None,
             requires=tuple(raw.get("requires", ())),
             followed_by=re.compile(raw["followed_by"]) if raw.get("followed_by") else None,
+            origin=re.compile(raw["origin"]) if raw.get("origin") else None,
         ))
     return data.get("settings", {}), tuple(clues)
 
@@ -160,9 +162,9 @@ def _match(clue: Clue, frame_texts: list[str], lines: list[Line]) -> str | None:
         return None
     count, first = 0, None
     for at, line in enumerate(lines):
+        if clue.origin is not None and (not line.origin or clue.origin.search(line.origin) is None):
+            continue  # the record was not logged (at warning level or above) by the module the clue names
         found = clue.pattern.search(line.text)
-        if found is None and line.origin:  # a log record's stripped prefix named who logged it
-            found = clue.pattern.search(f"{line.origin}] {line.text}")
         if found is None or not _holds(clue, found):
             continue
         if clue.followed_by is not None and not _next_matches(clue.followed_by, lines, at):
