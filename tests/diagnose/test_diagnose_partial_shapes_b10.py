@@ -84,3 +84,33 @@ def test_a_one_line_question_or_a_title_among_prose_is_not() -> None:
     assert _kind("Mat1 and Mat2:") == "other"  # too short to name a message
     # a line among others is prose that may only mention the message
     assert _kind("I read that mat1 and mat2 shapes cannot be multiplied:\nbut mine are equal\n") == "other"
+
+
+# --- faulthandler's dump: innermost frame first, `line N in func` with no comma ---
+
+FAULTHANDLER = """\
+Fatal Python error: Segmentation fault
+
+Current thread 0x00007f3a2b7fe700 (most recent call first):
+  File "/home/u/proj/data/loader.py", line 57 in decode
+  File "/home/u/proj/data/loader.py", line 88 in __getitem__
+  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/_utils/fetch.py", line 51 in <listcomp>
+  File "/home/u/proj/train.py", line 140 in main
+"""
+
+
+def test_a_faulthandler_dump_is_read_as_a_traceback_innermost_last() -> None:
+    diagnosis = diagnose_text(FAULTHANDLER, correlate=False)
+    assert diagnosis.location is not None
+    assert (diagnosis.location.path, diagnosis.location.line) == ("/home/u/proj/data/loader.py", 57)
+    texts = [line.text for line in normalize(FAULTHANDLER)]
+    assert "Traceback (most recent call last):" in texts
+    assert texts.index('  File "/home/u/proj/train.py", line 140, in main') < texts.index(
+        '  File "/home/u/proj/data/loader.py", line 57, in decode')
+
+
+def test_a_single_frame_in_prose_is_not_rewritten() -> None:
+    prose = 'I think the bug is in File "/home/u/proj/a.py", line 3 in f\nbut I am not sure\n'
+    assert [line.text for line in normalize(prose)][0] == 'I think the bug is in File "/home/u/proj/a.py", line 3 in f'
+    one = '  File "/home/u/proj/a.py", line 3 in f\nsomething else\n'
+    assert normalize(one)[0].text.endswith("line 3 in f")  # one frame line alone is not a dump

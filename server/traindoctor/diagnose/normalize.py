@@ -210,6 +210,8 @@ def _normalize_lines(text: str) -> list[Line]:
         text = _unfold_glued_frames(text)
     if "\\n" in text:
         text = _unrepr(text)
+    if 'File "' in text and _FAULT_FRAME.search(text):
+        text = _faulthandler(text)
     labelled = len(_LABELLED_TRACEBACK.findall(text[:2_000_000])) >= 2
     pasted = _PASTED.search(text) is not None
     pytest = len(_PYTEST_REPORT.findall(text[:2_000_000])) >= 2
@@ -290,6 +292,30 @@ def _normalize_lines(text: str) -> list[Line]:
     if 'File "' in text:
         lines = _rejoin_wrapped_frames(lines)
     return lines
+
+
+# faulthandler's dump (a fatal signal, faulthandler.dump_traceback): `  File "x.py", line 166 in get`, no
+# comma, innermost frame first, under `Current thread 0x... (most recent call first):`.
+_FAULT_FRAME = re.compile(r'(?m)^(?P<indent>\s*)File "(?P<path>[^"\n]+)", line (?P<line>\d+) in (?P<func>[\w<>.]+)\s*$')
+_FAULT_HEADER = re.compile(r"^\s*(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):\s*$")
+
+
+def _faulthandler(text: str) -> str:
+    """Each run of two or more faulthandler frame lines as a Python traceback prints them: outermost
+    first, `, in func`, the run's header (if pasted) as the traceback's; the line count unchanged."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and _FAULT_FRAME.match(lines[j]):
+            j += 1
+        if j - i >= 2:
+            frames = [_FAULT_FRAME.match(line) for line in lines[i:j]]
+            lines[i:j] = [f'{m["indent"]}File "{m["path"]}", line {m["line"]}, in {m["func"]}' for m in reversed(frames)]
+            if i > 0 and _FAULT_HEADER.match(lines[i - 1]):
+                lines[i - 1] = "Traceback (most recent call last):"
+        i = max(j, i + 1)
+    return "\n".join(lines)
 
 
 def _unfold_glued_frames(text: str) -> str:
