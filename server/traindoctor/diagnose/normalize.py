@@ -53,6 +53,11 @@ _PREFIX = re.compile(
     rf"|{_LEVEL} \d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \[?[\w.-]+:\d+\]\s?"
     r"|\[[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ \S+:\d+\]\s?)"
 )
+# The logger's source file inside a stripped prefix (glog `... torch/_dynamo/exc.py:525]`, `[fused_optimizer.py:314:_update_scale]`).
+_ORIGIN = re.compile(r"([\w./\\-]+\.py:\d+)[\]:]")
+# A record logged below warning level (glog's I/V/D letter, INFO, DEBUG): what it says is no failure,
+# so its origin is not kept (TORCH_LOGS=+dynamo prints thousands of healthy INFO records).
+_QUIET_LEVEL = re.compile(r"^\[?[IVD]\d{4} |\b(?:INFO|DEBUG)\b")
 # A line wrapped in markdown emphasis or inline code: `**...**`, `_**...**_`, `` `...` ``.
 _EMPHASIS = re.compile(r"^(?P<open>_?\*{1,3}_?|`{1,3})(?P<inner>.*?\S.*?)(?P<close>_?\*{1,3}_?|`{1,3})\s*$")
 _ITALIC = re.compile(r"^_(?P<inner>(?:[\w.]+(?:Error|Exception|Warning)\b.*|Traceback \(most recent call last\):|File \".*))_\s*$")
@@ -104,6 +109,7 @@ class Line(NamedTuple):  # a tuple: a million of them are built per large log
     rank: int | None  # from a rank prefix
     number: int  # 0-based index of the line it came from, in the text read (a long log: its failure regions, joined)
     prefixed: bool = False  # a logging prefix or timestamp was stripped: a new log record
+    origin: str = ""  # the source file the stripped prefix named (glog's `torch/_dynamo/exc.py:525`): who logged it
 
 
 def decode(data: bytes) -> str:
@@ -204,6 +210,8 @@ def _normalize_lines(text: str) -> list[Line]:
         text = _unfold_glued_frames(text)
     if "\\n" in text:
         text = _unrepr(text)
+    if 'File "' in text and _FAULT_FRAME.search(text):
+        text = _faulthandler(text)
     labelled = len(_LABELLED_TRACEBACK.findall(text[:2_000_000])) >= 2
     pasted = _PASTED.search(text) is not None
     pytest = len(_PYTEST_REPORT.findall(text[:2_000_000])) >= 2
@@ -252,9 +260,12 @@ def _normalize_lines(text: str) -> list[Line]:
                     rank = int(found.group(1) or found.group(2))
                     line = line[found.end():]
             prefixed = False
+            origin = ""
             if line and (line[0].isdigit() or line[0] in "[IWEFDC" or line.lstrip()[:1] == "["):
                 found = _PREFIX.match(line)
                 if found and found.end() > 0:
+                    named = _ORIGIN.search(found.group(0))
+                    origin = named.group(1) if named and not _QUIET_LEVEL.search(found.group(0)) else ""
                     line = line[found.end():]
                     prefixed = True
             if (prefixed or rank is not None) and line[:1] in ("*", "_", "`"):
@@ -275,12 +286,36 @@ def _normalize_lines(text: str) -> list[Line]:
                 stripped = line.lstrip()
                 if stripped[1:2] in (" ", "-", "+", ""):
                     line = _GROUP_BAR.sub(r"\1", line, count=1)
-            lines.append(Line(line.rstrip(), rank, number, prefixed))
+            lines.append(Line(line.rstrip(), rank, number, prefixed, origin))
     if any(header in text for header in _VSCODE):
         lines = _vscode(lines)
     if 'File "' in text:
         lines = _rejoin_wrapped_frames(lines)
     return lines
+
+
+# faulthandler's dump (a fatal signal, faulthandler.dump_traceback): `  File "x.py", line 166 in get`, no
+# comma, innermost frame first, under `Current thread 0x... (most recent call first):`.
+_FAULT_FRAME = re.compile(r'(?m)^(?P<indent>\s*)File "(?P<path>[^"\n]+)", line (?P<line>\d+) in (?P<func>[\w<>.]+)\s*$')
+_FAULT_HEADER = re.compile(r"^\s*(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):\s*$")
+
+
+def _faulthandler(text: str) -> str:
+    """Each run of two or more faulthandler frame lines as a Python traceback prints them: outermost
+    first, `, in func`, the run's header (if pasted) as the traceback's; the line count unchanged."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and _FAULT_FRAME.match(lines[j]):
+            j += 1
+        if j - i >= 2:
+            frames = [_FAULT_FRAME.match(line) for line in lines[i:j]]
+            lines[i:j] = [f'{m["indent"]}File "{m["path"]}", line {m["line"]}, in {m["func"]}' for m in reversed(frames)]
+            if i > 0 and _FAULT_HEADER.match(lines[i - 1]):
+                lines[i - 1] = "Traceback (most recent call last):"
+        i = max(j, i + 1)
+    return "\n".join(lines)
 
 
 def _unfold_glued_frames(text: str) -> str:

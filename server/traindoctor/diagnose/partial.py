@@ -43,6 +43,8 @@ class Clue:
     above: tuple[str, float] | None = None
     ratio_above: tuple[str, str, float] | None = None
     requires: tuple[str, ...] = ()
+    followed_by: re.Pattern[str] | None = None
+    origin: re.Pattern[str] | None = None
 
 
 @dataclass
@@ -75,6 +77,8 @@ def _catalog() -> tuple[dict[str, Any], tuple[Clue, ...]]:
             above=(above["group"], float(above["value"])) if above else None,
             ratio_above=(ratio["num"], ratio["den"], float(ratio["value"])) if ratio else None,
             requires=tuple(raw.get("requires", ())),
+            followed_by=re.compile(raw["followed_by"]) if raw.get("followed_by") else None,
+            origin=re.compile(raw["origin"]) if raw.get("origin") else None,
         ))
     return data.get("settings", {}), tuple(clues)
 
@@ -128,7 +132,7 @@ def infer(lines: list[Line], chains: list[Chain]) -> list[PartialHypothesis]:
     for clue, found in sorted(matched.values(), key=lambda m: -m[0].weight):
         _add(by_kind, clue.kind, clue.weight, clue.cause, clue.check,
              clue.supports.replace("{match}", _short(found)), clue.fixes, clue.id)
-    cut = _cut_message(chains)
+    cut = _cut_message(chains) or _cut_title(lines, chains)
     if cut is not None:
         kind, title, message = cut
         _add(by_kind, kind, _CUT_WEIGHT, f"The message was cut, but it is the start of this one: {title}.",
@@ -157,15 +161,25 @@ def _match(clue: Clue, frame_texts: list[str], lines: list[Line]) -> str | None:
                 return found.group(0)
         return None
     count, first = 0, None
-    for line in lines:
+    for at, line in enumerate(lines):
+        if clue.origin is not None and (not line.origin or clue.origin.search(line.origin) is None):
+            continue  # the record was not logged (at warning level or above) by the module the clue names
         found = clue.pattern.search(line.text)
         if found is None or not _holds(clue, found):
+            continue
+        if clue.followed_by is not None and not _next_matches(clue.followed_by, lines, at):
             continue
         count += 1
         first = first or line.text.strip()
         if count >= clue.min_count:
             return first
     return None
+
+
+def _next_matches(pattern: re.Pattern[str], lines: list[Line], at: int) -> bool:
+    """Whether the next non-blank line after `at` matches (a REPL's input line and the output it printed)."""
+    following = next((line.text for line in lines[at + 1:] if line.text.strip()), None)
+    return following is not None and pattern.search(following) is not None
 
 
 def _holds(clue: Clue, found: re.Match[str]) -> bool:
@@ -194,14 +208,38 @@ def _cut_message(chains: list[Chain]) -> tuple[str, str, str] | None:
         message = exception.message.strip()
         if len(message) < _CUT_MIN_CHARS or "\n" in message:
             return None
-        lowered = message.lower()
-        starts = [0] + [i + 1 for i, ch in enumerate(lowered) if ch in _WORD_BREAK]
-        for run, signature in _literal_runs():
-            for at in starts:
-                tail = lowered[at:]
-                if len(tail.strip()) >= _CUT_MIN_TAIL and len(tail) < len(run) and run.startswith(tail):
-                    return signature.kind, signature.title_for({}), message
+        known = _known_start(message)
+        return None if known is None else (*known, message)
+    return None
+
+
+def _cut_title(lines: list[Line], chains: list[Chain]) -> tuple[str, str, str] | None:
+    """A paste that is one line and no traceback, the start of a known message with the colon or
+    ellipsis an issue's title ends it with (`Mat1 and Mat2 shapes cannot be multiplied:`)."""
+    if any(chain.frames or chain.final is not None for chain in chains):
         return None
+    said = [line.text.strip() for line in lines if line.text.strip()]
+    if len(said) != 1:
+        return None
+    message = _TITLE_END.sub("", said[0])
+    if len(message) < _CUT_MIN_CHARS:
+        return None
+    known = _known_start(message)
+    return None if known is None else (*known, message)
+
+
+_TITLE_END = re.compile(r"\s*(?::|\.{3}|…)\s*$")
+
+
+def _known_start(message: str) -> tuple[str, str] | None:
+    """The kind and title of the known message whose literal text `message` ends inside (from a word start)."""
+    lowered = message.lower()
+    starts = [0] + [i + 1 for i, ch in enumerate(lowered) if ch in _WORD_BREAK]
+    for run, signature in _literal_runs():
+        for at in starts:
+            tail = lowered[at:]
+            if len(tail.strip()) >= _CUT_MIN_TAIL and len(tail) < len(run) and run.startswith(tail):
+                return signature.kind, signature.title_for({})
     return None
 
 
