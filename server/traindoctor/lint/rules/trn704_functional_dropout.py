@@ -4,12 +4,15 @@ training=True, so dropout stays on after `model.eval()` (noisy, worse eval and
 inference); F.alpha_dropout defaults to False, so it never runs at all;
 `F.scaled_dot_product_attention(..., dropout_p=p)` drops out in every mode. Passing
 `training=self.training` ties it to the module's mode, which is what nn.Dropout
-does: safe (the call is inside a method of an nn.Module, which has `.training`)."""
+does: safe (the call is inside a method of an nn.Module, which has `.training`).
+Dropout written by hand (analysis/hand_dropout.py) that reads no training flag is reported
+too: at its draw in a model's own method, at the call of such a function of this file."""
 
 from __future__ import annotations
 
 import libcst as cst
 
+from ..analysis.hand_dropout import dropout_draw, reads_training
 from ..analysis.scopes import code
 from ..analysis.model import lineage_members, reachable_methods
 from ..analysis.names import arg
@@ -28,7 +31,10 @@ class FunctionalDropoutAlwaysOn(Rule):
             self._attention(node, qualified)
             return
         table = vocab().functional_dropout
-        if qualified not in table or any(a.star for a in node.args):
+        if qualified not in table:
+            self._hand_written(node)
+            return
+        if any(a.star for a in node.args):
             return
         if any(a.keyword is not None and a.keyword.value == "training" for a in node.args) or \
                 sum(1 for a in node.args if a.keyword is None) >= 3:
@@ -70,6 +76,40 @@ class FunctionalDropoutAlwaysOn(Rule):
         fix = FixSpec("Drop out only in training mode",
                       (Replace(dropout, f"({text} if {self_name}.training else 0.0)"),))
         self.report(node, message, fix=fix)
+
+    def _hand_written(self, node: cst.Call) -> None:
+        """Dropout written by hand (analysis/hand_dropout.py) that reads no training flag, run by a
+        model: in a method forward reaches (reported at its random draw), or a function of this file
+        called from one (reported at the call, with an unsafe fix that calls it in training only)."""
+        method = self._model_method()
+        if method is None or self._guarded_by_mode():
+            return
+        self_name = _first_param(method)
+        if self_name is None:
+            return
+        callee = self.model.function(node.func.value) if type(node.func) is cst.Name else None
+        if callee is not None and callee.node is not None and not callee.klass and node.args and \
+                not any("training" in code(a.value) for a in node.args):
+            function = callee.node
+            if not isinstance(function, cst.FunctionDef) or reads_training(function) or \
+                    dropout_draw(function, self.names.qualify) is None:
+                return
+            name, dropped = code(node.func), code(node.args[0].value)
+            message = (f"`{name}` is dropout written by hand (a random keep mask, rescaled by the keep "
+                       f"probability) and reads no training flag: run here whatever the module's mode, it drops "
+                       f"out after `model.eval()` too, so evaluation and inference are noisy; call it only when "
+                       f"`{self_name}.training` (nn.Dropout is the identity in eval mode)")
+            fix = FixSpec(f"Call {name} in training mode only",
+                          (Replace(node, f"({code(node)} if {self_name}.training else {dropped})"),), safe=False)
+            self.report(node, message, fix=fix)
+            return
+        if reads_training(method) or dropout_draw(method, self.names.qualify) is not node:
+            return
+        message = (f"`{self.walk.klass.name.value}.{method.name.value}` is dropout written by hand (a random keep "  # type: ignore[union-attr]
+                   f"mask, rescaled by the keep probability) and never reads `{self_name}.training`: unlike "
+                   f"nn.Dropout it stays on after `model.eval()`, so evaluation and inference are noisy; return the "
+                   f"input unchanged when `not {self_name}.training`")
+        self.report(node, message)
 
     def _guarded_by_mode(self) -> bool:
         """`if self.training and p > 0: x = F.dropout(x, p)`: only runs in training mode."""
