@@ -216,8 +216,10 @@ def _true_literal(expr: cst.BaseExpression) -> bool:
 
 def frozen_before(root: cst.CSTNode, module: str, until: cst.CSTNode, same) -> bool:
     """Every parameter of `module` has requires_grad False when `until` (a statement of
-    `root`'s body, at any depth) starts: the last unconditional switch before it, outside
-    loops, `if`s and `try`s, freezes it. `same(a, b)`: whether two receivers are one object."""
+    `root`'s body, at any depth) starts: the last switch before it that runs whenever `until`
+    does (outside loops, `if`s and `try`s that do not hold `until`; in the block that holds it:
+    `if run_eval: model.requires_grad_(False); evaluate(model)`) freezes it. `same(a, b)`:
+    whether two receivers are one object."""
     frozen = False
     for stmt, plain in _statements_before(root, until):
         if not plain:
@@ -228,10 +230,28 @@ def frozen_before(root: cst.CSTNode, module: str, until: cst.CSTNode, same) -> b
     return frozen
 
 
+def _holders(root: cst.CSTNode, until: cst.CSTNode) -> set[int]:
+    """The ids of the nodes between `root` and `until` (both included); empty when `until` is not under it."""
+    path: list[cst.CSTNode] = []
+
+    def find(node: cst.CSTNode) -> bool:
+        path.append(node)
+        if node is until or any(find(child) for child in child_nodes(node)
+                                if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda))):
+            return True
+        path.pop()
+        return False
+
+    find(root)
+    return {id(node) for node in path}
+
+
 def _statements_before(root: cst.CSTNode, until: cst.CSTNode):
-    """(statement, unconditional) in source order up to `until`: compound statements are
-    entered; a statement is unconditional when no loop, `if` or `try` encloses it."""
+    """(statement, runs whenever `until` does) in source order up to `until`: compound statements
+    are entered; a statement runs whenever `until` does when every loop, `if`, `try` or handler
+    that encloses it also encloses `until` (a `with` body always runs)."""
     stop = []
+    holders = _holders(root, until)
 
     def visit(body, plain):
         for stmt in body:
@@ -241,12 +261,11 @@ def _statements_before(root: cst.CSTNode, until: cst.CSTNode):
             yield stmt, plain
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
-            inner_plain = plain and isinstance(stmt, cst.With)
             for child in child_nodes(stmt):
                 if isinstance(child, cst.IndentedBlock):
-                    yield from visit(child.body, inner_plain)
+                    yield from visit(child.body, plain and (isinstance(stmt, cst.With) or id(child) in holders))
                 elif isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler, cst.If)):
-                    yield from visit(_bodies(child), False)
+                    yield from visit(_bodies(child), plain and id(child) in holders)
                 if stop:
                     return
 

@@ -9,7 +9,8 @@ another project file returns in eval mode, or a model given trained weights (`lo
 `torch.load`, `from_pretrained`) in a file that trains nothing and never hands the model out.
 Quiet in functions decorated with or only called under no_grad (or a decorator, here or in
 another project file, that runs them under it), for a model whose parameters were all frozen
-before the loop (`requires_grad_(False)`: no graph is recorded), in Lightning's
+before the loop (`requires_grad_(False)`: no graph is recorded), here or by every in-file caller that
+passes it, in a block that runs whenever the loop or the call does, in Lightning's
 validation/test/predict hooks (Lightning disables grad), in unit tests (a script's own
 `def test(model, loader)` loop is not one), and where the code asks for gradients itself
 (saliency maps, attacks: reading `.grad`, `autograd.grad`; an input made with `requires_grad=True`
@@ -118,7 +119,7 @@ class EvalWithoutNoGrad(RoutineRule):
                 continue
             root = routine.node if routine.node is not None else self._file_statements()
             models = [m for m in models if not frozen_before(root, m, loop.node, _one_object) and
-                      not self._plain_object(m, routine)]
+                      not self._plain_object(m, routine) and not (by_callers and self._frozen_by_callers(routine, m))]
             calls = [e for e in inside if e.kind == "call" and not e.no_grad and
                      any(same_object(e.receiver.removesuffix(".forward"), m) for m in models)]
             nodes = [e.node for e in calls] or \
@@ -756,6 +757,27 @@ class EvalWithoutNoGrad(RoutineRule):
                             left.add(switch.receiver) if switch.kind == "eval" else left.discard(switch.receiver)
                 attributes = left if attributes is None else attributes & left
         return [p for p, ok in evaluated.items() if ok], sorted(attributes or ())
+
+    def _frozen_by_callers(self, routine: Routine, param: str) -> bool:
+        """Every in-file caller froze the model it passes as `param` before the call
+        (`model.requires_grad_(False); model.eval(); evaluate(..., model)`): no graph is recorded."""
+        training = self.training
+        params = [p for p in routine.params if p not in ("self", "cls")]
+        called = False
+        for caller in training.all:
+            if caller is routine:
+                continue
+            for event in caller.events:
+                if event.kind != "call" or training.callee(event, caller) is not routine:
+                    continue
+                mapping = dict(zip(params, event.args))
+                mapping.update((k, a) for k, a in event.keywords if k in params)
+                argument = mapping.get(param, "")
+                root = caller.node if caller.node is not None else self._file_statements()
+                if not argument or event.stmt is None or not frozen_before(root, argument, event.stmt, _one_object):
+                    return False
+                called = True
+        return called
 
     def _mode(self, event: Event, routine: Routine | None = None) -> Event | None:
         """A train/eval switch; `model = load()` where the helper (in another project file, or in
