@@ -800,7 +800,7 @@ class Values:
                 return receiver
             if method in ("sum", "mean"):
                 zero = _summed(receiver) or \
-                    ("rows" if _over_rows(call, 0) and self._input_rows(func.value, at, function, klass, depth) else "")
+                    ("rows" if over_rows(call, 0) and self._input_rows(func.value, at, function, klass, depth) else "")
                 return replace(receiver, prob="", zero=zero, unit=_reduced(method, call, receiver))
             if method in v.scaled_product_methods and _minus_two_alpha(call, 1):
                 return replace(receiver, prob="", zero="cancels")  # d.addmm(x, y.t(), alpha=-2)
@@ -810,7 +810,7 @@ class Values:
                 return replace(receiver, prob="", zero="" if _learned_output(receiver) else "spread")
             if method == "norm":
                 return replace(receiver, prob="", zero="" if _learned_output(receiver) else
-                               "rows" if _over_rows(call, 1) and
+                               "rows" if over_rows(call, 1) and
                                self._input_rows(func.value, at, function, klass, depth, norm=True)
                                else "norm")
             if method in ("clamp", "clamp_", "clamp_min", "clip"):
@@ -886,7 +886,7 @@ class Values:
             if qualified in v.norms:
                 first = arg(call, 0, "input")
                 inner = sub(first or call)
-                rows = first is not None and _over_rows(call, 2) and \
+                rows = first is not None and over_rows(call, 2) and \
                     self._input_rows(first, at, function, klass, depth, norm=True)
                 return Value("tensor", inner.grad, zero="" if _learned_output(inner) else "rows" if rows else "norm")
             if qualified in v.counts:
@@ -907,7 +907,7 @@ class Values:
             if qualified in v.sums:
                 first = arg(call, 0, "input")
                 inner = sub(first or call)
-                rows = first is not None and not _summed(inner) and _over_rows(call, 1) and \
+                rows = first is not None and not _summed(inner) and over_rows(call, 1) and \
                     self._input_rows(first, at, function, klass, depth)
                 return Value("tensor", inner.grad, zero=_summed(inner) or ("rows" if rows else ""),
                              unit=_reduced(last, call, inner, 1), named=inner.named)
@@ -1399,7 +1399,7 @@ def _argument_node(call: cst.Call, param: str, position: int) -> cst.BaseExpress
     return positional[position].value
 
 
-def _over_rows(call: cst.Call, dim_position: int) -> bool:
+def over_rows(call: cst.Call, dim_position: int) -> bool:
     """The reduction runs over some dimensions (`x.norm(dim=1)`, `torch.norm(x, 2, 1)`, `adj.sum(-1)`):
     one value per row, not one for the whole tensor (a whole batch's count or norm is 0 only for an
     empty batch, where PyTorch's own mean is NaN too)."""

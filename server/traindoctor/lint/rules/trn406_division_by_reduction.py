@@ -33,7 +33,7 @@ import libcst as cst
 from ..analysis.names import arg, literal_number
 from ..analysis.recorded import recorded_window
 from ..analysis.scopes import code, names_in
-from ..analysis.values import ZERO_POSSIBLE
+from ..analysis.values import ZERO_POSSIBLE, over_rows
 from ..analysis.vocab import vocab
 from ..analysis.zero_evidence import subject as zero_subject
 from ..fixes import atom
@@ -200,8 +200,8 @@ def _per_row(denominator: cst.BaseExpression, qualify) -> bool:
             continue
         method = inner.func.attr.value if type(inner.func) is cst.Attribute else ""
         function = (qualify(inner.func) or "") in vocab().sums
-        if method in ("sum", "mean", "count_nonzero") and not function and arg(inner, 0, "dim") is not None or \
-                function and arg(inner, 1, "dim") is not None:
+        if method in ("sum", "mean", "count_nonzero") and not function and over_rows(inner, 0) or \
+                function and over_rows(inner, 1):
             return True
     return False
 
