@@ -72,9 +72,10 @@ class EvalWithoutNoGrad(RoutineRule):
             return
         if self._project_helper_evaluates(routine):
             return
-        trains = any(e.kind in BACKWARD or e.kind in STEP for _, e in training.expanded(routine))
+        steps = [event for event, inner in training.expanded(routine) if inner.kind in BACKWARD or inner.kind in STEP]
+        trains = bool(steps)
         if trains:
-            if self._run_after_last_backward(routine) or self._evaluated_on_one_branch(routine):
+            if self._run_after_last_backward(routine) or self._evaluated_on_one_branch(routine, steps):
                 return
             # the loops that train nothing, outermost first (`for epoch: model.train(); <train loop>;
             # model.eval(); <evaluation loop>`): an evaluation loop of a training function
@@ -154,13 +155,14 @@ class EvalWithoutNoGrad(RoutineRule):
                        f"(more memory, slower, OOM on large inputs).")
             self.report(call, message, fix=self._fix(routine))
 
-    def _evaluated_on_one_branch(self, routine: Routine) -> bool:
+    def _evaluated_on_one_branch(self, routine: Routine, steps: list[Event]) -> bool:
         """A function shared by training and evaluation (`run_epoch(model, loader, is_train)`): every
         backward and optimizer step lies on one branch of a condition on a parameter (`if is_train:`),
         the model's `.eval()` on the other, and the model's forward runs in a loop on both, outside
         no_grad. Called for evaluation, that loop records a graph nothing uses. Reported at the forward,
         with no fix (the function trains); the message names `torch.set_grad_enabled(<condition>)`,
-        which records the graph for training only. True: reported."""
+        which records the graph for training only. `steps`: the routine's events that backpropagate or
+        step (a helper's call stands for those inside it), never empty. True: reported."""
         function = routine.node
         if not isinstance(function, cst.FunctionDef):
             return False
@@ -171,10 +173,6 @@ class EvalWithoutNoGrad(RoutineRule):
         def lies_on(event: Event) -> frozenset:
             return on.get(id(event.node), frozenset())
 
-        steps = [event for event, inner in self.training.expanded(routine)
-                 if inner.kind in BACKWARD or inner.kind in STEP]
-        if not steps:
-            return False
         params = set(routine.params) - {"self", "cls"}
         events = routine.events
         for condition, trains_when in sorted(frozenset.intersection(*(lies_on(e) for e in steps))):
