@@ -6,8 +6,9 @@ nor draws that run before every seed call (a warm-up before the seeded part), no
 draws in a unit test whose assertions read only shapes (they hold for any draw),
 nor draws that only DataLoader workers make (a dataset's `__getitem__`, a loader's
 `collate_fn`, the `__call__` of a transform handed to a dataset) when every loader running them starts workers, which reseed their RNGs
-from the seeded torch generator (analysis/worker_side.py), and neither are library
-helpers that seed everything. The fix seeds the missing
+from the seeded torch generator (analysis/worker_side.py), nor draws whose value only
+becomes a seed (`seed = random.randint(...)`, then `torch.manual_seed(seed)`:
+analysis/seed_draws.py), and neither are library helpers that seed everything. The fix seeds the missing
 RNGs with the seed the program already uses, next to its own seed call."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import libcst as cst
 
 from ..analysis.facts import Draw, Seed
 from ..analysis.names import dotted_name
+from ..analysis.seed_draws import draws_a_seed
 from ..analysis.worker_side import (is_loader_class, reseeded_in_workers, transform_run_by_workers, worker_methods,
                                     workers_run)
 from ..fixes import insert_after_imports, module_reference
@@ -124,7 +126,8 @@ class IncompleteSeeding(Rule):
         order = {id(fact): position for position, fact in enumerate(facts)}  # source order across the file
         for draw in facts:
             if isinstance(draw, Draw) and not self._in_worker_fn(draw) and not self._shape_only_test(draw) and \
-                    not self._drawn_in_workers(draw) and not all(_runs_before(draw, seed, order) for seed in seeds):
+                    not self._drawn_in_workers(draw) and not all(_runs_before(draw, seed, order) for seed in seeds) \
+                    and not draws_a_seed(model, draw):
                 first_draw.setdefault(draw.library, draw)
         project_seeds, project_draws = self._project_randomness()
         if project_seeds & {"all", "helper"}:
