@@ -21,7 +21,7 @@ from .summary import Binding, ClassSummary, FileSummary, FunctionSummary, import
 from .training import training_of
 from .values import Values, as_facts
 from .vocab import vocab
-from .worker_side import is_loader_class, worker_methods
+from .worker_side import is_loader_class, worker_draw_guards, worker_methods
 
 # Object kinds worth telling another file about (model.py's kind_of_callee).
 _BINDING_KINDS = ("model", "scaler", "loss", "optimizer", "scheduler", "dataloader", "dataset", "sequential")
@@ -51,9 +51,10 @@ def summarize_model(model: FileModel) -> FileSummary:
         own = tuple(methods.get(name, ()))
         init = next((m for m in own if m.qualname == f"{name}.__init__"), None)
         init_calls = tuple(c for c in init.calls if c.split(".")[0] not in _ALIAS_ROOTS) if init else ()
+        workers = worker_methods(model, name, init_calls)
         classes.append(ClassSummary(name, info.bases, name in model.model_classes, scaler,
                                     name in model.dataset_classes, own, grad_off, is_loader_class(model, name),
-                                    worker_methods(model, name, init_calls)))
+                                    workers, worker_draw_guards(model, name, workers)))
     scalers = {c.name for c in classes if c.scaler}
     bindings = []
     for name, objects in model.objects.items():

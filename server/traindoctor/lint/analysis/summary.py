@@ -68,6 +68,9 @@ class ClassSummary:
     # Methods that only a DataLoader's worker processes run (worker_side.worker_methods): what they
     # draw is reseeded per worker when the loader that runs the object starts workers.
     worker_methods: tuple[str, ...] = ()
+    # Worker methods that draw only when a constructor argument is one of some string literals
+    # (worker_side.worker_draw_guards): (method, attribute, parameter, position, literals, default).
+    worker_guards: tuple[tuple, ...] = ()
 
     def method(self, name: str) -> FunctionSummary | None:
         return next((m for m in self.methods if m.qualname.rsplit(".", 1)[-1] == name), None)

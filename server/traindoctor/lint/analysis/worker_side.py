@@ -12,6 +12,7 @@ import libcst as cst
 
 from .def_use import parents_of
 from .environment import torch_version
+from .facts import Draw
 from .model import FileModel, lineage_of, reachable_methods
 from .names import dotted_name
 from .randomness import arg
@@ -289,3 +290,181 @@ def _enclosing(model: FileModel, site: cst.CSTNode) -> cst.CSTNode | None:
         return {id(node): top.node for top in model.facts["layout"] if top.node is not None
                 for node in iter_nodes(top.node)}
     return model.remembered("worker_side.top-level", index).get(id(site))
+
+
+# -- draws that a constructor argument switches off -----------------------------------------------------
+
+def worker_draw_guards(model: FileModel, klass: str, methods: tuple[str, ...]) -> tuple[tuple, ...]:
+    """For each of `methods` (of `klass`, defined in it) that draws only under a test of an attribute
+    that `__init__` binds from one of its parameters against string literals (`if self.partition ==
+    'train': np.random.shuffle(points)`), and that nothing else in the class rebinds: (method, the
+    attribute, the parameter, its position after `self`, the literals that let it draw, the parameter's
+    default literal or None). An object built with another literal never draws there, wherever it runs."""
+    found = []
+    for method in methods:
+        guard = _draw_guard(model, klass, method)
+        if guard is not None:
+            found.append((method, *guard))
+    return tuple(found)
+
+
+def guard_switches_off(model: FileModel, site: cst.Call, guard: tuple) -> bool:
+    """The object `site` builds never draws in the guarded method: the parameter's argument (or its
+    default) is a string literal the guard does not let draw, and this file never sets that attribute."""
+    _, attribute, param, position, literals, default = guard
+    if any(a.star for a in site.args):
+        return False
+    value = arg(site, param, position)
+    text = value.evaluated_value if type(value) is cst.SimpleString else default if value is None else None
+    if not isinstance(text, str) or text in literals:
+        return False
+    return not _file_sets_attribute(model, attribute)
+
+
+def _file_sets_attribute(model: FileModel, name: str) -> bool:
+    """Some statement of the file outside a `self.` binding sets `<obj>.<name>`: the attribute the guard
+    reads may be set on the object after it is built."""
+    def compute():
+        stores = set()
+        for top in model.facts["layout"]:
+            for node in iter_nodes(top.node) if top.node is not None else ():
+                if type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                    targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+                    stores.update(t.attr.value for t in targets if type(t) is cst.Attribute and
+                                  dotted_name(t.value) != "self")
+                elif type(node) is cst.Call and dotted_name(node.func) == "setattr":
+                    stores.add("*")
+        return frozenset(stores)
+    stores = model.remembered("worker_side.attribute-stores", compute)
+    return name in stores or "*" in stores
+
+
+def _draw_guard(model: FileModel, klass: str, method: str) -> tuple | None:
+    qualname = f"{klass}.{method}"
+    home = model.function_home.get(qualname)
+    init = model.function_home.get(f"{klass}.__init__")
+    if home is None or init is None or not isinstance(home[0].node, cst.FunctionDef) or \
+            not isinstance(init[0].node, cst.FunctionDef):
+        return None
+    function = home[0].node
+    parents = parents_of(function)
+    drawing = _drawing_calls(model, klass, qualname, function)
+    if not drawing:
+        return None
+    attribute, literals = None, set()
+    for call in drawing:
+        test = _guarding_test(call, function, parents)
+        if test is None or (attribute is not None and test[0] != attribute):
+            return None
+        attribute = test[0]
+        literals |= test[1]
+    bound = _bound_from_parameter(model, klass, init[0].node, attribute)
+    if bound is None:
+        return None
+    param, position, default = bound
+    return attribute, param, position, tuple(sorted(literals)), default
+
+
+def _drawing_calls(model: FileModel, klass: str, qualname: str, function: cst.FunctionDef) -> list[cst.Call]:
+    """The calls in the method that draw from a global RNG: its own draws, calls of in-file functions
+    and methods that draw (directly or through what they call), and of project names that draw."""
+    drawing = _drawing_functions(model)
+    own = {id(d.node) for d in model.facts["seeding"] if isinstance(d, Draw) and d.function == qualname}
+    found = []
+    for node in iter_nodes(function):
+        if type(node) is not cst.Call:
+            continue
+        name = dotted_name(node.func) or ""
+        target = f"{klass}.{name[5:]}" if name.startswith("self.") else name
+        if id(node) in own or target in drawing or (model.imported and any(
+                how == "draws" for _, how, _ in model.imported.randomness(model.names.qualify(node.func)))):
+            found.append(node)
+    return found
+
+
+def _drawing_functions(model: FileModel) -> frozenset[str]:
+    """Qualnames of the in-file functions that draw, directly or through in-file calls."""
+    def compute():
+        found = {d.function for d in model.facts["seeding"] if isinstance(d, Draw) and d.function}
+        changed = True
+        while changed:
+            changed = False
+            for callee, sites in model.calls.items():
+                for site in sites:
+                    caller = model.enclosing_function(site.node)
+                    if caller is None or caller.qualname in found:
+                        continue
+                    target = f"{caller.klass}.{callee[5:]}" if callee.startswith("self.") else callee
+                    if target in found:
+                        found.add(caller.qualname)
+                        changed = True
+        return frozenset(found)
+    return model.remembered("worker_side.drawing-functions", compute)
+
+
+def _guarding_test(call: cst.Call, function: cst.FunctionDef, parents) -> tuple[str, set[str]] | None:
+    """The innermost `if self.<attr> == 'a'` / `in ('a', 'b')` whose body holds `call`: (attr, literals)."""
+    node = call
+    while node is not function:
+        parent = parents.get(id(node))
+        if parent is None:
+            return None
+        if type(parent) is cst.If and node is parent.body:
+            found = _attribute_literals(parent.test)
+            if found is not None:
+                return found
+        node = parent
+    return None
+
+
+def _attribute_literals(test: cst.BaseExpression) -> tuple[str, set[str]] | None:
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    left, target = test.left, test.comparisons[0]
+    right, operator = target.comparator, type(target.operator)
+    if operator is cst.Equal and type(left) is cst.SimpleString:
+        left, right = right, left
+    name = dotted_name(left) or ""
+    if not name.startswith("self.") or name.count(".") != 1:
+        return None
+    if operator is cst.Equal and type(right) is cst.SimpleString:
+        return name[5:], {right.evaluated_value}
+    if operator is cst.In and type(right) in (cst.Tuple, cst.List, cst.Set) and right.elements and \
+            all(type(e.value) is cst.SimpleString for e in right.elements):
+        return name[5:], {e.value.evaluated_value for e in right.elements}
+    return None
+
+
+def _bound_from_parameter(model: FileModel, klass: str, init: cst.FunctionDef,
+                          attribute: str) -> tuple[str, int, str | None] | None:
+    """`__init__` binds `self.<attribute>` to one of its parameters, once, and no other statement of the
+    class (nor of its in-file bases) stores into it: (parameter, position after self, default literal)."""
+    stores = []
+    for owner in lineage_of(model, klass):
+        node = model.classes[owner].node
+        for n in iter_nodes(node) if node is not None else ():
+            if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+                targets = [t.target for t in n.targets] if type(n) is cst.Assign else [n.target]
+                if any(dotted_name(t) == f"self.{attribute}" for t in targets):
+                    stores.append(n)
+                elif any(type(t) in (cst.Tuple, cst.List) and any(
+                        dotted_name(e.value) == f"self.{attribute}" for e in t.elements) for t in targets):
+                    return None  # `self.a, self.b = ...`: what it binds is not followed
+            elif type(n) is cst.Call and dotted_name(n.func) == "setattr":
+                return None
+    if len(stores) != 1 or type(stores[0]) is not cst.Assign or type(stores[0].value) is not cst.Name:
+        return None
+    if not any(s is stores[0] for s in iter_nodes(init)):
+        return None
+    params = list(init.params.params)[1:]
+    name = stores[0].value.value
+    rebound = [n for n in iter_nodes(init) if type(n) in (cst.Assign, cst.AugAssign, cst.AnnAssign) and any(
+        type(t) is cst.Name and t.value == name
+        for t in ([t.target for t in n.targets] if type(n) is cst.Assign else [n.target]))]
+    for position, param in enumerate(params):
+        if param.name.value == name and not rebound:
+            default = param.default
+            if default is not None and type(default) is not cst.SimpleString:
+                return None
+            return name, position, default.evaluated_value if default is not None else None
+    return None

@@ -6,8 +6,10 @@ nor draws that run before every seed call (a warm-up before the seeded part), no
 draws in a unit test whose assertions read only shapes (they hold for any draw),
 nor draws that only DataLoader workers make (a dataset's `__getitem__`, a loader's
 `collate_fn`, the `__call__` of a transform handed to a dataset) when every loader running them starts workers, which reseed their RNGs
-from the seeded torch generator (analysis/worker_side.py), and neither are library
-helpers that seed everything. The fix seeds the missing
+from the seeded torch generator (analysis/worker_side.py), or builds the dataset with a constructor
+argument under which its item access never draws (`if self.split == "train":`), nor draws whose
+value only becomes a seed (`seed = random.randint(...)`, then `torch.manual_seed(seed)`:
+analysis/seed_draws.py), and neither are library helpers that seed everything. The fix seeds the missing
 RNGs with the seed the program already uses, next to its own seed call."""
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import libcst as cst
 
 from ..analysis.facts import Draw, Seed
 from ..analysis.names import dotted_name
-from ..analysis.worker_side import (is_loader_class, reseeded_in_workers, transform_run_by_workers, worker_methods,
-                                    workers_run)
+from ..analysis.seed_draws import draws_a_seed
+from ..analysis.worker_side import (guard_switches_off, is_loader_class, reseeded_in_workers,
+                                    transform_run_by_workers, worker_draw_guards, worker_methods, workers_run)
 from ..fixes import insert_after_imports, module_reference
 from ..rule import FixSpec, InsertAfter, Related, Rule
 from ..walk import child_nodes, iter_nodes
@@ -124,7 +127,8 @@ class IncompleteSeeding(Rule):
         order = {id(fact): position for position, fact in enumerate(facts)}  # source order across the file
         for draw in facts:
             if isinstance(draw, Draw) and not self._in_worker_fn(draw) and not self._shape_only_test(draw) and \
-                    not self._drawn_in_workers(draw) and not all(_runs_before(draw, seed, order) for seed in seeds):
+                    not self._drawn_in_workers(draw) and not all(_runs_before(draw, seed, order) for seed in seeds) \
+                    and not draws_a_seed(model, draw):
                 first_draw.setdefault(draw.library, draw)
         project_seeds, project_draws = self._project_randomness()
         if project_seeds & {"all", "helper"}:
@@ -173,31 +177,41 @@ class IncompleteSeeding(Rule):
         loader's `collate_fn`), where every object of its class built here is run by a loader that
         starts workers, which reseed that RNG from the seeded torch generator."""
         method = draw.function.rsplit(".", 1)[-1]
-        if not draw.klass or not reseeded_in_workers(self.model, draw.library):
+        if not draw.klass:
             return False
+        reseeded = reseeded_in_workers(self.model, draw.library)
         sites = [site.node for site in self.model.calls.get(draw.klass, ())]
-        if method == "__call__" and self._transforms_of_workers(sites):
+        if reseeded and method == "__call__" and self._transforms_of_workers(sites):
             return True
         if method not in worker_methods(self.model, draw.klass):
             return False
-        loader = is_loader_class(self.model, draw.klass)
-        return bool(sites) and all(isinstance(site, cst.Call) and workers_run(self.model, site, loader)
-                                   for site in sites)
+        guards = worker_draw_guards(self.model, draw.klass, (method,))
+        return self._sites_quiet(sites, is_loader_class(self.model, draw.klass), reseeded,
+                                 guards[0] if guards else None)
+
+    def _sites_quiet(self, sites: list, loader: bool, reseeded: bool, guard: tuple | None) -> bool:
+        """Each object built here is run by loaders that start workers (which reseed the RNG), or is
+        built with a constructor argument under which the method never draws."""
+        return bool(sites) and all(isinstance(site, cst.Call) and (
+            (reseeded and workers_run(self.model, site, loader)) or
+            (guard is not None and guard_switches_off(self.model, site, guard))) for site in sites)
 
     def _project_draw_in_workers(self, callee: str, qualified: str, function: str, library: str) -> bool:
         """The same for a draw of a project class built here: the project index names the methods
         of the class that only workers run, and every call here that builds it is run by workers."""
         klass = self.model.imported.klass(qualified)
-        if klass is None or not reseeded_in_workers(self.model, library):
+        if klass is None:
             return False
+        reseeded = reseeded_in_workers(self.model, library)
         sites = [site.node for site in self.model.calls.get(callee, ())]
         sites += [obj.node for obj in self.model.facts["objects"] if obj.callee == callee]
-        if function.rsplit(".", 1)[-1] == "__call__" and self._transforms_of_workers(sites):
+        method = function.rsplit(".", 1)[-1]
+        if reseeded and method == "__call__" and self._transforms_of_workers(sites):
             return True
-        if function.rsplit(".", 1)[-1] not in klass.worker_methods:
+        if method not in klass.worker_methods:
             return False
-        return bool(sites) and all(isinstance(site, cst.Call) and workers_run(self.model, site, klass.loader)
-                                   for site in sites)
+        guard = next((g for g in klass.worker_guards if g[0] == method), None)
+        return self._sites_quiet(sites, klass.loader, reseeded, guard)
 
     def _transforms_of_workers(self, sites: list) -> bool:
         """Every object of the class built here is a transform handed to datasets that workers run
