@@ -4,7 +4,8 @@ returning the input unchanged when `not self.training`). Recognised from what th
 (analysis/hand_dropout.py): a uniform or Bernoulli keep mask whose probability also divides what is
 kept. On torch, the reported model's eval outputs differ call to call; after the fix they do not, and
 training still drops out. Look-alikes stay quiet: a training flag read, a call under `if self.training`,
-an augmentation that flips with probability p, Gaussian noise."""
+a mask handed to a module that applies it in training only (lightaime/deep_gcns_torch's RevGAT, judged fp
+on the ecosystem test half and moved to dev), an augmentation that flips with probability p, Gaussian noise."""
 
 from __future__ import annotations
 
@@ -89,6 +90,26 @@ QUIET = {
         def forward(self, x):
             flip = torch.rand(x.shape[0], 1) < self.p
             return torch.where(flip, x.flip(1), x) / self.width
+''',
+    "mask handed to a module that applies it in training": '''\
+    import torch
+    from torch import nn
+
+
+    class Shared(nn.Module):
+        def forward(self, x, mask):
+            return x * mask if self.training else x
+
+
+    class Net(nn.Module):
+        def __init__(self, p):
+            super().__init__()
+            self.p, self.drop, self.body = p, Shared(), nn.Linear(8, 8)
+
+        def forward(self, x):
+            m = torch.zeros_like(x).bernoulli_(1 - self.p)
+            mask = m / (1 - self.p)
+            return self.body(self.drop(x, mask))
 ''',
     "gaussian noise": '''\
     import torch

@@ -14,8 +14,10 @@ module's `training` flag. Recognised from what the code does, not from its name:
 Bernoulli draw (vocab `dropout_mask_draws`), a mask made from it (`floor`, a comparison,
 `bernoulli`), a probability the draw is compared with, added to or drawn from, and a division by
 (or a product with the reciprocal of) an expression of that probability and numbers only
-(`1 - rate`, `self.kprob`, `keep` bound to `1 - p`). Gaussian noise, or a draw whose probability
-never divides (augmentations that flip or rotate with probability p), is not dropout.
+(`1 - rate`, `self.kprob`, `keep` bound to `1 - p`), the mask applied here. Gaussian noise, a draw
+whose probability never divides (augmentations that flip or rotate with probability p), or a mask
+handed to other code that applies it (a shared-dropout module that reads `self.training`) is not
+dropout written here.
 
 Layer 1 of the analysis: it imports only names.py, vocab.py and the walker."""
 
@@ -90,7 +92,7 @@ def dropout_draw(function: cst.FunctionDef, qualify: Callable[[cst.BaseExpressio
                 masked = True
         elif kind is cst.Comparison and any(type(t.operator) in _COMPARISONS for t in node.comparisons):
             masked = True
-    if not draws or not masked:
+    if not draws or not masked or _handed_over(function, draws, qualify):
         return None
     names = _probabilities(function)
     locals_of: dict[str, set[str]] = {}  # local name -> the probabilities it is bound to (`keep = 1 - p`)
@@ -127,6 +129,25 @@ def dropout_draw(function: cst.FunctionDef, qualify: Callable[[cst.BaseExpressio
                 (_pure(denominator, names, locals_of) or set()) & drawn:
             return draws[0]
     return None
+
+
+def _handed_over(function: cst.FunctionDef, draws: list[cst.Call],
+                 qualify: Callable[[cst.BaseExpression], str | None]) -> bool:
+    """The drawn mask, or a name bound from it, is an argument of a call other than torch's own
+    (`self.convs[i](h, graph, mask)`): that code applies it, and may do so in training only (a
+    shared-dropout module that reads `self.training`)."""
+    derived: set[str] = set()
+    for node in iter_nodes(function.body):  # source order: a name bound from the draw or from such a name
+        if type(node) in (cst.Assign, cst.AugAssign):
+            value = node.value
+            if _holds(value, draws) or any(type(n) is cst.Name and n.value in derived for n in iter_nodes(value)):
+                targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+                derived |= {n.value for t in targets for n in iter_nodes(t) if type(n) is cst.Name}
+    for node in iter_nodes(function.body):
+        if type(node) is cst.Call and not (qualify(node.func) or "").startswith("torch.") and \
+                any(type(a.value) is cst.Name and a.value.value in derived for a in node.args):
+            return True
+    return False
 
 
 def _called_name(call: cst.Call) -> str:
