@@ -75,6 +75,16 @@ def reads_training(function: cst.FunctionDef) -> bool:
                (type(n) is cst.Attribute and n.attr.value == "training") for n in iter_nodes(function))
 
 
+def _draw(qualified: str, method: str, draws_vocab) -> bool:
+    return qualified in draws_vocab or method in ("bernoulli_", "uniform_")
+
+
+def is_mask_draw(call: cst.Call, qualify: Callable[[cst.BaseExpression], str | None]) -> bool:
+    """`call` is a draw a keep mask is made from (vocab `dropout_mask_draws`, `bernoulli_`, `uniform_`)."""
+    method = call.func.attr.value if type(call.func) is cst.Attribute else ""
+    return _draw(qualify(call.func) or "", method, vocab().dropout_mask_draws)
+
+
 def dropout_draw(function: cst.FunctionDef, qualify: Callable[[cst.BaseExpression], str | None]) -> cst.Call | None:
     """The random draw of `function` when its body is dropout written by hand (see the module), else None."""
     draws_vocab = vocab().dropout_mask_draws
@@ -85,7 +95,7 @@ def dropout_draw(function: cst.FunctionDef, qualify: Callable[[cst.BaseExpressio
         if kind is cst.Call:
             name = qualify(node.func) or ""
             method = node.func.attr.value if type(node.func) is cst.Attribute else ""
-            if name in draws_vocab or method in ("bernoulli_", "uniform_"):
+            if _draw(name, method, draws_vocab):
                 draws.append(node)
                 masked = masked or "bernoulli" in name or method == "bernoulli_"
             elif name.endswith("floor") or method in ("floor", "floor_"):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.hand_dropout import dropout_draw, reads_training
+from ..analysis.hand_dropout import dropout_draw, is_mask_draw, reads_training
 from ..analysis.scopes import code
 from ..analysis.model import lineage_members, reachable_methods
 from ..analysis.names import arg
@@ -39,12 +39,10 @@ class FunctionalDropoutAlwaysOn(Rule):
         if any(a.keyword is not None and a.keyword.value == "training" for a in node.args) or \
                 sum(1 for a in node.args if a.keyword is None) >= 3:
             return  # training given (self.training, True for MC dropout, a flag)
-        method = self._model_method()
-        if method is None or self._guarded_by_mode():
+        in_model = self._in_model()
+        if in_model is None:
             return
-        self_name = _first_param(method)
-        if self_name is None:
-            return
+        self_name = in_model[1]
         name = code(node.func)
         if table[qualified]:
             message = (f"`{name}` defaults to training=True: dropout stays on after `model.eval()`, so evaluation "
@@ -63,12 +61,10 @@ class FunctionalDropoutAlwaysOn(Rule):
             return
         if isinstance(dropout, (cst.Integer, cst.Float)) and float(dropout.evaluated_value) == 0.0:
             return
-        method = self._model_method()
-        if method is None or self._guarded_by_mode():
+        in_model = self._in_model()
+        if in_model is None:
             return
-        self_name = _first_param(method)
-        if self_name is None:
-            return
+        self_name = in_model[1]
         text = code(dropout)
         message = (f"`{code(node.func)}` applies `dropout_p={text}` whatever the module's mode: attention "
                    f"weights are dropped after `model.eval()` too, so evaluation and inference are noisy; pass "
@@ -81,18 +77,17 @@ class FunctionalDropoutAlwaysOn(Rule):
         """Dropout written by hand (analysis/hand_dropout.py) that reads no training flag, run by a
         model: in a method forward reaches (reported at its random draw), or a function of this file
         called from one (reported at the call, with an unsafe fix that calls it in training only)."""
-        method = self._model_method()
-        if method is None or self._guarded_by_mode():
-            return
-        self_name = _first_param(method)
-        if self_name is None:
-            return
         callee = self.model.function(node.func.value) if type(node.func) is cst.Name else None
+        if callee is None and not is_mask_draw(node, self.names.qualify):
+            return  # most calls: neither a function of this file nor a draw, nothing below is read
+        in_model = self._in_model()
+        if in_model is None:
+            return
+        method, self_name = in_model
         if callee is not None and callee.node is not None and not callee.klass and node.args and \
                 not any("training" in code(a.value) for a in node.args):
             function = callee.node
-            if not isinstance(function, cst.FunctionDef) or reads_training(function) or \
-                    dropout_draw(function, self.names.qualify) is None:
+            if not isinstance(function, cst.FunctionDef) or self._hand_draw(function) is None:
                 return
             name, dropped = code(node.func), code(node.args[0].value)
             message = (f"`{name}` is dropout written by hand (a random keep mask, rescaled by the keep "
@@ -103,13 +98,29 @@ class FunctionalDropoutAlwaysOn(Rule):
                           (Replace(node, f"({code(node)} if {self_name}.training else {dropped})"),), safe=False)
             self.report(node, message, fix=fix)
             return
-        if reads_training(method) or dropout_draw(method, self.names.qualify) is not node:
+        if self._hand_draw(method) is not node:
             return
         message = (f"`{self.walk.klass.name.value}.{method.name.value}` is dropout written by hand (a random keep "  # type: ignore[union-attr]
                    f"mask, rescaled by the keep probability) and never reads `{self_name}.training`: unlike "
                    f"nn.Dropout it stays on after `model.eval()`, so evaluation and inference are noisy; return the "
                    f"input unchanged when `not {self_name}.training`")
         self.report(node, message)
+
+    def _hand_draw(self, function: cst.FunctionDef) -> cst.Call | None:
+        """The draw of `function` when it is dropout written by hand that reads no training flag;
+        once per function and lint."""
+        return self.model.remembered(
+            ("trn704:hand-draw", id(function)),
+            lambda: None if reads_training(function) else dropout_draw(function, self.names.qualify))
+
+    def _in_model(self) -> tuple[cst.FunctionDef, str] | None:
+        """(method, its instance's name) when this call runs in a model's method that forward reaches,
+        outside an `if` on the training mode."""
+        method = self._model_method()
+        if method is None or self._guarded_by_mode():
+            return None
+        self_name = _first_param(method)
+        return None if self_name is None else (method, self_name)
 
     def _guarded_by_mode(self) -> bool:
         """`if self.training and p > 0: x = F.dropout(x, p)`: only runs in training mode."""
