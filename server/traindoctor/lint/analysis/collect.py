@@ -153,10 +153,12 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         scope = Scope(node, self.walk.qualname())
         self.owner.scopes[id(node)] = scope
         params = node.params
-        names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+        plain = [*params.posonly_params, *params.params, *params.kwonly_params]
+        names = [p.name.value for p in plain]
         names += [s.name.value for s in (params.star_arg, params.star_kwarg) if isinstance(s, cst.Param)]
+        annotations = {p.name.value: p.annotation.annotation for p in plain if p.annotation is not None}
         for name in names:
-            scope.defs.setdefault(name, []).append(Def(0, "param", None, None, ()))
+            scope.defs.setdefault(name, []).append(Def(0, "param", None, None, (), annotation=annotations.get(name)))
         self.functions.append({"node": node, "params": tuple(names), "no_grad": self.walk.in_no_grad,
                                "klass": self.walk.klass.name.value if self.walk.klass else "",
                                "qualname": scope.qualname})

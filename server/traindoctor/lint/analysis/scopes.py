@@ -30,6 +30,7 @@ class Def:
     loops: tuple[int, ...]  # ids of the loops (in this scope) around the binding
     grad_off: bool = False  # bound where autograd records nothing (no_grad/inference_mode, not re-enabled)
     op: str = ""  # for `aug`: the operator's libcst class ("AddAssign", ...)
+    annotation: cst.BaseExpression | None = None  # for `param`: its annotation (`avg: Dict[str, float]`)
 
 
 @dataclass

@@ -417,6 +417,9 @@ class Values:
         if backward is not None:
             return Value("tensor", "known", "loss", origin=backward)
         if definition is not None and "." not in name:
+            declared = self._annotated(definition.annotation)
+            if declared is not None:
+                return declared  # the author's own annotation: a Python number has no gradient
             passed = self._passed_in(name, function, klass, depth)  # what the callers pass, first
             if passed.prob or passed.zero or passed.kind == "object":
                 return passed
@@ -709,6 +712,26 @@ class Values:
             return replace(inner, prob="logits" if attr in self.v.logits_attributes else "", zero="",
                            unit="")  # outputs.logits; not pipeline(...).images
         return UNKNOWN
+
+    def _annotated(self, annotation: cst.BaseExpression | None) -> Value | None:
+        """A parameter annotated as a Python number (`lr: float`), or as a container of them
+        (`avg_deg: Dict[str, float]`, `sizes: List[int]`): no tensor, no autograd history. Other
+        annotations (`Tensor`, a project class) say nothing the values do not already."""
+        if annotation is None:
+            return None
+        if type(annotation) is cst.SimpleString:  # a string annotation: `"float"`
+            annotation = cst.Name(annotation.evaluated_value) if str(annotation.evaluated_value).isidentifier() \
+                else annotation
+        name = dotted_name(annotation)
+        if name is not None:
+            return Value("scalar") if name in self.v.number_annotations else None
+        if type(annotation) is cst.Subscript and dotted_name(annotation.value) in self.v.container_annotations:
+            last = next((e.slice for e in reversed(annotation.slice)
+                         if type(e.slice) is not cst.Index or type(e.slice.value) is not cst.Ellipsis), None)
+            element = self._annotated(last.value) if type(last) is cst.Index else None  # Tuple[float, ...]
+            if element is not None and element.kind == "scalar":
+                return Value("container", elements=element)
+        return None
 
     def _by_name(self, name: str) -> Value:
         """What people name probabilities and masks, for values from outside."""

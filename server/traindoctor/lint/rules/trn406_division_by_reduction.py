@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.names import arg, literal_number
+from ..analysis.names import arg, dotted_name, literal_number
 from ..analysis.recorded import recorded_window
 from ..analysis.scopes import code, names_in
 from ..analysis.values import ZERO_POSSIBLE, over_rows
@@ -91,6 +91,8 @@ class DivisionByReduction(Rule):
         related: tuple[Related, ...] = ()
         if subject is not None:
             said = evidence[subject]
+            if self._overwritten(node, said) and not self._gradient_into(node, value):
+                return  # finite forward once overwritten, and no gradient to turn NaN in backward
             how = f"compares `{subject}` with 0" if type(said) is cst.Comparison else \
                 f"clamps `{subject}` to at least 1"
             what = f"`{short}`" if zero_subject(denominator) == subject else \
@@ -127,6 +129,28 @@ class DivisionByReduction(Rule):
         else:
             return
         self.report(node, message, fix=fix, related=related)
+
+    def _overwritten(self, node: cst.CSTNode, said: cst.CSTNode) -> bool:
+        """The comparison with 0 that makes `said` evidence picks the elements of this division's result
+        to overwrite: `scale = a / deg` then `scale[deg == 0] = 1`."""
+        if type(said) is not cst.Comparison:
+            return False
+        bound = next((ancestor for ancestor in reversed(self.walk.stack) if type(ancestor) is cst.Assign), None)
+        if bound is None or len(bound.targets) != 1 or (result := dotted_name(bound.targets[0].target)) is None:
+            return False
+        for statement in iter_nodes(self.walk.function or self.walk.stack[0]):
+            if type(statement) is cst.Assign and any(
+                    type(t.target) is cst.Subscript and dotted_name(t.target.value) == result and
+                    any(n is said for e in t.target.slice for n in iter_nodes(e)) for t in statement.targets):
+                return True
+        return False
+
+    def _gradient_into(self, node: cst.CSTNode, denominator) -> bool:
+        """A gradient can reach the quotient: a numerator that is not a Python number (a tensor, unknown), or a
+        denominator with autograd history. Overwritten elements get a zero gradient, and 0 times the inf
+        derivative at 0 is NaN only where such a gradient flows."""
+        numerator = self._numerator(node)
+        return numerator is None or self.values(numerator).kind != "scalar" or denominator.tensor_with_history
 
     def _numerator(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """What `node` divides: `a` of `a / b`, the target of `a /= b`, the receiver of `a.div(b)`."""
