@@ -8,6 +8,7 @@ import libcst as cst
 
 
 from .facts import Draw, Marker, MethodUse, Seed
+from .name_draws import draws_a_name
 from .names import dotted_name
 from .scopes import names_in
 from .vocab import vocab
@@ -121,7 +122,8 @@ class SeedingFacts:
         library = draw_library(qualified, node)
         klass = walk.klass.name.value if walk.klass is not None else ""
         method = walk.function.name.value if walk.function is not None else ""
-        if library is not None and not (library != "torch" and self._picks_a_port()):
+        if library is not None and not (library != "torch" and self._picks_a_port()) and \
+                not draws_a_name(node, qualified, walk.function, walk.stack, self.names.qualify):  # type: ignore
             out.append(Draw(library, qualified, walk.qualname(), klass, method, node, _loops(walk)))
         if not klass or not method:
             return
