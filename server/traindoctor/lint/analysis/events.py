@@ -51,6 +51,14 @@ class Event:
     after: int = field(default=0, compare=False)  # loops of the routine begun before it (Loop.index >= after: later)
     unpacked: tuple[str, ...] = ()  # `a, b = call(...)`: the names the result's elements are bound to
 
+    def passed(self, params: tuple[str, ...] | list[str]) -> dict[str, str]:
+        """A call event's argument sources by the callee's parameter, by position and by keyword
+        (`self`/`cls` are not among the ones filled)."""
+        own = [p for p in params if p not in ("self", "cls")]
+        found = dict(zip(own, self.args))
+        found.update((k, a) for k, a in self.keywords if k in own)
+        return found
+
 
 @dataclass(frozen=True)
 class Loop:

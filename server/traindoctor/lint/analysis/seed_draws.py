@@ -39,12 +39,12 @@ def _scope(model: FileModel, node: cst.CSTNode) -> tuple[list[cst.CSTNode], dict
     info = model.enclosing_function(node)
     if info is None or not isinstance(info.node, cst.FunctionDef):
         return None
-    root = info.node
+    return _body(model, info.node)
 
-    def compute():
-        nodes = scope_nodes(root)
-        return nodes, parents_of(root)
-    return model.remembered(("seed_draws.scope", id(root)), compute)
+
+def _body(model: FileModel, root: cst.FunctionDef) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode]]:
+    """The nodes of function `root` (source order) and their parents, once per lint."""
+    return model.remembered(("seed_draws.scope", id(root)), lambda: (scope_nodes(root), parents_of(root)))
 
 
 def _seed_calls(model: FileModel) -> dict[int, cst.Call]:
@@ -159,6 +159,5 @@ def _seeding_parameter(model: FileModel, call: cst.Call, argument: cst.Arg, dept
         param = params[index] if index < len(params) else None
     if param is None or param not in params:
         return False
-    root = info.node
-    nodes = model.remembered(("seed_draws.scope", id(root)), lambda: (scope_nodes(root), parents_of(root)))
-    return _name_flow(model, nodes[0], nodes[1], param, None, depth) == "seed"
+    nodes, parents = _body(model, info.node)
+    return _name_flow(model, nodes, parents, param, None, depth) == "seed"

@@ -73,9 +73,7 @@ class Training:
         target = self.callee(event, routine)
         if target is None or depth > 3 or target is routine:
             return []
-        params = [p for p in target.params if p not in ("self", "cls")]
-        mapping = {p: a for p, a in zip(params, event.args) if dotted_name_text(a)}
-        mapping.update((p, a) for p, a in event.keywords if p in params and dotted_name_text(a))
+        mapping = {p: a for p, a in event.passed(target.params).items() if dotted_name_text(a)}
         found = []
         for inner in target.events:
             head, dot, rest = inner.receiver.partition(".")

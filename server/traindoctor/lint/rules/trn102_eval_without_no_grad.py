@@ -647,9 +647,7 @@ class EvalWithoutNoGrad(RoutineRule):
                     helper.no_grad or \
                     runs_without_grad(self.model, helper.node):  # type: ignore[arg-type]
                 continue
-            params = [p for p in helper.params if p not in ("self", "cls")]
-            passed = dict(zip(params, event.args))
-            passed.update((k, a) for k, a in event.keywords if k in params)
+            passed = event.passed(helper.params)
             if any(any(same_object(argument, m) for m in models) and _runs(helper.node, param, self.names) and
                    not self._trains_through_methods(helper.node, param)
                    for param, argument in passed.items() if argument):
@@ -740,8 +738,7 @@ class EvalWithoutNoGrad(RoutineRule):
             for at, event in enumerate(caller.events):
                 if event.kind != "call" or training.callee(event, caller) is not routine:
                     continue
-                mapping = dict(zip(params, event.args))
-                mapping.update((k, a) for k, a in event.keywords if k in params)
+                mapping = event.passed(routine.params)
                 before = [e for e in caller.events[:at] if e.kind in ("eval", "train")]
                 for param in params:
                     argument = mapping.get(param, "")
@@ -760,7 +757,6 @@ class EvalWithoutNoGrad(RoutineRule):
         """Every in-file caller froze the model it passes as `param` before the call
         (`model.requires_grad_(False); model.eval(); evaluate(..., model)`): no graph is recorded."""
         training = self.training
-        params = [p for p in routine.params if p not in ("self", "cls")]
         called = False
         for caller in training.all:
             if caller is routine:
@@ -768,9 +764,7 @@ class EvalWithoutNoGrad(RoutineRule):
             for event in caller.events:
                 if event.kind != "call" or training.callee(event, caller) is not routine:
                     continue
-                mapping = dict(zip(params, event.args))
-                mapping.update((k, a) for k, a in event.keywords if k in params)
-                argument = mapping.get(param, "")
+                argument = event.passed(routine.params).get(param, "")
                 root = caller.node if caller.node is not None else self._file_statements()
                 if not argument or event.stmt is None or not frozen_before(root, argument, event.stmt, _one_object):
                     return False

@@ -78,9 +78,7 @@ class SamplerWithoutSetEpoch(RoutineRule):
             iterated = self.model.project_fact(call.receiver, "epoch_loaders")
             if not iterated:
                 continue
-            params = [p for p in self.model.project_fact(call.receiver, "params") or () if p not in ("self", "cls")]
-            mapping = dict(zip(params, call.args))
-            mapping.update((k, a) for k, a in call.keywords if k in params)
+            mapping = call.passed(self.model.project_fact(call.receiver, "params") or ())
             for param in iterated:
                 loader = loaders.get(mapping.get(param, ""))
                 if loader is None:
@@ -112,9 +110,7 @@ class SamplerWithoutSetEpoch(RoutineRule):
             for event in caller.events:
                 if event.kind != "call" or training.callee(event, caller) is not routine:
                     continue
-                mapping = dict(zip(params, event.args))
-                mapping.update((k, a) for k, a in event.keywords if k in params)
-                for param, argument in mapping.items():
+                for param, argument in event.passed(routine.params).items():
                     if argument in loaders:
                         passed.setdefault(param, []).append(loaders[argument])
         for param, loaders in passed.items():
