@@ -1,0 +1,90 @@
+"""Partial-evidence shapes of the wild corpus's dev misses (eleventh pass): each paste is synthetic,
+written in the shape a real one has, so that the corpus stays unseen data; each shape has a near miss
+that must keep its answer."""
+
+from __future__ import annotations
+
+from traindoctor.diagnose import diagnose_text
+
+
+def _kind(text: str) -> str:
+    return diagnose_text(text, correlate=False).kind
+
+
+# --- a clue that holds only at the innermost frame: the call that passes num_items_in_batch ---
+
+TRAINER_HEAD = """\
+Traceback (most recent call last):
+  File "/home/u/proj/sft.py", line 88, in <module>
+    trainer.train()
+  File "/opt/venv/lib/python3.11/site-packages/transformers/trainer.py", line 2245, in train
+    return inner_training_loop(
+  File "/opt/venv/lib/python3.11/site-packages/transformers/trainer.py", line 2560, in _inner_training_loop
+    tr_loss_step = self.training_step(model, inputs, num_items_in_batch)
+  File "/opt/venv/lib/python3.11/site-packages/transformers/trainer.py", line 3736, in training_step
+    loss = self.compute_loss(model, inputs, num_items_in_batch=num_items_in_batch)
+"""
+
+
+def test_a_stack_cut_at_the_call_passing_num_items_in_batch_is_version_skew() -> None:
+    assert _kind(TRAINER_HEAD) == "version-skew"
+
+
+def test_a_stack_that_entered_the_trainers_own_compute_loss_is_not() -> None:
+    # the keyword was accepted: the Trainer's compute_loss ran and called the model, the failure is deeper
+    entered = TRAINER_HEAD + """\
+  File "/opt/venv/lib/python3.11/site-packages/transformers/trainer.py", line 3801, in compute_loss
+    outputs = model(**inputs)
+  File "/opt/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", line 1736, in _wrapped_call_impl
+    return self._call_impl(*args, **kwargs)
+"""
+    assert _kind(entered) != "version-skew"
+
+
+# --- a line clue that holds only where the log stops: NCCL's set-up lines last ---
+
+NCCL_SETUP = "".join(
+    f"gpu-node3:{4100 + r}:{4100 + r} [{r}] NCCL INFO {what}\n"
+    for r in range(4)
+    for what in ("Bootstrap : Using eth0:10.1.2.3<0>", "NET/IB : No device found.",
+                 f"ncclCommInitRank comm 0x55d{r}f0 rank {r} nranks 4 cudaDev {r} busId {r}1000 - Init START"))
+
+
+def test_a_log_that_ends_in_nccls_set_up_is_distributed() -> None:
+    assert _kind("torchrun --nproc_per_node 4 train.py\n" + NCCL_SETUP) == "distributed"
+    # cut mid-line after the set-up, as a thread's excerpt leaves it
+    assert _kind(NCCL_SETUP + "gpu-node3:4101:4190 [1] NCCL INFO Chan") == "distributed"
+
+
+def test_nccl_set_up_followed_by_training_is_a_healthy_log() -> None:
+    training = "".join(f"step {i}  loss {2.0 - i * 0.05:.3f}  lr 1e-4\n" for i in range(12))
+    assert _kind(NCCL_SETUP + training) == "other"
+    # a few NCCL INFO lines at the end of a healthy log are not the set-up a run stopped in
+    short = training + "".join(f"NCCL INFO Channel 0{i}/02 : 0[0] -> 1[1] via P2P/IPC\n" for i in range(3))
+    assert _kind(short) == "other"
+
+
+# --- a backward that retains its graph, cut before the message ---
+
+RETAINED = """\
+Traceback (most recent call last):
+  File "/home/u/gan/train.py", line 140, in <module>
+    train_step(real, noise)
+  File "/home/u/gan/train.py", line 97, in train_step
+    loss_g.backward(retain_graph=True)
+  File "/opt/conda/lib/python3.10/site-packages/torch/_tensor.py", line 522, in backward
+    torch.autograd.backward(
+  File "/opt/conda/lib/python3.10/site-packages/torch/autograd/__init__.py", line 266, in backward
+    Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass
+"""
+
+
+def test_a_cut_backward_that_retains_its_graph_is_an_in_place_modification() -> None:
+    assert _kind(RETAINED) == "inplace-modification"
+
+
+def test_a_cut_plain_backward_keeps_the_graph_reuse_reading() -> None:
+    assert _kind(RETAINED.replace("backward(retain_graph=True)", "backward()")) == "graph-reuse"
+    # retain_graph=False frees the graph as usual
+    assert _kind(RETAINED.replace("retain_graph=True", "retain_graph=False")) == "graph-reuse"
+
