@@ -88,3 +88,33 @@ def test_a_cut_plain_backward_keeps_the_graph_reuse_reading() -> None:
     # retain_graph=False frees the graph as usual
     assert _kind(RETAINED.replace("retain_graph=True", "retain_graph=False")) == "graph-reuse"
 
+
+# --- a rich frame header wrapped at the space after its line number ---
+
+RICH_WRAPPED_AT_SPACE = """\
+│ /opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py:701   │
+│ in __next__                                                                  │
+│                                                                              │
+│    700 │   │   │   │   self._reset()  # type: ignore[call-arg]               │
+│ ❱  701 │   │   │   data = self._next_data()                                  │
+│                                                                              │
+│ /home/u/project/train.py:52                                                  │
+│ in main                                                                      │
+"""
+
+
+def test_a_rich_header_wrapped_after_its_line_number_is_a_frame() -> None:
+    from traindoctor.diagnose.normalize import normalize
+
+    texts = [line.text.strip() for line in normalize(RICH_WRAPPED_AT_SPACE)]
+    assert 'File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 701, in __next__' in texts
+    assert 'File "/home/u/project/train.py", line 52, in main' in texts
+
+
+def test_a_header_wrapped_inside_its_line_number_still_joins_without_a_space() -> None:
+    from traindoctor.diagnose.normalize import normalize
+
+    inside = "│ /opt/venv/lib/site-packages/torch/nn/modules/module.py:1 │\n│ 527 in _call_impl                                   │\n"
+    texts = [line.text.strip() for line in normalize(inside)]
+    assert 'File "/opt/venv/lib/site-packages/torch/nn/modules/module.py", line 1527, in _call_impl' in texts
+
