@@ -118,3 +118,48 @@ def test_a_header_wrapped_inside_its_line_number_still_joins_without_a_space() -
     texts = [line.text.strip() for line in normalize(inside)]
     assert 'File "/opt/venv/lib/site-packages/torch/nn/modules/module.py", line 1527, in _call_impl' in texts
 
+
+# --- the failure told in the reporter's words: Chinese prose, a paraphrase, a linked Q&A slug ---
+
+
+def test_chinese_prose_that_the_loss_became_nan_is_nan_inf() -> None:
+    assert _kind("训练到第3个epoch的时候loss全部变成了nan，请问是什么原因？\n![image](https://example.com/a.png)\n") == "nan-inf"
+    assert _kind("用fp16训练，日志里出现了大量NaN，lr已经调小了还是一样\n") == "nan-inf"
+
+
+def test_chinese_prose_about_avoiding_nan_is_no_failure() -> None:
+    # a question how to avoid NaN, or that none appeared, reports no NaN
+    assert _kind("请问怎样避免出现nan？我现在训练一切正常\n") == "other"
+    assert _kind("训练了100个epoch，没有出现nan，但是精度不高\n") == "other"
+
+
+def test_prose_of_backpropagating_twice_is_graph_reuse() -> None:
+    text = "My custom autograd Function calls y.backward(dy) itself, so the loop backpropagates through the block twice and fails.\n"
+    assert _kind(text) == "graph-reuse"
+    assert _kind("Training is twice as slow with the new backward hook.\n") == "other"
+
+
+def test_prose_or_a_slug_of_an_in_place_gradient_error_is_in_place_modification() -> None:
+    assert _kind("See https://stackoverflow.com/questions/1/gradient-computation-has-been-modified-by-an-inplace-operation\n") \
+        == "inplace-modification"
+    assert _kind("The in-place operation in my attention block breaks the backward pass, I think.\n") == "inplace-modification"
+    # inplace=True offered to save memory names no failure
+    assert _kind("Use nn.ReLU(inplace=True) to save memory; in-place ops are fine for inference.\n") == "other"
+
+
+def test_prose_that_ties_the_error_to_mixed_precision_is_amp() -> None:
+    assert _kind("With torch 2.1, when I wrap the model in torch.autocast('cuda'), this error occurs in my deformable conv op.\n") == "amp"
+    assert _kind("Training in fp16 will trigger the error below, fp32 is fine.\n") == "amp"
+
+
+def test_mixed_precision_named_without_an_error_is_no_failure() -> None:
+    assert _kind("Using 16bit Automatic Mixed Precision (AMP)\nEpoch 0: 100%|##########| 50/50 [00:10<00:00, loss=0.52]\n") == "other"
+    assert _kind("I enabled fp16 and the run finished, but accuracy is lower than the paper.\n") == "other"
+
+
+def test_prose_that_vllm_failed_over_its_cache_blocks_is_cuda_oom() -> None:
+    assert _kind("Since upgrading, vLLM fails with the cache blocks error on a 24GB card even at 0.5 utilisation.\n") == "cuda-oom"
+    # the start-up log that counts its blocks names no failure
+    assert _kind("INFO 05-02 10:11:12 llm_engine.py:337] # GPU blocks: 2712, # CPU blocks: 512\n"
+                 "INFO 05-02 10:11:14 model_runner.py:666] Allocated the KV cache blocks in 1.2s\n") == "other"
+
