@@ -163,3 +163,11 @@ def test_prose_that_vllm_failed_over_its_cache_blocks_is_cuda_oom() -> None:
     assert _kind("INFO 05-02 10:11:12 llm_engine.py:337] # GPU blocks: 2712, # CPU blocks: 512\n"
                  "INFO 05-02 10:11:14 model_runner.py:666] Allocated the KV cache blocks in 1.2s\n") == "other"
 
+
+def test_a_report_that_checks_a_port_in_use_is_distributed() -> None:
+    assert _kind("$ lsof -i:29500\n$ torchrun --nproc_per_node=2 train.py\nit still fails right at start\n") == "distributed"
+    assert _kind("I changed master_port but the port is already in use again after the crash.\n") == "distributed"
+
+
+def test_a_port_named_without_a_conflict_is_no_failure() -> None:
+    assert _kind("TensorBoard 2.15.1 at http://localhost:6006/ (Press CTRL+C to quit)\nserving on port 6006\n") == "other"
