@@ -48,6 +48,9 @@ LABELS = load_yaml(WILD / "labels.yaml")
 # the 601 dev pastes the dev half is 0.822, frame 0.993 (bench/generalisation.md).
 # 2026-12-06 (tenth session): w549 moved test -> dev (seen while the curves parser changed), w1064 replaced it in
 # test; dev (602) 0.821, test (462) 0.734 (family 0.831 / 0.745).
+# 2026-12-07 (diag-b11, dev only, test not run): dev 0.826 -> 0.844 (frame 0.995 both, ECE 0.077 -> 0.075) with
+# per-clue innermost/tail, NCCL set-up as a log's end, a retained-graph backward, rich headers wrapped after the
+# line number, and the failure told in the reporter's words (test_diagnose_partial_shapes_b11.py).
 DEV_KIND_ACCURACY = 0.78
 DEV_FRAME_ACCURACY = 0.98  # 0.991 once frames named in fragments count (h/diag)
 # A curve detector's kind refines a traceback kind (a NaN onset is a nan-inf failure): the

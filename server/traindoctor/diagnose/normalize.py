@@ -95,6 +95,7 @@ _RICH_CODE = re.compile(r"^[❱>]\s*(?P<line>\d+)\s*│\s?(?P<code>.*)$")  # `>`
 # A frame header rich wrapped inside the path or the line number: "…/dataloader.py" / ":444 in __iter__",
 # "…/state_dict.py:83" / "4 in set_optimizer_state_dict".
 _RICH_PATH_HEAD = re.compile(r"^(?:[A-Za-z]:[\\/]|[/\\~]|\.{1,2}[/\\])\S*$")
+_RICH_LINE_END = re.compile(r"\.\w+:\d+$")  # a wrapped header that ends in its line number
 # A box whose characters the paste's encoding lost: every bar (and the ❱ marker) became U+FFFD.
 _LOST_BOX_LINE = re.compile(r"\ufffd\s+\d+\s+\ufffd")  # a source line of the box: bar, line number, bar
 _LOST_MARKER = re.compile(r"^(\s*)\ufffd(\s+)\ufffd(\s*\d+\s)")
@@ -450,6 +451,10 @@ def _rich(stripped: str, in_rich: bool, rich_path: tuple[str, str] | None
             return [], in_rich, rich_path  # the rest of a wrapped path comes after a blank box line
         joined = rich_path[0] + inner
         frame = _RICH_FRAME.match(joined)
+        if frame is None and _RICH_LINE_END.search(rich_path[0]):
+            # wrapped at the space after the line number: "…/dataloader.py:634" / "in __next__"
+            joined = f"{rich_path[0]} {inner}"
+            frame = _RICH_FRAME.match(joined)
         if frame:
             return [f'  File "{frame.group("path")}", line {frame.group("line")}, in {frame.group("func")}'], True, None
         wrapped = _RICH_FRAME_WRAPPED.match(joined)

@@ -45,6 +45,8 @@ class Clue:
     requires: tuple[str, ...] = ()
     followed_by: re.Pattern[str] | None = None
     origin: re.Pattern[str] | None = None
+    innermost: int | None = None  # a frame clue: only this many innermost frames (else settings' innermost)
+    tail: int | None = None  # a line clue: only the log's last this many non-blank lines
 
 
 @dataclass
@@ -79,6 +81,8 @@ def _catalog() -> tuple[dict[str, Any], tuple[Clue, ...]]:
             requires=tuple(raw.get("requires", ())),
             followed_by=re.compile(raw["followed_by"]) if raw.get("followed_by") else None,
             origin=re.compile(raw["origin"]) if raw.get("origin") else None,
+            innermost=int(raw["innermost"]) if raw.get("innermost") else None,
+            tail=int(raw["tail"]) if raw.get("tail") else None,
         ))
     return data.get("settings", {}), tuple(clues)
 
@@ -113,13 +117,15 @@ def infer(lines: list[Line], chains: list[Chain]) -> list[PartialHypothesis]:
     """Kinds the evidence supports, best first (empty when nothing does)."""
     settings, clues = _catalog()
     innermost = int(settings.get("innermost", 4))
-    frame_texts = []
+    frame_texts: list[tuple[int, str]] = []  # (depth: 0 for a traceback's innermost frame, text)
     for chain in chains:
-        for f in chain.frames[-innermost:]:
-            frame_texts.append(f"{f.path} {f.function} {f.code or ''}")
+        shown = chain.frames[-innermost:]
+        for at, f in enumerate(shown):
+            depth = len(shown) - 1 - at
+            frame_texts.append((depth, f"{f.path} {f.function} {f.code or ''}"))
             bare = f.function.rsplit(".", 1)[-1]
             if bare != f.function:  # Python 3.11+ qualified names (IPython 8, rich): `BaseProcess.start`
-                frame_texts.append(f"{f.path} {bare} {f.code or ''}")
+                frame_texts.append((depth, f"{f.path} {bare} {f.code or ''}"))
     matched: dict[str, tuple[Clue, str]] = {}
     for clue in clues:
         found = _match(clue, frame_texts, lines)
@@ -153,15 +159,23 @@ def _add(by_kind: dict[str, PartialHypothesis], kind: str, weight: float, cause:
     hypothesis.clues.append(clue_id)
 
 
-def _match(clue: Clue, frame_texts: list[str], lines: list[Line]) -> str | None:
+def _match(clue: Clue, frame_texts: list[tuple[int, str]], lines: list[Line]) -> str | None:
     if clue.where == "frame":
-        for text in reversed(frame_texts):
+        for depth, text in reversed(frame_texts):
+            if clue.innermost is not None and depth >= clue.innermost:
+                continue
             found = clue.pattern.search(text)
             if found is not None:
                 return found.group(0)
         return None
     count, first = 0, None
+    start = 0
+    if clue.tail is not None:  # where the log stops: the last `tail` non-blank lines
+        said = [at for at, line in enumerate(lines) if line.text.strip()]
+        start = said[-clue.tail] if len(said) >= clue.tail else 0
     for at, line in enumerate(lines):
+        if at < start:
+            continue
         if clue.origin is not None and (not line.origin or clue.origin.search(line.origin) is None):
             continue  # the record was not logged (at warning level or above) by the module the clue names
         found = clue.pattern.search(line.text)
