@@ -4,6 +4,8 @@ objects datasets use."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 
@@ -146,9 +148,25 @@ class SeedingFacts:
             self.lists["seeding"].append(Marker("deterministic", node=node))  # type: ignore[attr-defined]
 
     def _picks_a_port(self) -> bool:
-        """`port = random.randint(20000, 30000)`: a free port, not training randomness."""
-        stmt = self.walk.statement()  # type: ignore[attr-defined]
-        return stmt is not None and "port" in _EMPTY.code_for_node(stmt).lower()
+        """`port = random.randint(20000, 30000)`, `os.environ["MASTER_PORT"] = str(...)`,
+        `init(port=random.randint(...))`: a free port, not training randomness. Read from where the
+        value goes (an assignment target or a keyword with `port` as one of its words), not from the
+        statement's text: `support = random.sample(classes, k)` draws a few-shot episode."""
+        for ancestor in reversed(self.walk.stack[:-1]):  # type: ignore[attr-defined]
+            if type(ancestor) is cst.Arg and ancestor.keyword is not None:
+                return "port" in _words(ancestor.keyword.value)
+            if type(ancestor) in (cst.Assign, cst.AnnAssign, cst.AugAssign):
+                targets = [t.target for t in ancestor.targets] if type(ancestor) is cst.Assign else [ancestor.target]
+                return any("port" in _words(_EMPTY.code_for_node(t)) for t in targets)
+            if type(ancestor) in (cst.SimpleStatementLine, cst.FunctionDef, cst.Lambda):
+                break
+        return False
+
+
+def _words(text: str) -> set[str]:
+    """The lower-case words of identifiers and keys in `text`: `os.environ["MASTER_PORT"]` -> os,
+    environ, master, port; `masterPort` -> master, port."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", text)}
 
 
 def _loops(walk) -> tuple[int, ...]:
