@@ -173,9 +173,20 @@ def total(table: dict[str, RuleScore]) -> RuleScore:
     return out
 
 
+def rule_sets(table: dict[str, RuleScore]) -> list[tuple[str, RuleScore]]:
+    """The totals the README reports: `default` (the rules `check` runs unless told otherwise) and
+    `strict` (every rule); TRN000 (a file that cannot be linted) is in neither."""
+    from traindoctor.catalog import load_rules  # the installed engine's catalog, read only here
+
+    rules = load_rules()
+    linted = {code: e for code, e in table.items() if code != "TRN000"}
+    default = {code: e for code, e in linted.items() if code in rules and rules[code].rule_set == "default"}
+    return [("default", total(default)), ("strict", total(linted))]
+
+
 def format_table(table: dict[str, RuleScore]) -> list[str]:
     rows = [f"{'rule':8} {'findings':>8} {'tp':>4} {'fp':>4} {'deb':>4} {'new':>4} {'precision':>9}"]
-    for code, e in [*table.items(), ("all", total(table))]:
+    for code, e in [*table.items(), ("all", total(table)), *rule_sets(table)]:
         p = "-" if e.precision is None else f"{e.precision:.3f}"
         rows.append(f"{code:8} {e.findings:>8} {e.tp:>4} {e.fp:>4} {e.debatable:>4} {e.unjudged:>4} {p:>9}")
     return rows

@@ -80,8 +80,18 @@ def test_precision_is_none_when_nothing_is_judged_and_totals_add_up():
     assert table["TRN101"].precision == 1.0
     everything = eco.total(table)
     assert (everything.findings, everything.tp, everything.unjudged) == (2, 1, 1)
-    rows = eco.format_table(table)
-    assert rows[-1].split()[0] == "all" and rows[-1].split()[-1] == "1.000"  # 1 tp of 1 judged
+    rows = {row.split()[0]: row.split() for row in eco.format_table(table)}
+    assert rows["all"][-1] == "1.000"  # 1 tp of 1 judged
+
+
+def test_the_default_and_strict_totals_leave_out_trn000_and_default_leaves_out_strict_rules():
+    hits = [hit(1, "a"), hit(2, "b", code="TRN406"), hit(3, "c", code="TRN000"), hit(4, "d", code="TRN101")]
+    verdicts = [verdict(1, "a", "tp"), verdict(2, "b", "fp", code="TRN406"), verdict(3, "c", "debatable", code="TRN000"),
+                verdict(4, "d", "fp", code="TRN101")]
+    rows = {row.split()[0]: row.split() for row in eco.format_table(eco.score(eco.match(hits, verdicts)[0]))}
+    assert rows["all"][1:3] == ["4", "1"]
+    assert rows["default"][1:3] == ["2", "1"] and rows["default"][-1] == "0.500"  # TRN401, TRN101
+    assert rows["strict"][1:3] == ["3", "1"]  # and TRN406, a strict-set rule
 
 
 def test_a_verdict_must_be_tp_fp_or_debatable():
