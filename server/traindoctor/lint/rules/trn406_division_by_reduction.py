@@ -85,7 +85,7 @@ class DivisionByReduction(Rule):
         if value.zero not in ZERO_POSSIBLE or any(n.startswith(("np.", "numpy.")) for n in read):
             return
         evidence = self.values.evidence(self.walk.function)
-        subject = next((n for n in sorted(read) if n in evidence), None)
+        subject = next((n for n in sorted(read) if n in evidence and not self._reduced(denominator, n)), None)
         text = code(denominator)
         short = text if len(text) <= 40 else text[:37] + "..."
         related: tuple[Related, ...] = ()
@@ -129,6 +129,23 @@ class DivisionByReduction(Rule):
         else:
             return
         self.report(node, message, fix=fix, related=related)
+
+    def _reduced(self, denominator: cst.BaseExpression, name: str) -> bool:
+        """`name`'s elements are reduced on the way to the denominator (`mask.sum()`, `torch.norm(x)`): that
+        the function compares them with 0 says nothing about whether their sum or norm is 0."""
+        v = vocab()
+        for inner in iter_nodes(denominator):
+            if type(inner) is not cst.Call:
+                continue
+            if type(inner.func) is cst.Attribute and inner.func.attr.value in v.reduction_methods:
+                reduced = inner.func.value
+            elif (self.names.qualify(inner.func) or "") in (*v.sums, *v.norms, *v.spreads, *v.counts):
+                reduced = arg(inner, 0, "input")
+            else:
+                continue
+            if reduced is not None and name in names_in(reduced):
+                return True
+        return False
 
     def _overwritten(self, node: cst.CSTNode, said: cst.CSTNode) -> bool:
         """The comparison with 0 that makes `said` evidence picks the elements of this division's result
