@@ -33,6 +33,17 @@ def draws_a_seed(model: FileModel, draw: Draw) -> bool:
     return draw.node is not None and _flow(model, draw.node, _DEPTH) == "seed"
 
 
+def returns_its_draw(model: FileModel, draw: Draw) -> bool:
+    """Every use of the draw's value is its function's return (or a record of it): what the value is
+    for is its callers' to say (a project summary's `returned_draws`; `seeds_with` at a call site)."""
+    return draw.node is not None and _flow(model, draw.node, _DEPTH, at_return=True) == "returned"
+
+
+def seeds_with(model: FileModel, call: cst.Call) -> bool:
+    """The value `call` returns becomes a seed here (and is otherwise only recorded)."""
+    return _flow(model, call, _DEPTH) == "seed"
+
+
 def _scope(model: FileModel, node: cst.CSTNode) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode]] | None:
     """The nodes of the function body that holds `node` (source order) and their parents; None at
     module level (module names are read from functions too: not followed)."""
@@ -55,11 +66,12 @@ def _seed_calls(model: FileModel) -> dict[int, cst.Call]:
 def _join(results: list[str | None]) -> str | None:
     if not results or None in results:
         return None
-    return "seed" if "seed" in results else "record"
+    return next((kind for kind in ("seed", "returned") if kind in results), "record")
 
 
-def _flow(model: FileModel, node: cst.CSTNode, depth: int) -> str | None:
-    """Where the value of expression `node` goes: "seed", "record" or None (elsewhere)."""
+def _flow(model: FileModel, node: cst.CSTNode, depth: int, at_return: bool = False) -> str | None:
+    """Where the value of expression `node` goes: "seed", "record", "returned" (with `at_return`: the
+    function returns it) or None (elsewhere)."""
     found = _scope(model, node)
     if found is None:
         return None
@@ -94,16 +106,17 @@ def _flow(model: FileModel, node: cst.CSTNode, depth: int) -> str | None:
                 type(parents.get(id(parents.get(id(parent))))) is cst.Return:
             return "record"  # `return images, seed`: handed back with the results
         if type(parent) is cst.Return:
-            return _returned(model, parent, depth)
+            return "returned" if at_return else _returned(model, parent, depth)
         if type(parent) in (cst.Assign, cst.AnnAssign) and parent.value is node:
             targets = [t.target for t in parent.targets] if type(parent) is cst.Assign else [parent.target]
             if len(targets) != 1 or type(targets[0]) is not cst.Name:
                 return None
-            return _name_flow(model, nodes, parents, targets[0].value, parent, depth)
+            return _name_flow(model, nodes, parents, targets[0].value, parent, depth, at_return)
         return None
 
 
-def _name_flow(model, nodes, parents, name: str, binding: cst.CSTNode | None, depth: int) -> str | None:
+def _name_flow(model, nodes, parents, name: str, binding: cst.CSTNode | None, depth: int,
+               at_return: bool = False) -> str | None:
     """The reads of local `name` after `binding` (from the start when None): all of them, also after
     a later binding (which a branch may skip)."""
     start = 0
@@ -116,7 +129,7 @@ def _name_flow(model, nodes, parents, name: str, binding: cst.CSTNode | None, de
     results = []
     for n in nodes[start:]:
         if type(n) is cst.Name and n.value == name and _is_read(n, parents):
-            results.append(_flow(model, n, depth))
+            results.append(_flow(model, n, depth, at_return))
     return _join(results)
 
 

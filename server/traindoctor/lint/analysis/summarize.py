@@ -17,6 +17,7 @@ from .meters import accumulated_params, returned_from_params
 from .model import FileModel
 from .names import dotted_name
 from .scopes import code
+from .seed_draws import returns_its_draw
 from .summary import Binding, ClassSummary, FileSummary, FunctionSummary, imports_of, literal_path
 from .training import training_of
 from .values import Values, as_facts
@@ -34,15 +35,19 @@ def summarize_model(model: FileModel) -> FileSummary:
     """Call before `model.lint_done()` or after: it uses its own per-lint memo either way."""
     functions, methods = [], {}
     draws: dict[str, set[str]] = {}
+    kept: dict[str, set[str]] = {}  # RNGs some draw of the function uses otherwise than returning it
     for fact in model.facts["seeding"]:
         if isinstance(fact, Draw):
             draws.setdefault(fact.function, set()).add(fact.library)
+            if not returns_its_draw(model, fact):
+                kept.setdefault(fact.function, set()).add(fact.library)
+    only_returned = {name: libraries - kept.get(name, set()) for name, libraries in draws.items()}
     top_level = {name for top in model.facts["layout"] for name in top.names}
     for qualname, (info, _) in model.function_home.items():
         if info.klass and qualname.count(".") == 1:
-            methods.setdefault(info.klass, []).append(function_summary(model, qualname, draws))
+            methods.setdefault(info.klass, []).append(function_summary(model, qualname, draws, only_returned))
         elif not info.klass and "." not in qualname and qualname in top_level:
-            functions.append(function_summary(model, qualname, draws))
+            functions.append(function_summary(model, qualname, draws, only_returned))
     classes = []
     for name, info in model.classes.items():
         scaler = any(model.kind_of_callee(obj.callee) == "scaler" for _, obj in
@@ -80,8 +85,10 @@ def summarize_model(model: FileModel) -> FileSummary:
                        aliases)
 
 
-def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]) -> FunctionSummary:
-    """`draws`: function qualname -> the global RNGs drawn from there (the file's Draw facts)."""
+def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]],
+                     only_returned: dict[str, set[str]] | None = None) -> FunctionSummary:
+    """`draws`: function qualname -> the global RNGs drawn from there (the file's Draw facts);
+    `only_returned`: those whose every draw there only becomes the function's return value."""
     info, analysis = model.function_home[qualname]
     training = training_of(model)
     returned = Values(model, analysis, None).summary(info) if info.returns else None
@@ -105,6 +112,7 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         returns_state_dict=state_dict,
         seeds=tuple(seeds),
         draws=tuple(sorted(draws.get(qualname, ()))),
+        returned_draws=tuple(sorted((only_returned or {}).get(qualname, ()))),
         zeroes=any(e.kind == "zero_grad" for e in events),
         backward=backward,
         no_grad=info.no_grad,

@@ -29,6 +29,9 @@ class FunctionSummary:
     returns_state_dict: bool = False  # returns `x.state_dict()`
     seeds: tuple[str, ...] = ()  # the global RNGs it seeds (randomness.classify_seed's kinds), sorted
     draws: tuple[str, ...] = ()  # the global RNGs it draws from (torch | numpy | random), sorted
+    # The RNGs of `draws` whose every draw here only becomes its return value (`return np.random.randint(...)`):
+    # what the value is for is the caller's (a seed it draws: seed_draws.seeds_with at the call).
+    returned_draws: tuple[str, ...] = ()
     zeroes: bool = False  # zeroes gradients
     backward: bool = False  # calls backward (or steps an optimizer)
     no_grad: bool = False  # runs under no_grad/inference_mode (its decorator)

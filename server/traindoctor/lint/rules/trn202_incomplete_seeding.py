@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..analysis.facts import Draw, Seed
 from ..analysis.names import dotted_name
-from ..analysis.seed_draws import draws_a_seed
+from ..analysis.seed_draws import draws_a_seed, seeds_with
 from ..analysis.worker_side import (guard_switches_off, is_loader_class, reseeded_in_workers,
                                     transform_run_by_workers, worker_draw_guards, worker_methods, workers_run)
 from ..fixes import insert_after_imports, module_reference
@@ -168,9 +168,18 @@ class IncompleteSeeding(Rule):
             for function, how, library in model.imported.randomness(qualified):
                 if how == "seeds":
                     seeds.update(("torch", "cuda") if library == "torch" else (library,))
-                elif not self._project_draw_in_workers(callee, qualified, function, library):
+                elif not self._project_draw_in_workers(callee, qualified, function, library) and \
+                        not self._drawn_seed(callee, qualified, library):
                     draws.setdefault(library, Draw(library, function, "", "", "", node))
         return seeds, draws
+
+    def _drawn_seed(self, callee: str, qualified: str, library: str) -> bool:
+        """A project function that only returns what it draws (`gen_seeds()`), whose value every call here
+        makes a seed (`torch.manual_seed(gen_seeds())`): the draw is the choice of the seed."""
+        if library not in (self.model.imported.fact(qualified, "returned_draws") or ()):
+            return False
+        sites = [site.node for site in self.model.calls.get(callee, ()) if isinstance(site.node, cst.Call)]
+        return bool(sites) and all(seeds_with(self.model, site) for site in sites)
 
     def _drawn_in_workers(self, draw: Draw) -> bool:
         """An in-file draw in a method that only DataLoader workers run (a dataset's `__getitem__`, a
