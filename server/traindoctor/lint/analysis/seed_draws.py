@@ -30,7 +30,7 @@ _RECORDERS = frozenset({"print", "str", "repr"})
 
 def draws_a_seed(model: FileModel, draw: Draw) -> bool:
     """Every use of the draw's value is a seed or a record of it, and one is a seed."""
-    return draw.node is not None and _flow(model, draw.node, _DEPTH) == "seed"
+    return isinstance(draw.node, cst.Call) and seeds_with(model, draw.node)
 
 
 def returns_its_draw(model: FileModel, draw: Draw) -> bool:

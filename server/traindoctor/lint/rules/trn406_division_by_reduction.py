@@ -33,7 +33,7 @@ import libcst as cst
 from ..analysis.names import arg, dotted_name, literal_number
 from ..analysis.recorded import recorded_window
 from ..analysis.scopes import code, names_in
-from ..analysis.values import ZERO_POSSIBLE, over_rows
+from ..analysis.values import ZERO_POSSIBLE, Value, over_rows
 from ..analysis.vocab import vocab
 from ..analysis.zero_evidence import subject as zero_subject
 from ..fixes import atom
@@ -162,12 +162,12 @@ class DivisionByReduction(Rule):
                 return True
         return False
 
-    def _gradient_into(self, node: cst.CSTNode, denominator) -> bool:
+    def _gradient_into(self, node: cst.CSTNode, divisor: Value) -> bool:
         """A gradient can reach the quotient: a numerator that is not a Python number (a tensor, unknown), or a
         denominator with autograd history. Overwritten elements get a zero gradient, and 0 times the inf
         derivative at 0 is NaN only where such a gradient flows."""
         numerator = self._numerator(node)
-        return numerator is None or self.values(numerator).kind != "scalar" or denominator.tensor_with_history
+        return numerator is None or self.values(numerator).kind != "scalar" or divisor.tensor_with_history
 
     def _numerator(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """What `node` divides: `a` of `a / b`, the target of `a /= b`, the receiver of `a.div(b)`."""
