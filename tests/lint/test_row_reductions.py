@@ -176,11 +176,12 @@ class Proj(torch.nn.Module):
     assert _lines(source) == []
 
 
-def test_a_rank_test_is_no_guard_but_a_value_or_size_test_is():
+def test_a_rank_or_none_test_is_no_guard_but_a_value_or_size_test_is():
     guarded = "        if {}:\n            out = out / adj"
     for test in ("adj.sum() > 0", "adj.size(0) > 1"):  # a size test can rule out a batch of one
         assert _lines(DENSE_MEAN.replace("        out = out / adj", guarded.format(test))) == []
-    for test in ("adj.dim() == 3", "isinstance(adj, torch.Tensor)"):
+    # whether adj was passed (SupContrast's `if labels is None and mask is None:`) says nothing of its zeros
+    for test in ("adj.dim() == 3", "isinstance(adj, torch.Tensor)", "adj is not None", "x is None or adj is not None"):
         assert _lines(DENSE_MEAN.replace("        out = out / adj", guarded.format(test))) == [13]
 
 

@@ -165,11 +165,15 @@ _SHAPE_FUNCTIONS = frozenset(("isinstance",))
 
 
 def value_names_in(test: cst.CSTNode) -> set[str]:
-    """names_in(test) less the names it reads only for their rank or type: `adj.dim() == 2`,
-    `isinstance(mask, Tensor)`, `x.dtype == torch.bool` say nothing about which values are 0."""
+    """names_in(test) less the names it reads only for their rank or type, or whether they are None:
+    `adj.dim() == 2`, `isinstance(mask, Tensor)`, `x.dtype == torch.bool`, `mask is None` say nothing
+    about which values are 0."""
     kind = type(test)
     if kind is cst.Attribute and test.attr.value in _SHAPE_ATTRIBUTES:  # type: ignore[attr-defined]
         return set()
+    if kind is cst.Comparison and all(type(c.comparator) is cst.Name and c.comparator.value == "None"
+                                      for c in test.comparisons):  # type: ignore[attr-defined]
+        return set()  # `mask is not None`: whether it was passed, not which of its values are 0
     if kind is cst.Call:
         func = test.func  # type: ignore[attr-defined]
         if (type(func) is cst.Attribute and func.attr.value in _SHAPE_METHODS) or \
