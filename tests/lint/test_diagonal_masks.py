@@ -115,3 +115,69 @@ def test_torch_the_scatter_zeroes_exactly_the_diagonal():
     # at repeated labels a row keeps its entries but a column loses several
     at_labels = torch.scatter(torch.ones(b, b), 1, torch.tensor([[0], [0], [0]]), 0)
     assert at_labels.sum(0)[0].item() == 0.0
+
+
+SAME_LABEL = """\
+import torch
+
+
+def positives_with_self(features, labels, logits):
+    labels = labels.contiguous().view(-1, 1)
+    mask = torch.eq(labels, labels.T).float()
+    return ((mask * logits).sum(1) / mask.sum(1)).mean()
+
+
+def positives_broadcast(labels, logits):
+    mask = (labels[:, None] == labels[None, :]).float()
+    return ((mask * logits).sum(1) / mask.sum(1)).mean()
+
+
+def positives_method_tiled(labels, logits, views):
+    mask = labels.view(-1, 1).eq(labels.view(1, -1)).float().repeat(views, views)
+    return ((mask * logits).sum(1) / mask.sum(1)).mean()
+
+
+def positives_without_self(labels, logits, n):
+    labels = labels.contiguous().view(-1, 1)
+    mask = torch.eq(labels, labels.T).float()
+    logits_mask = torch.scatter(torch.ones_like(mask), 1, torch.arange(n).view(-1, 1), 0)
+    mask = mask * logits_mask
+    return ((mask * logits).sum(1) / mask.sum(1)).mean()
+
+
+def positives_between_two_sets(labels, queue_labels, logits):
+    mask = torch.eq(labels.view(-1, 1), queue_labels.view(1, -1)).float()
+    return ((mask * logits).sum(1) / mask.sum(1)).mean()
+"""
+
+
+def _trn406_functions(source: str) -> set[str]:
+    lines = source.splitlines()
+    found = set()
+    for finding in lint_source(source, "losses.py", STRICT).findings:
+        if finding.code == "TRN406":
+            line = finding.to_json()["line"]
+            found.add(next(l.split("def ")[1].split("(")[0] for l in reversed(lines[:line]) if "def " in l))
+    return found
+
+
+def test_a_row_sum_of_a_label_compared_with_itself_is_at_least_one():
+    found = _trn406_functions(SAME_LABEL)
+    assert not found & {"positives_with_self", "positives_broadcast", "positives_method_tiled"}
+    # once the diagonal is removed, a label that occurs once has no positive (SupContrast with one view, bench
+    # case f003); against another set's labels nothing is on the diagonal
+    assert {"positives_without_self", "positives_between_two_sets"} <= found
+
+
+def test_torch_a_self_comparison_holds_its_diagonal_until_it_is_removed():
+    labels = torch.tensor([0, 1, 1, 2]).view(-1, 1)
+    mask = torch.eq(labels, labels.T).float()
+    assert torch.equal(torch.diagonal(mask), torch.ones(4)) and (mask.sum(1) >= 1).all()
+    assert torch.equal(mask, (labels.view(-1)[:, None] == labels.view(-1)[None, :]).float())
+    assert (mask.repeat(2, 2).sum(1) >= 1).all()
+    logits_mask = torch.scatter(torch.ones_like(mask), 1, torch.arange(4).view(-1, 1), 0)
+    without_self = (mask * logits_mask).sum(1)
+    assert without_self[0].item() == 0.0 and without_self[3].item() == 0.0  # labels 0 and 2 occur once
+    logits = torch.randn(4, 4, requires_grad=True)
+    ((mask * logits_mask * logits).sum(1) / without_self).mean().backward()
+    assert torch.isnan(logits.grad).any()

@@ -1,4 +1,4 @@
-"""Masks that zero only a diagonal: the self-pairs of a contrastive loss.
+"""Masks defined by their diagonal: the self-pairs of a contrastive loss.
 
 `1 - torch.eye(n)`, `~torch.eye(n, dtype=torch.bool)` and `torch.scatter(torch.ones_like(m), 1,
 torch.arange(n).view(-1, 1), 0)` (SupContrast's `logits_mask`) are ones except at (i, i): every row and
@@ -6,6 +6,10 @@ every column keeps all its other entries. A row sum of a positive value times su
 denominator of a softmax over the other samples) is therefore never 0 while the row has more than one
 entry, whatever the mask is named. Only the forms whose zeros torch's semantics fix are read: a scatter
 along dim 0, or at an index that is not one column of `arange`, may zero a whole column.
+
+The converse: a vector compared with itself in another layout (`torch.eq(labels, labels.T)`, `y[:, None] ==
+y[None, :]`) is true at (i, i), since an integer label equals itself: every row and column holds a 1, so
+its sums are at least 1 until the diagonal is removed (times a mask above).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Callable
 
 import libcst as cst
 
-from .names import arg, literal_number
+from .names import arg, dotted_name, literal_number
 from .vocab import vocab
 
 Qualify = Callable[[cst.BaseExpression], "str | None"]
@@ -85,3 +89,45 @@ def identity_complement(expr: cst.BaseExpression, qualify: Qualify) -> bool:
         one = type(left) in (cst.Integer, cst.Float) and float(left.value) == 1.0
         return (one or _all_ones(left, qualify)) and _called(expr.right, qualify, vocab().identity_factories)
     return False
+
+
+def _layout_base(expr: cst.BaseExpression) -> str | None:
+    """The name whose elements `expr` lays out again (`y.T`, `y.view(-1, 1)`, `y[:, None]`, `y.unsqueeze(0)`),
+    without selecting or changing any element; None when `expr` does more than that."""
+    methods = vocab().layout_methods
+    while True:
+        if type(expr) is cst.Attribute and expr.attr.value in ("T", "mT"):
+            expr = expr.value
+        elif type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in methods:
+            expr = expr.func.value
+        elif type(expr) is cst.Subscript and all(
+                type(s.slice) is cst.Slice and s.slice.lower is s.slice.upper is s.slice.step is None or
+                type(s.slice) is cst.Index and type(s.slice.value) in (cst.Name, cst.Ellipsis) and
+                getattr(s.slice.value, "value", "None") == "None" for s in expr.slice):
+            expr = expr.value  # y[:, None]: a new axis, every element kept
+        else:
+            return dotted_name(expr)
+
+
+def reflexive_comparison(expr: cst.BaseExpression, qualify: Qualify) -> bool:
+    """`torch.eq(y, y.T)`, `y.eq(y.t())`, `y[:, None] == y[None, :]` (or `>=`, `<=`): two layouts of one
+    value compared element by element, true where an element meets itself, the diagonal."""
+    reflexive = vocab().reflexive_comparisons
+    if type(expr) is cst.Comparison:
+        if len(expr.comparisons) != 1 or type(expr.comparisons[0].operator) not in (
+                cst.Equal, cst.GreaterThanEqual, cst.LessThanEqual):
+            return False
+        left, right = expr.left, expr.comparisons[0].comparator
+    elif type(expr) is cst.Call and len(expr.args) >= 1 and all(a.keyword is None for a in expr.args[:2]):
+        function = qualify(expr.func) or ""
+        if function.startswith("torch.") and function.rsplit(".", 1)[-1] in reflexive and len(expr.args) == 2:
+            left, right = expr.args[0].value, expr.args[1].value
+        elif type(expr.func) is cst.Attribute and expr.func.attr.value in reflexive and len(expr.args) == 1 and \
+                not function.startswith("torch."):
+            left, right = expr.func.value, expr.args[0].value
+        else:
+            return False
+    else:
+        return False
+    base = _layout_base(left)
+    return base is not None and base == _layout_base(right)

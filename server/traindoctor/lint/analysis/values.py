@@ -18,7 +18,9 @@
   the two are equal | tested: the function itself compares it with 0
   or clamps it to at least 1 elsewhere, see zero_evidence.py | offdiag: a mask that zeroes only a diagonal
   (`1 - torch.eye(n)`, SupContrast's scattered `logits_mask`, see diagonal_mask.py): a row or column sum of a
-  positive value times it keeps the other entries, so it is not 0 | rows: a norm or sum over the rows of data the
+  positive value times it keeps the other entries, so it is not 0 | selfpair: a value compared with itself in
+  another layout (`torch.eq(labels, labels.T)`), true on the diagonal, so its row sums are at least 1 until a
+  mask removes the diagonal | rows: a norm or sum over the rows of data the
   function was given (a parameter no in-file caller fills with a learned output), 0 for an all-zero row:
   a padded position, an isolated node, an all-zero pixel), or "safe" (kept away from 0 by
   construction or a guard: clamp, where, + eps, max(x, eps), an exp, a positive literal), or "one"
@@ -40,7 +42,7 @@ import libcst as cst
 
 from ..walk import iter_nodes
 from .collect import BlockAnalysis
-from .diagonal_mask import diagonal_scatter, identity_complement
+from .diagonal_mask import diagonal_scatter, identity_complement, reflexive_comparison
 from .names import arg, dotted_name, item_key, literal_number
 from .scopes import Scope, returns
 from .vocab import vocab
@@ -82,10 +84,12 @@ class LossCall:
 _ZERO_KEPT_BY_SUMS = ("squares", "zero", "selected", "underflow")
 # Reasons a value can be exactly 0; "safe" and "one" are kept away from it.
 ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask", "selected", "diff", "tested",
-                           "underflow", "saturated", "rows", "cancels", "shortcut", "offdiag"))
+                           "underflow", "saturated", "rows", "cancels", "shortcut", "offdiag",
+                           "selfpair"))
 # Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
 # is read; a difference or a caller's own test of it says nothing inside the callee.
-_PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow", "offdiag"))
+_PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow", "offdiag",
+                          "selfpair"))
 _NONZERO = ("safe", "one")
 _NONZERO_REASONS = frozenset(_NONZERO)
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
@@ -340,7 +344,8 @@ class Values:
             return Value("tensor", zero="mask") if isinstance(expr.operator, cst.BitInvert) else \
                 replace(inner, prob="", zero="")
         if t is cst.Comparison:
-            return Value("unknown", zero="mask")
+            return Value("unknown", zero="selfpair" if reflexive_comparison(expr, self.model.names.qualify) else
+                         "mask")
         if t is cst.IfExp:
             return join(sub(expr.body), sub(expr.orelse))
         if t in (cst.List, cst.Tuple, cst.Set):
@@ -813,6 +818,8 @@ class Values:
             if method in ("detach", "detach_", "numpy"):
                 return replace(receiver, grad="", role="", kind="tensor" if method != "numpy" else "unknown")
             if method in v.no_history_methods:
+                if reflexive_comparison(call, self.model.names.qualify):
+                    return Value("tensor", zero="selfpair")  # labels.eq(labels.T): true on the diagonal
                 return Value("tensor", zero="mask" if method in ("eq", "ne", "lt", "le", "gt", "ge", "bool") else "")
             if method in ("softmax", "sigmoid"):
                 return replace(receiver, kind="tensor", prob=method, zero="", origin=receiver.origin or call)
@@ -858,7 +865,8 @@ class Values:
             return self._callee_object(call, func, at, function, klass, depth)
         if qualified:
             if qualified in v.indicator_functions:  # F.one_hot(y, k): 0 everywhere but one entry per row
-                return Value("tensor", zero="mask")
+                return Value("tensor", zero="selfpair" if reflexive_comparison(call, self.model.names.qualify)
+                             else "mask")
             if last in v.loss_functions and qualified.startswith("torch.nn.functional."):
                 return Value("tensor", "known", "loss", origin=call, unit=reduction_unit(call))
             if qualified in v.softmax or qualified in v.sigmoid:
@@ -1162,12 +1170,14 @@ class Values:
             if dotted_name(expr.left) is not None and dotted_name(expr.left) == dotted_name(expr.right):
                 return replace(base, prob="", zero=_squared(left))
             zero = _product_zero(left, right)  # a mask guessed by name stays a guess through products
-            return replace(base, prob="", zero=zero,
-                           named=zero == "mask" and all(v.named for v in (left, right) if v.zero == "mask"))
+            return replace(base, prob="", zero=zero, named=zero == "mask" and _named_mask(left, right))
         if isinstance(op, cst.MatrixMultiply):
             return replace(base, prob="", zero=_contracted([left, right]))
-        if isinstance(op, cst.BitAnd) and "mask" in (left.zero, right.zero):  # false wherever either is
-            return replace(base, prob="", zero="mask", named=all(v.named for v in (left, right) if v.zero == "mask"))
+        if isinstance(op, cst.BitAnd) and left.zero == right.zero == "selfpair":
+            return replace(base, prob="", zero="selfpair")  # both true on the diagonal
+        if isinstance(op, cst.BitAnd) and ("mask" in (left.zero, right.zero) or "selfpair" in (left.zero, right.zero)):
+            # false wherever either is
+            return replace(base, prob="", zero="mask", named=_named_mask(left, right))
         if isinstance(op, cst.BitOr) and left.zero == right.zero == "mask":  # false where both are
             return replace(base, prob="", zero="mask", named=left.named or right.named)
         # a row reduction of input data is a divisor's fact (TRN406); in a sum or a quotient it says nothing
@@ -1305,11 +1315,24 @@ def _minus_two_alpha(call: cst.Call, legacy_position: int) -> bool:
     return alpha is not None and literal_number(alpha) == -2.0
 
 
+def _named_mask(left: Value, right: Value) -> bool:
+    """A mask made of `left` and `right` is only guessed by name when each factor's zeros are: a self-comparison
+    times a diagonal-free mask is computed, not named."""
+    masks = [v for v in (left, right) if v.zero == "mask"]
+    return bool(masks) and all(v.named for v in masks)
+
+
 def _product_zero(left: Value, right: Value) -> str:
     """Why `left * right` can be exactly 0: where either factor can (a probability can: it
     underflows), kept as the factors' own reason when both agree on a mask, squares or a spread."""
     if left.zero in _NONZERO and right.zero in _NONZERO:
         return "safe"  # a product of positives
+    if "selfpair" in (left.zero, right.zero):
+        other = right if left.zero == "selfpair" else left
+        if other.zero in _NONZERO or other.zero == "selfpair":
+            return "selfpair"  # exp(x) * same_label: positive on the diagonal
+        # times anything that can be 0 (the diagonal removed, a padding mask) a row can be all zeros
+        left, right = (replace(v, zero="mask") if v.zero == "selfpair" else v for v in (left, right))
     if "offdiag" in (left.zero, right.zero):
         other = right if left.zero == "offdiag" else left
         if other.zero in _NONZERO:
@@ -1406,8 +1429,8 @@ def _summed(value: Value) -> str:
     """What a sum or mean of `value`'s elements is."""
     if value.zero == "mask":
         return "count"
-    if value.zero in _NONZERO or value.zero == "offdiag":
-        return "safe"  # a sum of positives
+    if value.zero in _NONZERO or value.zero in ("offdiag", "selfpair"):
+        return "safe"  # a sum of positives, or one that holds its diagonal
     return value.zero if value.zero in _ZERO_KEPT_BY_SUMS else ""
 
 
