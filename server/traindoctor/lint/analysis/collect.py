@@ -230,9 +230,6 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
                 pairs = [(t.value, v.value) for t, v in zip(target.elements, assigned.elements)]
             for expr, value in pairs:
                 name = dotted_name(expr)
-                is_call = type(value) is cst.Call
-                if name is not None and is_call and "scaler" in name.lower():
-                    self.lists["precision"].append(Marker("grad-scaler", name))  # NativeScaler(), amp_scaler = ...
                 if name is None:
                     if type(expr) is cst.Subscript:
                         self._padding_subscript(expr, value, stmt)
@@ -252,7 +249,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
                 elif not (name.startswith("self.") and klass is not None and function is not None):
                     continue
                 entries = value
-                if is_call:
+                if type(value) is cst.Call:
                     self._record_object(name, value, stmt, at_module)
                     # nn.ModuleDict({"ce": nn.CrossEntropyLoss()}): its entries, as a dict's
                     if value.args and (self.names.qualify(value.func) or "") in vocab().module_dicts:
@@ -304,7 +301,9 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             callee = func.value if isinstance(func, cst.Name) else f"self.{func.attr.value}"  # type: ignore[union-attr]
             if callee not in BUILTINS:
                 self.lists["calls"].append(CallSite(callee, self.walk.in_no_grad, node=node))
-        if qualified is not None and qualified.endswith("GradScaler"):
+        # torch's and timm's scalers, and a project's own (Megatron's DynamicGradScaler); what a value is named
+        # says nothing (`scaler = StandardScaler()` is sklearn's)
+        if qualified is not None and (qualified in self.v.grad_scalers or qualified.endswith("GradScaler")):
             self.lists["precision"].append(Marker("grad-scaler", qualified))
         if qualified is not None and qualified.startswith("torch."):
             out = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "out"), None)
