@@ -129,7 +129,7 @@ class Pad:
 class Marker:
     """A fact with no payload beyond its kind: "ignore-mapped" (padding mapped to
     -100), "ignore-selective" (-100 written at positions chosen by a value, not a block),
-    "ignore-index-arg" (a loss given `ignore_index=`), "weight-zero", "pad-string",
+    "ignore-index-arg" (a loss given `ignore_index=`), "index-zeroed" (`w[PAD] = 0`, text: `w`), "pad-string",
     "workers-seeded", "star-dataloader"."""
 
     kind: str

@@ -184,8 +184,8 @@ class PaddingFacts:
             # `labels[labels == pad] = IGNORE` / `= cfg.LABEL_PAD`: a value this file cannot read
             # (another module's constant) may well be -100, so the padding counts as handled.
             self._mark("ignore-selective", stmt)
-        elif literal(value) == "0" and "weight" in base.lower():
-            self._mark("weight-zero", stmt)
+        elif literal(value) == "0" and base:
+            self._mark("index-zeroed", stmt, base)  # `weight[PAD] = 0`: a loss given it as weight ignores PAD
 
     def _padding_name(self, name: str, value: cst.BaseExpression) -> None:
         if vocab().pattern("pad_name_pattern").match(name.rsplit(".", 1)[-1]):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.scopes import code
+from ..analysis.facts import Marker
 from ..analysis.names import dotted_name
 from ..analysis.padding import (IGNORE, derived_from_padding, expansions, int_value, kwarg, literal,
                                 parse_expression, pad_values)
@@ -130,8 +131,7 @@ class PaddingInLoss(Rule):
             if self._selected(logits.value) or self._selected(target.value) or (reduction_none and function_masks):
                 continue
             owner = ctor if ctor is not None else call
-            if kwarg(owner, "weight", 0 if ctor is not None else 2) is not None and \
-                    self.model.has_marker("padding", "weight-zero"):
+            if self._zeroed_weight(kwarg(owner, "weight", 0 if ctor is not None else 2)):
                 continue
             candidates = self._pad_values()
             if not candidates:
@@ -148,6 +148,19 @@ class PaddingInLoss(Rule):
                     (resolved == IGNORE and mapped) or (resolved != IGNORE and None in literals):
                 continue
             self._report(call, ctor, owner, candidates, ignore)
+
+    def _zeroed_weight(self, weight: cst.Arg | None) -> bool:
+        """The loss's class weights are a tensor this file zeroes at an index (`weight[PAD] = 0`): the
+        padding class then weighs nothing (an unreadable index is taken to be the padding's)."""
+        if weight is None:
+            return False
+        value = weight.value
+        moves = vocab().dtype_device_methods
+        while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in moves:
+            value = value.func.value  # weight.to(device), weight.cuda()
+        name = dotted_name(value)
+        return name is not None and any(fact.kind == "index-zeroed" and fact.text == name
+                                        for fact in self.model.facts["padding"] if isinstance(fact, Marker))
 
     def _pad_values(self) -> list[str]:
         return list(pad_values(self.model))
