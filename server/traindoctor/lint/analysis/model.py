@@ -315,8 +315,23 @@ class FileModel:
                      (isinstance(f, Seed) and f.kind == "determinism"))
 
     def in_worker(self, seed: Seed) -> bool:
+        """The seed runs in a DataLoader worker: its function is a `worker_init_fn=` of this file, or reseeds
+        from the worker's own seed (`torch.initial_seed()`, `get_worker_info()`), as a worker_init_fn passed
+        from another file does; a function's name says nothing (`main_worker` is a spawned process's main)."""
         function = seed.function.rsplit(".", 1)[-1]
-        return bool(function) and (function in self.worker_fns or "worker" in function.lower())
+        if not function:
+            return False
+        if function in self.worker_fns:
+            return True
+        return self.remembered(("reads-worker-seed", seed.function), lambda: self._reads_worker_seed(seed.function))
+
+    def _reads_worker_seed(self, qualname: str) -> bool:
+        home = self.function_home.get(qualname)
+        if home is None:
+            return False
+        sources = vocab().worker_seed_sources
+        return any(type(node) is cst.Call and (self.names.qualify(node.func) or "") in sources
+                   for node in iter_nodes(home[0].node))
 
     def has_marker(self, category: str, kind: str) -> bool:
         return (category, kind) in self._markers
