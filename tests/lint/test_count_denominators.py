@@ -116,3 +116,29 @@ def test_what_is_a_computed_mask(tmp_path, source, lines):
     path = tmp_path / "loss.py"
     path.write_text("import torch\n\n\n" + source)
     assert [f["line"] for f in run_check(path, "TRN406")] == lines
+
+
+STABILITY = """\
+import torch
+
+
+def stability_score(masks, threshold, offset):
+    intersections = (masks > (threshold + offset)).sum(-1, dtype=torch.int16).sum(-1, dtype=torch.int32)
+    unions = (masks > (threshold - offset)).sum(-1, dtype=torch.int16).sum(-1, dtype=torch.int32)
+    return intersections / unions
+"""
+
+
+def test_a_sum_of_per_row_counts_is_still_a_count(tmp_path):
+    # segment-anything's stability score (dev bug case f004): a sum of counts is 0 where every count is
+    path = tmp_path / "amg.py"
+    path.write_text(STABILITY)
+    assert [f["line"] for f in run_check(path, "TRN406")] == [7]
+    namespace: dict = {}
+    exec(compile(STABILITY, "amg.py", "exec"), namespace)
+    masks = torch.stack([torch.randn(4, 4) + 5, torch.full((4, 4), -10.0)])  # the second mask is empty
+    assert namespace["stability_score"](masks, 0.0, 1.0)[1].isnan()
+    run_check(path, "TRN406", "--fix", "--unsafe-fixes")
+    fixed = path.read_text()
+    exec(compile(fixed, "amg.py", "exec"), namespace)
+    assert namespace["stability_score"](masks, 0.0, 1.0).isfinite().all()

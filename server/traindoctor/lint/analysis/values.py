@@ -1427,8 +1427,8 @@ def _squared(base: Value) -> str:
 
 def _summed(value: Value) -> str:
     """What a sum or mean of `value`'s elements is."""
-    if value.zero == "mask":
-        return "count"
+    if value.zero in ("mask", "count"):
+        return "count"  # a sum of counts is 0 where every count is: `(m > t).sum(-1).sum(-1)` of a mask's pixels
     if value.zero in _NONZERO or value.zero in ("offdiag", "selfpair"):
         return "safe"  # a sum of positives, or one that holds its diagonal
     return value.zero if value.zero in _ZERO_KEPT_BY_SUMS else ""
