@@ -21,6 +21,11 @@ only read detached is reported in a loop, not as one forward pass per call (a sa
 project pins torch < 0.4: `torch.no_grad()` does not exist there, and inference without a graph
 was `Variable(x, volatile=True)`.
 
+A base class's method that calls `self.eval_step(batch)` outside no_grad is reported at the call when
+project subclasses, in other files, override `eval_step` to put their own module in eval mode and run
+it with autograd on (the project's `evaluating_overrides`; quiet when any project definition of the
+method trains or runs under no_grad): on a subclass's instance the call is one batch of an evaluation.
+
 In a function that trains, the evaluation loop after the model's own `.eval()` is reported when no
 backward follows it, and so is the forward of a function shared by training and evaluation whose
 backward and `.eval()` lie on the two branches of a flag its caller gives (`if is_train:`,
