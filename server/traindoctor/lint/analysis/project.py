@@ -88,6 +88,8 @@ class ProjectIndex:
         self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None
         self._no_grad_methods: dict[str, tuple[str, ...]] | None = None  # root -> method names (memo)
         self._training_methods: dict[str, tuple[str, ...]] | None = None  # root -> method names (memo)
+        # root -> (base class, method, subclass) (memo)
+        self._evaluating_overrides: dict[str, tuple[tuple[str, str, str], ...]] | None = None
         self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
         self._bases_known: dict[tuple[str, str], bool] = {}  # (file, "class:" name) -> a model class by its bases
 
@@ -119,6 +121,7 @@ class ProjectIndex:
             self._saves = None  # what a save writes may depend on any file it imports
             self._no_grad_methods = None
             self._training_methods = None
+            self._evaluating_overrides = None
             self._expansions.clear()
             self._bases_known.clear()
             return True
@@ -128,6 +131,7 @@ class ProjectIndex:
             self._saves = None
             self._no_grad_methods = None
             self._training_methods = None
+            self._evaluating_overrides = None
             self._expansions.clear()
             self._bases_known.clear()
             return self._summaries.pop(os.path.abspath(path), None) is not None
@@ -298,6 +302,7 @@ class ProjectIndex:
             saves = tuple(s for s in self._project_saves(self.root_of(path)) if s[2] != path)
             no_grad_methods = self._project_no_grad_methods(self.root_of(path))
             training_methods = self._project_training_methods(self.root_of(path))
+            overrides = self._project_evaluating_overrides(self.root_of(path))
             aliases: dict[str, str] = {}
             for fact in imports:
                 target = self.resolve(path, fact.module, fact.level) if fact.name == "*" else None
@@ -309,7 +314,10 @@ class ProjectIndex:
             aliases = {local: full for local, full in aliases.items() if re.search(rf"(?<![\w.]){local}\.", text)}
             no_grad_methods = tuple(m for m in no_grad_methods if re.search(rf"\.{m}\s*\(", text))
             training_methods = tuple(m for m in training_methods if re.search(rf"\.{m}\s*\(", text))
-        return self._facts(symbols, saves, tuple(sorted(aliases.items())), no_grad_methods, training_methods)
+            overrides = tuple(o for o in overrides if re.search(rf"\bclass\s+{o[0]}\b", text) and
+                              re.search(rf"\bself\.{o[1]}\s*\(", text))
+        return self._facts(symbols, saves, tuple(sorted(aliases.items())), no_grad_methods, training_methods,
+                           overrides)
 
     def _symbols_for(self, path: str, imports: Iterable[ImportFact],
                      spelled: dict[str, str] | None = None) -> dict[str, Symbol]:
@@ -350,14 +358,15 @@ class ProjectIndex:
 
     @staticmethod
     def _facts(symbols: dict[str, Symbol], saves=(), aliases=(), no_grad_methods=(),
-               training_methods=()) -> ImportedFacts:
+               training_methods=(), evaluating_overrides=()) -> ImportedFacts:
         plain = tuple(sorted(key for key, symbol in symbols.items()
                              if isinstance(symbol, FunctionSummary) and not informative(symbol)))
         symbols = {key: symbol for key, symbol in symbols.items() if informative(symbol)}
-        if not symbols and not saves and not aliases and not plain and not no_grad_methods and not training_methods:
+        if not symbols and not saves and not aliases and not plain and not no_grad_methods and \
+                not training_methods and not evaluating_overrides:
             return EMPTY_IMPORTS
         return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases, plain,
-                             tuple(no_grad_methods), tuple(training_methods))
+                             tuple(no_grad_methods), tuple(training_methods), tuple(evaluating_overrides))
 
     def _exported_aliases(self, path: str, depth: int = 0) -> dict[str, str]:
         """The module aliases `from module import *` binds (`F` -> `torch.nn.functional`), through
@@ -420,6 +429,36 @@ class ProjectIndex:
                      for m in klass.methods if m.backward}
             self._training_methods[root] = tuple(sorted(found - {"forward", "__call__"}))
         return self._training_methods[root]
+
+    def _project_evaluating_overrides(self, root: str) -> tuple[tuple[str, str, str], ...]:
+        """(base, method, subclass): a project class derives from `base` through project classes
+        and overrides `method` to put its own module in eval mode and run it with autograd on,
+        while no project definition of `method` backpropagates or runs under no_grad. Classes are
+        matched by their last name, as the bases spell them (`parlai.core.torch_agent.TorchAgent`)."""
+        if self._evaluating_overrides is None:
+            self._evaluating_overrides = {}
+        if root not in self._evaluating_overrides:
+            classes = [klass for summary in self._under(root) for klass in summary.classes]
+            bases: dict[str, set[str]] = {}
+            for klass in classes:
+                bases.setdefault(klass.name, set()).update(b.rsplit(".", 1)[-1] for b in klass.bases)
+            disqualified = {m.qualname.rsplit(".", 1)[-1] for klass in classes for m in klass.methods
+                            if m.backward or m.no_grad}
+            found: set[tuple[str, str, str]] = set()
+            for klass in classes:
+                evaluating = [m.qualname.rsplit(".", 1)[-1] for m in klass.methods if m.evaluates_own]
+                evaluating = [m for m in evaluating if m not in disqualified and m not in ("forward", "__call__")]
+                if not evaluating:
+                    continue
+                ancestors, todo = set(), list(bases.get(klass.name, ()))
+                while todo:
+                    base = todo.pop()
+                    if base not in ancestors and base != klass.name:
+                        ancestors.add(base)
+                        todo.extend(bases.get(base, ()))
+                found.update((base, method, klass.name) for base in ancestors if base in bases for method in evaluating)
+            self._evaluating_overrides[root] = tuple(sorted(found))
+        return self._evaluating_overrides[root]
 
     def dependants(self, path: str) -> set[str]:
         """Indexed files that import `path`, and those that import a file re-exporting it."""

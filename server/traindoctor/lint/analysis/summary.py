@@ -164,6 +164,11 @@ class ImportedFacts:
     # Method names that some project class's definition trains in (backward or an optimizer step):
     # a helper calling one on a model may be training it (a probe fitted on features), not evaluating.
     training_methods: tuple[str, ...] = ()
+    # (class, method, subclass): a project class that derives, directly or not, from a class this file
+    # defines overrides `method` to put its own module in eval mode and run it with autograd on
+    # (`evaluates_own`), and no project definition of `method` trains or runs under no_grad. A base
+    # class's `self.eval_step(batch)` runs one batch of such an evaluation on a subclass's instance.
+    evaluating_overrides: tuple[tuple[str, str, str], ...] = ()
 
     @functools.cached_property
     def _by_key(self) -> dict[str, Symbol]:
@@ -176,7 +181,7 @@ class ImportedFacts:
 
     def __bool__(self) -> bool:
         return bool(self.symbols or self.saves or self.aliases or self.plain or self.no_grad_methods or
-                    self.training_methods)
+                    self.training_methods or self.evaluating_overrides)
 
     def plain_function(self, qualified: str | None) -> bool:
         """`qualified` is a project function known to do none of what a summary records."""
@@ -189,6 +194,11 @@ class ImportedFacts:
     def training_method(self, name: str) -> bool:
         """Some project class that defines the method `name` calls backward or steps an optimizer in it."""
         return name in self.training_methods
+
+    def evaluating_override(self, klass: str, method: str) -> str:
+        """A project subclass of `klass` (a class of this file) whose `method` evaluates its own module
+        (`evaluating_overrides`), "" when none."""
+        return next((sub for base, name, sub in self.evaluating_overrides if base == klass and name == method), "")
 
     def star_aliases(self) -> tuple[tuple[str, str], ...]:
         """The module aliases the file's star imports of project modules bind (`F`, `nn`)."""
@@ -284,7 +294,7 @@ EMPTY_IMPORTS = ImportedFacts()
 # What rules and values ask of the imported facts (AskedFacts notes each).
 QUERIES = ("get", "function", "klass", "is_module", "object_kind", "binding", "randomness", "returns", "fact",
            "has_kind", "saved", "star_aliases", "plain_function", "no_grad_method",
-           "training_method", "evaluated_argument")
+           "training_method", "evaluated_argument", "evaluating_override")
 
 
 class AskedFacts(ImportedFacts):

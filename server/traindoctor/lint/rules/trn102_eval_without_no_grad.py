@@ -21,6 +21,11 @@ only read detached is reported in a loop, not as one forward pass per call (a sa
 project pins torch < 0.4: `torch.no_grad()` does not exist there, and inference without a graph
 was `Variable(x, volatile=True)`.
 
+A base class's method that calls `self.eval_step(batch)` outside no_grad is reported at the call when
+project subclasses, in other files, override `eval_step` to put their own module in eval mode and run
+it with autograd on (the project's `evaluating_overrides`; quiet when any project definition of the
+method trains or runs under no_grad): on a subclass's instance the call is one batch of an evaluation.
+
 In a function that trains, the evaluation loop after the model's own `.eval()` is reported when no
 backward follows it, and so is the forward of a function shared by training and evaluation whose
 backward and `.eval()` lie on the two branches of a flag its caller gives (`if is_train:`,
@@ -84,6 +89,8 @@ class EvalWithoutNoGrad(RoutineRule):
         else:
             info = self.model.function(routine.qualname) if routine.node is not None else None
             if info is not None and self.model.only_called_without_grad(info):
+                return
+            if self._subclass_evaluates(routine):
                 return
             loops = [loop for loop in routine.loops if loop.parent == -1]
         events = routine.events
@@ -243,6 +250,33 @@ class EvalWithoutNoGrad(RoutineRule):
                                f"on large batches). Wrap the call in `with torch.no_grad():`.")
                     self.report(event.node, message)
                     return True
+        return False
+
+    def _subclass_evaluates(self, routine: Routine) -> bool:
+        """A method of a base class that calls, outside no_grad, a method of its own instance
+        (`self.eval_step(batch)`) that project subclasses override to put their module in eval mode
+        and run it with autograd on, training nothing, while no project definition of that method
+        trains or runs under no_grad (summary.py's `evaluating_overrides`): on a subclass's instance
+        the call runs one batch of an evaluation and records its graph for nothing. The method that
+        calls it trains nothing (it may dispatch to a `train_step` on another branch). Reported at
+        the call, where `with torch.no_grad():` goes: the subclasses' files cannot see this caller."""
+        if not routine.klass or not self.model.imported or \
+                any(word in code(routine.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
+            return False
+        for event in routine.events:
+            head, _, method = event.receiver.rpartition(".")
+            if event.kind != "call" or event.no_grad or head != "self":
+                continue
+            subclass = self.model.imported.evaluating_override(routine.klass, method)
+            if subclass:
+                message = (f"`self.{method}()` runs an evaluation on a subclass's instance: `{subclass}.{method}` "
+                           f"(another file) puts its module in eval mode and runs it with autograd on, training "
+                           f"nothing, and no class of the project runs `{method}` under no_grad. Called here "
+                           f"outside `torch.no_grad()`/`torch.inference_mode()`, every call records an autograd "
+                           f"graph and keeps its activations, for nothing (more memory, slower, OOM on large "
+                           f"batches). Wrap the call in `with torch.no_grad():`.")
+                self.report(event.node, message)
+                return True
         return False
 
     def _evaluating_method(self, name: str, method: str, routine: Routine) -> bool:
