@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import fnmatch
+import functools
 import glob
 import hashlib
 import io
@@ -118,6 +119,19 @@ def known_rule_codes() -> set[str]:
     return {p.stem for p in (ROOT / "rules" / "lint").glob("TRN*.yaml")}
 
 
+@functools.cache
+def counted_codes(rule: str) -> frozenset[str]:
+    """The labelled rule and every rule split from it since (`split_from` in rules/lint/): a label written
+    before a split names the class that the split-off rule now reports (TRN407, BCE on sigmoid outputs, was
+    TRN402's until 2026-12-04, after the b labels were written)."""
+    found = {rule}
+    for path in (ROOT / "rules" / "lint").glob("TRN*.yaml"):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if data.get("split_from") == rule:
+            found.add(path.stem)
+    return frozenset(found)
+
+
 def load_labels(patterns: list[str], known_rules: set[str] | None = None) -> list[Label]:
     files = sorted({f for pattern in patterns for f in glob.glob(pattern)})
     if not files:
@@ -203,7 +217,7 @@ def enclosing_function(source: str, line: int) -> str:
 
 def hit_findings(label: Label, findings: list[dict], source: str) -> list[dict]:
     """The findings of the labelled rule in the labelled file that count as finding the bug."""
-    own = [f for f in findings if f["code"] == label.rule and f["path"] == label.path]
+    own = [f for f in findings if f["code"] in counted_codes(label.rule) and f["path"] == label.path]
     if label.absence:
         scopes = [enclosing_scope(source, line) for line in label.lines]
         return [f for f in own if any(start <= f["line"] <= end for start, end in scopes)]
@@ -219,7 +233,7 @@ def line_text(source: str, line: int) -> str:
 def quiet_after(label: Label, hits: list[dict], parent_source: str, fix_findings: list[dict],
                 fix_source: str, fix_path: str) -> bool:
     """True when none of the hit findings is still reported on the fix commit's version of the code."""
-    after = [f for f in fix_findings if f["code"] == label.rule and f["path"] == fix_path]
+    after = [f for f in fix_findings if f["code"] in counted_codes(label.rule) and f["path"] == fix_path]
     if label.absence:
         names = {enclosing_function(parent_source, f["line"]) for f in hits}
         return not any(enclosing_function(fix_source, f["line"]) in names for f in after)

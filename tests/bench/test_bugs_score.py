@@ -107,6 +107,13 @@ def test_a_hit_needs_the_labelled_rule_and_file():
     assert not score.hit_findings(label, [finding(10, path="other.py")], SOURCE)
 
 
+def test_a_rule_split_from_the_labelled_one_counts_but_not_the_other_way():
+    # TRN407 (BCE on sigmoid outputs) was split from TRN402 after the b labels were written
+    assert score.counted_codes("TRN402") == {"TRN402", "TRN407"}
+    assert score.hit_findings(score.parse_label(raw(rule="TRN402")), [finding(10, code="TRN407")], SOURCE)
+    assert not score.hit_findings(score.parse_label(raw(rule="TRN407")), [finding(10, code="TRN402")], SOURCE)
+
+
 def test_a_multiline_finding_counts_from_its_first_to_its_last_line():
     label = score.parse_label(raw(lines=[20]))
     assert score.hit_findings(label, [finding(14, end_line=18)], SOURCE)

@@ -77,6 +77,13 @@ class LossCall:
     loss: str  # qualified name of the loss function, or of the loss object's class
     ctor: cst.Call | None = field(default=None, compare=False)  # the object's constructor; None: a function
     shared: bool = False  # the object is bound to a name: other calls may use it too
+    # the other loss objects the name is bound to on other paths (`if multi_label: self.loss = nn.BCELoss()
+    # else: self.loss = nn.CrossEntropyLoss()`): which one a call applies is decided at run time
+    alternatives: "tuple[LossCall, ...]" = field(default=(), compare=False)
+
+    def possible(self) -> "tuple[LossCall, ...]":
+        """This loss, then each other one the callee may hold."""
+        return (self, *self.alternatives)
 
 
 # Reasons a sum or mean of the value keeps (a sum of ReLU outputs is 0 where each is, and its
@@ -247,8 +254,25 @@ class Values:
             return LossCall(qualified)
         found = self(func)
         if found.kind == "object" and found.obj == "loss" and type(found.origin) is cst.Call:
-            return LossCall(self.model.names.qualify(found.origin.func) or "", found.origin, shared=True)
+            return LossCall(self.model.names.qualify(found.origin.func) or "", found.origin, shared=True,
+                            alternatives=self._other_losses(func, found.origin))
         return None
+
+    def _other_losses(self, func: cst.BaseExpression, chosen: cst.Call) -> "tuple[LossCall, ...]":
+        """The loss objects a module-level name or `self.` attribute is bound to besides `chosen` (the
+        binding the value reads): one per constructor, in file order."""
+        name = dotted_name(func)
+        if name is None:
+            return ()
+        klass = self.walk.klass.name.value if self.walk.klass is not None else ""
+        found = []
+        for obj in self.model.objects.get(name, ()):
+            ctor = obj.node
+            if ctor is chosen or type(ctor) is not cst.Call or (name.startswith("self.") and obj.owner != klass):
+                continue
+            if self.model.kind_of_callee(obj.callee) == "loss":
+                found.append(LossCall(self.model.names.qualify(ctor.func) or "", ctor, shared=True))
+        return tuple(found)
 
     def summary(self, info) -> Value:
         """The joined Value of an in-file function's returned expressions (a FuncInfo),

@@ -23,8 +23,10 @@ class BceOnSigmoid(Rule):
         if not self.gradient_flows():
             return  # no gradient, no vanishing gradient
         v = vocab()
-        loss = self.values.loss_call(node)
-        if loss is None or loss.loss not in v.bce_on_probabilities:
+        called = self.values.loss_call(node)
+        # a criterion bound to BCELoss on one path (`if multi_label:`) applies it wherever that path was taken
+        loss = next((c for c in called.possible() if c.loss in v.bce_on_probabilities), None) if called else None
+        if loss is None:
             return
         ctor, inline = loss.ctor, not loss.shared
         first = arg(node, 0, "input")
