@@ -206,9 +206,22 @@ def train(model, loader, optimizer):
 def test_trn403_a_gradscaler_wrapped_in_a_project_class_of_another_file_is_a_scaler(tmp_path):
     root = write_project(tmp_path, {"amp_utils.py": SCALER, "train.py": AMP_TRAIN})
     assert run_check(root, "TRN403") == []
+    # the scaler built but this loop's backward unscaled: only the project index says the file has one
+    plain = AMP_TRAIN.replace("amp.scaler.scale(loss).backward()", "loss.backward()")
+    (root / "train.py").write_text(plain)
+    assert run_check(root, "TRN403") == []
     (root / "amp_utils.py").write_text(SCALER.replace("self.scaler = torch.cuda.amp.GradScaler()",
                                                       "self.scaler = None"))
     assert places(run_check(root, "TRN403"), ("file",)) == [("train.py",)]
+
+
+def test_trn403_a_loss_scaled_through_the_scaler_protocol_is_scaled_whoever_built_the_scaler(tmp_path):
+    # `scaler.scale(loss).backward()` with a scaler handed in (salesforce/LAVIS's train_inner_loop, bench g010)
+    (root := tmp_path / "proj").mkdir()
+    (root / "amp_utils.py").write_text(SCALER.replace("self.scaler = torch.cuda.amp.GradScaler()",
+                                                      "self.scaler = None"))
+    (root / "train.py").write_text(AMP_TRAIN)
+    assert run_check(root, "TRN403") == []
 
 
 SEEDING = """import random

@@ -322,6 +322,8 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
             # scaler.scale(loss).backward()
             if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) \
                     and receiver.func.attr.value == "scale" and receiver.args:
+                # the GradScaler protocol: the loss is scaled, whoever built the scaler (a parameter, another file)
+                self.lists["precision"].append(Marker("grad-scaler", dotted_name(receiver.func.value) or ""))
                 receiver = receiver.args[0].value
             names = names_in(receiver)
         elif (self.names.qualify(func.value) or "").startswith("torch.autograd"):
