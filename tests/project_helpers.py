@@ -76,3 +76,14 @@ def lines_found_in_project(root: Path, files: dict[str, str], code: str, target:
     result = lint_in_project(root, target, code, index_of(root / name for name in files))
     assert result.error is None, result.error
     return [f.range.start.line + 1 for f in result.findings if f.code == code]
+
+
+def functions_reporting(source: str, code: str, filename: str = "train.py") -> set[str]:
+    """The names of the functions of `source` (linted in process with the strict set) holding a finding of `code`."""
+    lines = source.splitlines()
+    found = set()
+    for finding in lint_source(source, filename, Config(select=("strict",))).findings:
+        if finding.code == code:
+            line = finding.to_json()["line"]
+            found.add(next(l.split("def ")[1].split("(")[0] for l in reversed(lines[:line]) if "def " in l))
+    return found

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from traindoctor.config import Config
-from traindoctor.lint import lint_source
-
-STRICT = Config(select=("strict",))
+from project_helpers import functions_reporting
 
 PROGRAM = """\
 import torch
@@ -76,23 +73,13 @@ def diagonal_mask_of_a_softmax(sim):
 """
 
 
-def _trn401_functions() -> set[str]:
-    lines = PROGRAM.splitlines()
-    found = set()
-    for finding in lint_source(PROGRAM, "losses.py", STRICT).findings:
-        if finding.code == "TRN401":
-            line = finding.to_json()["line"]
-            found.add(next(l.split("def ")[1].split("(")[0] for l in reversed(lines[:line]) if "def " in l))
-    return found
-
-
 def test_a_sum_over_a_diagonal_free_mask_is_not_reported():
-    found = _trn401_functions()
+    found = functions_reporting(PROGRAM, "TRN401", "losses.py")
     assert not found & {"supcon_scatter", "eye_complement", "bool_eye_complement"}
 
 
 def test_masks_that_can_empty_a_row_stay_reported():
-    found = _trn401_functions()
+    found = functions_reporting(PROGRAM, "TRN401", "losses.py")
     assert {"mask_from_outside", "scatter_along_rows", "scatter_at_labels", "padded_pairs_without_the_diagonal",
             "diagonal_mask_of_a_softmax"} <= found
 
@@ -151,18 +138,8 @@ def positives_between_two_sets(labels, queue_labels, logits):
 """
 
 
-def _trn406_functions(source: str) -> set[str]:
-    lines = source.splitlines()
-    found = set()
-    for finding in lint_source(source, "losses.py", STRICT).findings:
-        if finding.code == "TRN406":
-            line = finding.to_json()["line"]
-            found.add(next(l.split("def ")[1].split("(")[0] for l in reversed(lines[:line]) if "def " in l))
-    return found
-
-
 def test_a_row_sum_of_a_label_compared_with_itself_is_at_least_one():
-    found = _trn406_functions(SAME_LABEL)
+    found = functions_reporting(SAME_LABEL, "TRN406", "losses.py")
     assert not found & {"positives_with_self", "positives_broadcast", "positives_method_tiled"}
     # once the diagonal is removed, a label that occurs once has no positive (SupContrast with one view, bench
     # case f003); against another set's labels nothing is on the diagonal

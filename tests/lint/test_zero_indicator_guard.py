@@ -12,10 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from traindoctor.config import Config
-from traindoctor.lint import lint_source
-
-STRICT = Config(select=("strict",))
+from project_helpers import functions_reporting
 
 PROGRAM = """\
 import torch
@@ -58,24 +55,14 @@ class Policy(nn.Module):
 """
 
 
-def _trn401_functions() -> set[str]:
-    lines = PROGRAM.splitlines()
-    found = set()
-    for finding in lint_source(PROGRAM, "sac.py", STRICT).findings:
-        if finding.code == "TRN401":
-            line = finding.to_json()["line"]
-            found.add(next(l.split("def ")[1].split("(")[0] for l in reversed(lines[:line]) if "def " in l))
-    return found
-
-
 def test_a_log_guarded_by_a_zero_indicator_is_not_reported():
-    found = _trn401_functions()
+    found = functions_reporting(PROGRAM, "TRN401", "sac.py")
     assert "guarded" not in found
     assert "guarded_inline" not in found
 
 
 def test_indicators_that_do_not_cover_the_zeros_stay_reported():
-    found = _trn401_functions()
+    found = functions_reporting(PROGRAM, "TRN401", "sac.py")
     assert {"one_indicated", "stale_indicator", "scaled_by_a_value"} <= found
 
 
