@@ -18,27 +18,19 @@ from typing import Callable
 
 import libcst as cst
 
-from .names import arg, dotted_name, literal_number
+from .names import arg, dotted_name, literal_number, without_moves
 from .vocab import vocab
 
 Qualify = Callable[[cst.BaseExpression], "str | None"]
 
 
-def _stripped(expr: cst.BaseExpression) -> cst.BaseExpression:
-    """`x` of `x.to(device)`, `x.cuda()`, `x.bool()`: the same values, another dtype or device."""
-    methods = vocab().dtype_device_methods
-    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in methods:
-        expr = expr.func.value
-    return expr
-
-
 def _called(expr: cst.BaseExpression, qualify: Qualify, names: list[str]) -> bool:
-    expr = _stripped(expr)
+    expr = without_moves(expr)
     return type(expr) is cst.Call and (qualify(expr.func) or "") in names
 
 
 def _all_ones(expr: cst.BaseExpression, qualify: Qualify) -> bool:
-    expr = _stripped(expr)
+    expr = without_moves(expr)
     if type(expr) is not cst.Call:
         return False
     if (qualify(expr.func) or "") in vocab().ones_factories:
@@ -48,7 +40,7 @@ def _all_ones(expr: cst.BaseExpression, qualify: Qualify) -> bool:
 
 def _one_column_of_range(index: cst.BaseExpression, qualify: Qualify) -> bool:
     """`torch.arange(n).view(-1, 1)` (`reshape(-1, 1)`, `unsqueeze(1)`, `[:, None]`): row i holds i."""
-    index = _stripped(index)
+    index = without_moves(index)
     if type(index) is cst.Subscript:  # arange(n)[:, None]
         parts = [s.slice for s in index.slice]
         if len(parts) == 2 and type(parts[0]) is cst.Slice and parts[0].lower is None and parts[0].upper is None \

@@ -150,6 +150,14 @@ class Names:
         return None
 
 
+def without_moves(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`x` of `x.to(device)`, `x.cuda()`, `x.bool()`: the same values, another dtype or device."""
+    methods = vocab().dtype_device_methods
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value in methods:
+        expr = expr.func.value
+    return expr
+
+
 def _qualify_dotted(name: str, aliases: dict[str, str]) -> str:
     head, _, rest = name.partition(".")
     full = aliases.get(head)

@@ -14,7 +14,7 @@ import libcst as cst
 
 from ..analysis.scopes import code
 from ..analysis.facts import Marker
-from ..analysis.names import dotted_name
+from ..analysis.names import dotted_name, without_moves
 from ..analysis.padding import (IGNORE, derived_from_padding, expansions, int_value, kwarg, literal,
                                 parse_expression, pad_values)
 from ..analysis.vocab import vocab
@@ -154,11 +154,7 @@ class PaddingInLoss(Rule):
         padding class then weighs nothing (an unreadable index is taken to be the padding's)."""
         if weight is None:
             return False
-        value = weight.value
-        moves = vocab().dtype_device_methods
-        while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in moves:
-            value = value.func.value  # weight.to(device), weight.cuda()
-        name = dotted_name(value)
+        name = dotted_name(without_moves(weight.value))  # weight.to(device), weight.cuda()
         return name is not None and any(fact.kind == "index-zeroed" and fact.text == name
                                         for fact in self.model.facts["padding"] if isinstance(fact, Marker))
 
