@@ -105,6 +105,16 @@ _CANCELLING = ("cancels", "shortcut")  # clamp(min=0) keeps them: its backward p
 # How deep a caller's argument is read for `_passed_in` and `_callers_pass_data`: their answers are cached
 # for every later read, so they must not depend on the depth of the read that asked first.
 _PASSED_IN_DEPTH = 20
+
+
+@dataclass(frozen=True)
+class ModuleCaller:
+    """A call made by module-level code (a script's `fit(Net(), loader)`, `Trainer(model)`): its arguments
+    are read in the block that holds it, at module scope."""
+
+    analysis: BlockAnalysis
+    node: None = None
+    klass: str = ""
 _SATURATING = ("softmax", "sigmoid", "tanh")  # probabilities (and tanh) that reach exactly 0 or 1 in float32
 UNKNOWN = Value()
 SCALAR = Value("scalar")
@@ -463,6 +473,9 @@ class Values:
                 kind = self.model.object_kind(name, klass)
                 if kind is not None:
                     return Value("object", obj=kind, origin=self.model.object(name, klass).node)
+                passed = self._init_argument(attr, klass, depth)
+                if passed.prob or passed.zero or passed.kind == "object":
+                    return passed
             if attr in self.v.size_names:
                 return Value("scalar", unit="size")  # batch.batch_size, data.num_graphs
             if attr in self.v.plain_attributes:
@@ -492,7 +505,8 @@ class Values:
         (`self.discriminator_loss(*self.discriminate(z))` of a method returning two sigmoids),
         its zero fact when every one passes a value that can be exactly 0 for a reason that
         holds wherever it is read (`kl(mu, softplus(h))`, `helper(relu(x))`, `norm(counts)`), and
-        the object when every one passes an instance of one class (`loss(actor, obs)`)."""
+        the object when every one passes an instance of one class (`loss(actor, obs)`). Calls from module-level
+        code count like any other (`fit(Classifier(3), loader)` at the bottom of a script)."""
         if function is None or depth <= 2:
             return UNKNOWN
         qualname = f"{klass}.{function.name.value}" if klass else function.name.value
@@ -537,6 +551,23 @@ class Values:
         summaries[key] = result
         return result
 
+    def _init_argument(self, attr: str, klass: str, depth: int) -> Value:
+        """`self.attr` of a class whose `__init__` binds it to one of its parameters (`self.model = model`) and no
+        other method rebinds it: what every in-file construction of the class passes there (`Trainer(Net())`)."""
+        home = self.model.function_home.get(f"{klass}.__init__")
+        info = self.model.classes.get(klass)
+        if home is None or info is None or info.node is None:
+            return UNKNOWN
+        init = home[0]
+        param = next((name for owner, target, name in home[1].self_assignments
+                      if owner == klass and target == f"self.{attr}" and name in init.params), None)
+        if param is None or param in ("self", "cls") or \
+                not self.model.remembered(("set-up-once", klass, attr), lambda: _bound_only_in_init(info.node, attr)):
+            return UNKNOWN
+        if any(d.how != "param" for d in home[1].scope_of(init.node).defs.get(param, ())):
+            return UNKNOWN  # rebound inside __init__ before (or after) it is kept
+        return self._passed_in(param, init.node, klass, depth)
+
     def _constructor_of(self, value: Value) -> str:
         """The class an object Value was built from, as its constructor call names it (qualified
         through the file's imports): two models of different classes are different objects."""
@@ -555,11 +586,13 @@ class Values:
         klass = info.klass
         sites = []
         for site in self.model.call_sites(info.name, klass):
-            caller = self.model.enclosing_function(site.node)
+            caller = self._caller_of(site.node)
             if caller is not None and klass and caller.klass != klass and \
                     not self._inherits_unchanged(caller.klass, klass, site.node):
                 caller = None
             sites.append((site.node, caller, klass))
+        if info.name == "__init__" and klass:
+            sites.extend(self._constructions(klass))
         if not klass:
             for owner, attribute in self._function_attributes().get(info.name, ()):
                 for site in self.model.calls.get(attribute, ()):
@@ -568,6 +601,25 @@ class Values:
                         sites.append((site.node, caller, ""))
         elif info.name == "forward" and klass in self.model.model_classes:
             sites.extend((call, caller, "") for call, caller in self._instance_calls(klass))
+        return sites
+
+    def _caller_of(self, call: cst.CSTNode):
+        """The in-file function whose body holds `call`, a ModuleCaller for module-level code, None when
+        neither is known."""
+        caller = self.model.enclosing_function(call)
+        if caller is not None:
+            return caller
+        block = self.model.remembered("values:module-call-blocks", lambda: {
+            id(site.node): analysis for analysis in self.model.analyses for site in analysis.facts.calls})
+        analysis = block.get(id(call))
+        return ModuleCaller(analysis) if analysis is not None else None
+
+    def _constructions(self, klass: str) -> list:
+        """(call, caller, "") for each in-file `klass(...)`, whose arguments fill `klass.__init__`'s parameters.
+        A subclass of it in this file may be built with other arguments: then one site is unknown."""
+        sites = [(site.node, self._caller_of(site.node), "") for site in self.model.calls.get(klass, ())]
+        if self.model._subclasses(frozenset((klass,))) - {klass}:
+            sites.append((None, None, ""))
         return sites
 
     def _function_attributes(self) -> dict[str, list[tuple[str, str]]]:
@@ -596,7 +648,8 @@ class Values:
                     if caller is None:  # module-level code: an object bound there, called there
                         obj = self.model.object(dotted_name(func) or "")
                         if obj is not None and obj.where == "module":
-                            found.setdefault(obj.callee.rsplit(".", 1)[-1], []).append((site.node, None))
+                            found.setdefault(obj.callee.rsplit(".", 1)[-1], []).append(
+                                (site.node, self._caller_of(site.node)))
                         continue
                     _, analysis = self.model.function_home[caller.qualname]
                     values = self.model.evaluators.get(id(analysis))
@@ -621,7 +674,7 @@ class Values:
     def _argument(self, call: cst.Call, param: str, position: int, caller, klass: str, depth: int) -> Value:
         """The value passed for `param` at `call`, a call in `caller`; `self.` methods are looked up
         in `klass` (the callee's class: the caller is that class or a subclass that keeps them)."""
-        _, analysis = self.model.function_home[caller.qualname]
+        analysis = caller.analysis if type(caller) is ModuleCaller else self.model.function_home[caller.qualname][1]
         values = self.model.evaluators.get(id(analysis))
         if values is None:
             values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
@@ -718,7 +771,7 @@ class Values:
     def _drawn_at_random(self, expr: cst.BaseExpression | None, caller) -> bool:
         """`expr`, in `caller`, is a draw from a continuous distribution (`torch.randn(n, d)`, a chunk of
         one, a local bound to one): none of its rows is all zeros."""
-        _, analysis = self.model.function_home[caller.qualname]
+        analysis = caller.analysis if type(caller) is ModuleCaller else self.model.function_home[caller.qualname][1]
         for _ in range(6):
             if type(expr) is cst.Name:
                 definition = analysis.scope_of(caller.node).lookup(expr.value, 10**9)
