@@ -591,7 +591,8 @@ class EvalWithoutNoGrad(RoutineRule):
             if model.startswith("self."):
                 obj = self.model.object(model, routine.klass)
                 restored = obj is not None and obj.callee.endswith(tuple(vocab().pretrained_factory_suffixes)) and \
-                    self.model.object_kind(model, routine.klass) == "model"
+                    self.model.object_kind(model, routine.klass) == "model" or \
+                    self._restored_in_init(model, routine.klass)
                 scope: cst.CSTNode | None = self.model.classes[routine.klass].node \
                     if routine.klass in self.model.classes else None
             elif "." not in model and model not in routine.params:
@@ -602,6 +603,12 @@ class EvalWithoutNoGrad(RoutineRule):
             if restored and scope is not None and _stays_here(scope, model):
                 found.append(model)
         return found
+
+    def _restored_in_init(self, attribute: str, klass: str) -> bool:
+        """The class's `__init__` loads trained weights into `self.x` (`self.net.load_state_dict(torch.load(p))`,
+        `self.net = torch.load(p)`), whatever module its caller passed in."""
+        init = self.model.function_home.get(f"{klass}.__init__") if klass else None
+        return init is not None and _restores_weights(init[0].node, attribute, None, self.names)
 
     def _optimized(self, model: str, routine: Routine) -> bool:
         """An optimizer of the file is built over `model`'s parameters (in this class, for `self.` ones)."""
