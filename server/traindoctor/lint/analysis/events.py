@@ -257,10 +257,12 @@ class _Collector:
         unpacked = _unpacked_names(root, node)
         returned = type(root) is cst.Return and root.value is node
 
+        one_path = _one_branch(getattr(root, "value", None), node)
+
         def make(kind: str, receiver: str, arg: str = "", args: tuple[str, ...] = (),
                  keywords: tuple[tuple[str, str], ...] = ()) -> Event:
-            return Event(kind, receiver, arg, loops, cond, no_grad, args, bound, returned, keywords, node, stmt,
-                         len(self.loops), unpacked)
+            return Event(kind, receiver, arg, loops, cond or one_path, no_grad, args, bound, returned, keywords, node,
+                         stmt, len(self.loops), unpacked)
 
         qualified = self.names.qualify(func) or ""
         if qualified == "torch.cuda.empty_cache":
@@ -378,10 +380,17 @@ def _evaluation_order(root: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def _bound_name(root, call: cst.Call) -> str:
-    if isinstance(root, (cst.Assign, cst.AnnAssign)) and getattr(root, "value", None) is call:
+    """The name `call`'s result is bound to: `x = call(...)`, or on one path `x = call(...) if c else y`."""
+    if isinstance(root, (cst.Assign, cst.AnnAssign)) and \
+            (getattr(root, "value", None) is call or _one_branch(getattr(root, "value", None), call)):
         target = root.targets[0].target if isinstance(root, cst.Assign) else root.target
         return dotted_name(target) or ""
     return ""
+
+
+def _one_branch(value, call: cst.Call) -> bool:
+    """`value` is `call(...) if c else y` (or `y if c else call(...)`): the call runs on one path only."""
+    return isinstance(value, cst.IfExp) and (value.body is call or value.orelse is call)
 
 
 _SAMPLER_CLASSES = ("DistributedSampler", "ElasticDistributedSampler")

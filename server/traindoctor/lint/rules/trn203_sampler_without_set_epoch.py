@@ -4,7 +4,9 @@ and nothing in the file calls `set_epoch`: every epoch sees the same order.
 
 The sampler or the loader may come from helpers that return them, in this file or another
 (`sampler = make_sampler(ds)`, `loader = build_loader(ds)`, `train_loader, val_loader =
-build_loaders(...)`: Training.returns, the summary's `returns_sampling`).
+build_loaders(...)`: Training.returns, the summary's `returns_sampling`), or from the class's `__init__`
+(`self.loader = DataLoader(ds, sampler=DistributedSampler(ds))`, iterated by another method), or on one
+path only (`sampler = DistributedSampler(ds) if distributed else None`: the fix then tests for `set_epoch`).
 Quiet on `shuffle=False` samplers, and when any `set_epoch` appears in the file
 (on the sampler, the loader's sampler or batch sampler, in a helper).
 Loaders that build the DistributedSampler themselves (DGL's `use_ddp=True, shuffle=True`)
@@ -34,6 +36,10 @@ class SamplerWithoutSetEpoch(RoutineRule):
             earlier = training.routines("")
             events = [e for r in earlier[:earlier.index(routine)] for e in training.with_returned_objects(r)] + \
                 events
+        elif routine.klass and not routine.qualname.endswith(".__init__"):  # `self.loader` built in __init__
+            events = [e for r in training.routines(f"{routine.klass}.__init__")
+                      for e in training.with_returned_objects(r)
+                      if e.kind == "sampler" or e.kind == "loader" and e.receiver.startswith("self.")] + events
         for build in events:
             own_sampler = build.kind == "loader" and build.arg.startswith("use_ddp") and build.receiver
             if (build.kind != "sampler" or build.arg == "shuffle=False") and not own_sampler:
