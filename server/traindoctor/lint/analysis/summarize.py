@@ -103,6 +103,9 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         for r in info.returns)
     seeds = sorted({s.kind for s in model.seeds if s.function == qualname})
     modes = tuple(dict.fromkeys(e.kind for e in events if e.kind in ("eval", "train")))
+    params = set(info.params) - {"self", "cls"}
+    param_modes = tuple(dict.fromkeys((e.kind, e.receiver) for e in events
+                                      if e.kind in ("eval", "train") and e.receiver.partition(".")[0] in params))
     backward = info.trains or any(e.kind in ("backward", "scaled_backward") for e in events)
     evaluates, own = _evaluates(model, info, events, backward, returned)
     return FunctionSummary(
@@ -118,6 +121,7 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
         no_grad=info.no_grad,
         leaves_grad_off=training.leaves_grad_off(qualname) is not None,
         modes=modes,
+        param_modes=param_modes,
         set_epoch=any(e.kind == "set_epoch" for e in events),
         returns_sampling=tuple(sorted(training.returns(qualname))) if info.returns else (),
         epoch_loaders=_epoch_loaders(training, qualname, info.params),

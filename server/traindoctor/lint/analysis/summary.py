@@ -37,6 +37,9 @@ class FunctionSummary:
     no_grad: bool = False  # runs under no_grad/inference_mode (its decorator)
     leaves_grad_off: bool = False  # returns with `set_grad_enabled(False)` in force
     modes: tuple[str, ...] = ()  # "eval" / "train" calls it makes, in order, deduplicated
+    # (eval | train, receiver) of the mode switches it makes on a parameter (`model`, `model.backbone`), in
+    # order: a caller's model is left in the last mode (training.py expands a call into them).
+    param_modes: tuple[tuple[str, str], ...] = ()
     set_epoch: bool = False  # steps a sampler's epoch
     # It returns a shuffling DistributedSampler ("sampler"), a DataLoader over one ("distributed-loader"),
     # or one as the i-th element of a returned tuple ("distributed-loader:i"): training.returns' kinds.

@@ -71,7 +71,9 @@ class Training:
         """What calling an in-file helper does: its events (and its helpers'), with the
         receivers that are its parameters renamed to the caller's arguments."""
         target = self.callee(event, routine)
-        if target is None or depth > 3 or target is routine:
+        if target is None:
+            return self._project_effects(event)
+        if depth > 3 or target is routine:
             return []
         mapping = {p: a for p, a in event.passed(target.params).items() if dotted_name_text(a)}
         found = []
@@ -87,6 +89,31 @@ class Training:
             else:
                 found.append(inner)
         return found
+
+    def _project_effects(self, event: Event) -> list[Event]:
+        """What calling a function of another project file does to the modules passed to it: its summary's
+        mode switches on its parameters (`evaluate(model, loader)` that calls `model.eval()`), renamed to the
+        caller's arguments, at the call."""
+        if event.kind != "call" or not event.receiver:
+            return []
+        switches = self.model.project_fact(event.receiver, "param_modes")
+        if not switches:
+            return []
+        mapping = {p: a for p, a in event.passed(self.model.project_fact(event.receiver, "params") or ()).items()
+                   if dotted_name_text(a)}
+        found = []
+        for kind, receiver in switches:
+            head, dot, rest = receiver.partition(".")
+            if head in mapping:
+                found.append(replace(event, kind=kind, receiver=mapping[head] + dot + rest, arg="", args=(),
+                                     keywords=(), bound="", returned=False, unpacked=()))
+        return found
+
+    def _project_inert(self, event: Event) -> bool:
+        """A function of another project file that trains and zeroes nothing and calls no function of another
+        module (its summary says so): what it does to a module passed to it is its `param_modes`."""
+        fact = functools.partial(self.model.project_fact, event.receiver)
+        return bool(fact("qualname")) and not fact("backward") and not fact("zeroes") and not fact("calls")
 
     def returns(self, qualname: str, depth: int = 0) -> frozenset[str]:
         """What an in-file function returns, among the objects training events build:
@@ -225,7 +252,7 @@ class Training:
                      (name.startswith("self.") and event.receiver.startswith("self.") and
                       not same_object(event.receiver.removesuffix(".forward"), name) and
                       not self._callable_attribute(event.receiver.removesuffix(".forward"), routine.klass))) and \
-                    not self._inert_helper(event.receiver, routine.klass):
+                    not self._inert_helper(event.receiver, routine.klass) and not self._project_inert(event):
                 return True
         return False
 
