@@ -33,16 +33,18 @@ class LintResult:
 
 
 _DERIVED_CLASS = re.compile(r"^class \w+\(\w", re.MULTILINE)
+_TRAINING_CALLS = re.compile(r"\.(?:backward|zero_grad|eval|train|step)\(")
 
 
 def _might_have_findings(source: str, project=None) -> bool:
     """Every rule is about PyTorch training code: no torch, nothing to do. With the project's
     facts, a file that star-imports a project module may get torch from it (`from utils import *`
     binding `torch`, `nn`, `F`), and a class deriving from a class of a sibling module may be a
-    model (`from .kernel import Kernel`, a project nn.Module)."""
+    model (`from .kernel import Kernel`, a project nn.Module), and a file that trains through project helpers
+    (`loss = compute_loss(model, batch)`, `loss.backward()`, `evaluate(model)`) names no torch at all."""
     if "torch" in source:
         return True
-    return project is not None and ("import *" in source or (
+    return project is not None and ("import *" in source or _TRAINING_CALLS.search(source) is not None or (
         "from ." in source and _DERIVED_CLASS.search(source) is not None))
 
 
