@@ -241,17 +241,20 @@ class WeightsOnlyLoad(Rule):
             scope = home[1].scope_of(home[0].node) if home is not None else None
             klass = home[0].klass if home is not None else ""
             saved = next((a.value for a in fact.node.args if a.keyword is None or a.keyword.value == "obj"), None)
-            values = self._dict_values(saved, scope, 0) if saved is not None else []
+            values = self._dict_values(saved, scope, 0, fact.node) if saved is not None else []
             for value in values or ([saved] if saved is not None else []):  # a dict's values, or the object saved
-                what = self._refused(value, scope, 0, klass)
+                what = self._refused(value, scope, 0, klass, fact.node)
                 if what:
                     return what, value, fact.node, value is saved
         return None
 
-    def _bound_value(self, name: str, scope) -> cst.BaseExpression | None:
-        """What a local name (one plain binding in `scope`), else a module-level name (one binding),
-        is bound to; None when it is a parameter, bound more than once, or unknown."""
+    def _bound_value(self, name: str, scope, save: cst.Call | None = None) -> cst.BaseExpression | None:
+        """What a local name (one plain binding in `scope`; of several, the last one above the save being
+        read, `best = acc` after `best = 0.0`), else a module-level name (one binding), is bound to; None
+        when it is a parameter, an augmented or unpacked binding, or unknown."""
         defs = scope.defs.get(name) if scope is not None else None
+        if defs and len(defs) > 1:
+            defs = _last_above(defs, scope, save)
         if not defs:
             homes = self.model.global_defs.get(name, [])
             defs = [d for analysis in homes for d in analysis.module_scope.defs.get(name, ())]
@@ -259,7 +262,8 @@ class WeightsOnlyLoad(Rule):
             return None
         return defs[0].value
 
-    def _dict_values(self, expr: cst.BaseExpression, scope, depth: int) -> list[cst.BaseExpression]:
+    def _dict_values(self, expr: cst.BaseExpression, scope, depth: int, save: cst.Call | None = None
+                     ) -> list[cst.BaseExpression]:
         """The values of a saved dict: a dict literal (nested ones too), `dict(k=v)`, or a name bound
         once to one of these."""
         if depth > 3:
@@ -268,28 +272,36 @@ class WeightsOnlyLoad(Rule):
             found: list[cst.BaseExpression] = []
             for element in expr.elements:
                 if isinstance(element, cst.DictElement):
-                    found += self._dict_values(element.value, scope, depth + 1) if \
+                    found += self._dict_values(element.value, scope, depth + 1, save) if \
                         isinstance(element.value, cst.Dict) else [element.value]
             return found
         if isinstance(expr, cst.Call) and dotted_name(expr.func) == "dict":
             return [a.value for a in expr.args if a.keyword is not None]
         if isinstance(expr, cst.Name):
-            value = self._bound_value(expr.value, scope)
-            return self._dict_values(value, scope, depth + 1) if value is not None else []
+            value = self._bound_value(expr.value, scope, save)
+            return self._dict_values(value, scope, depth + 1, save) if value is not None else []
         return []
 
-    def _refused(self, expr: cst.BaseExpression, scope, depth: int, klass: str = "") -> str:
+    def _refused(self, expr: cst.BaseExpression, scope, depth: int, klass: str = "",
+                 save: cst.Call | None = None) -> str:
         """What `expr` is, when the weights-only unpickler refuses it ("" when not known to be).
-        Followed through a local or module-level name bound once, an attribute of `self` (what the
+        Followed through a local or module-level name (bound once, or the last binding above the save),
+        arithmetic with a NumPy value, an attribute of `self` (what the
         class's methods assign to it or append to it), and what an in-file function or method
         returns (any one refused value is enough: the load fails on it). At most six steps deep."""
         if depth > 5:
             return ""
         if isinstance(expr, cst.Name):
-            value = self._bound_value(expr.value, scope)
-            return self._refused(value, scope, depth + 1, klass) if value is not None else ""
+            value = self._bound_value(expr.value, scope, save)
+            return self._refused(value, scope, depth + 1, klass, save) if value is not None else ""
         if klass and isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
             return self._attribute_refused(expr.attr.value, depth, klass)
+        if isinstance(expr, cst.BinaryOperation):  # arithmetic with a NumPy value gives a NumPy value
+            for side in (expr.left, expr.right):
+                what = self._refused(side, scope, depth + 1, klass, save)
+                if "numpy." in what:
+                    return what
+            return ""
         if not isinstance(expr, cst.Call):
             return ""
         callee = dotted_name(expr.func) or ""
@@ -336,3 +348,17 @@ class WeightsOnlyLoad(Rule):
                 if what:
                     return f"{what}, stored in `self.{attr}` by `{qualname}`"
         return ""
+
+
+def _last_above(defs: list, scope, save: cst.Call | None) -> list:
+    """Of several bindings of a name in the saving function, the last one above the save in source order (the
+    one the save reads on the straight path to it), as a list of one; [] when none is, or no save is given."""
+    if save is None or scope is None or scope.node is None:
+        return []
+    values = {id(d.value): d for d in defs if d.value is not None}
+    last = None
+    for node in iter_nodes(scope.node):
+        if node is save:
+            return [last] if last is not None else []
+        last = values.get(id(node), last)
+    return []
