@@ -9,6 +9,7 @@ of events.py, across blocks and through in-file helpers:
     t.step_loops(routine, through_calls=False)           # innermost loops doing backward + step
     t.unresolved_calls_with(routine, i, "optimizer")     # handed to code outside the file?
     t.training_functions, t.only_reached_from_eval(q)    # file-wide function facts
+    t.per_iteration(q)                                   # called once per iteration (a loop body)
     same_object("self.model", "model.module")            # loose receiver identity
 
 The top layer of the analysis: it reads the file model (model.py).
@@ -89,6 +90,17 @@ class Training:
             else:
                 found.append(inner)
         return found
+
+    def per_iteration(self, qualname: str) -> bool:
+        """The function runs once per iteration of a loop: a framework calls it per batch (a Lightning
+        `training_step`, an ignite process function), or a loop of this file calls it (`for x, y in loader:
+        self.train_step(x, y)`). Its body is then a loop body."""
+        if qualname in self.model.step_functions:
+            return True
+        return qualname in self.model.remembered("training.called-in-loops", lambda: frozenset(
+            callee.qualname for routine in self.all for event in routine.events
+            if event.kind == "call" and event.loops and (callee := self.callee(event, routine)) is not None
+            and callee is not routine))
 
     def _project_effects(self, event: Event) -> list[Event]:
         """What calling a function of another project file does to the modules passed to it: its summary's

@@ -213,10 +213,11 @@ class LossAccumulationKeepsGraph(Rule):
         return bool(resets) and all(any(_contains(w.body, r) for w in windows) for r in resets)
 
     def _step_function(self, accumulator: str) -> cst.FunctionDef | None:
-        """The enclosing function when a framework calls it once per batch and `accumulator`
-        outlives the call (an attribute such as `self.total`, or a global/nonlocal name)."""
+        """The enclosing function when a framework calls it once per batch, or a loop of this file calls it
+        each iteration (`for x, y in loader: self.step(x, y)`), and `accumulator` outlives the call (an
+        attribute such as `self.history`, or a global/nonlocal name)."""
         function = self.walk.function
-        if function is None or self.walk.qualname() not in self.model.step_functions:
+        if function is None or not self.training.per_iteration(self.walk.qualname()):
             return None
         if "." in accumulator or any(type(node) in (cst.Global, cst.Nonlocal) and any(
                 n.name.value == accumulator for n in node.names) for node in _nodes(function.body)):

@@ -4,7 +4,8 @@
   not skipped -> `scaler.step(optimizer)`;
 - `optimizer.step()` called directly as well as `scaler.step(optimizer)` in the same iteration:
   a second update with the same gradients, not skipped on inf/NaN -> remove it;
-- `scaler.step(...)` without `scaler.update()`: the scale never adapts -> add it;
+- `scaler.step(...)` without `scaler.update()`: an enabled scaler raises RuntimeError at the next step
+  (`step() has already been called since the last update()`) -> add it;
 - gradient clipping between the scaled backward and `scaler.step` without
   `scaler.unscale_(optimizer)` first: it clips scaled gradients -> insert `unscale_`.
 - a tensor hook that clamps the gradient it receives (`p.register_hook(lambda g: g.clamp(-c, c))`,
@@ -30,55 +31,62 @@ class GradScalerMisuse(RoutineRule):
     READS = ("names", "objects", "training", "project", "precision")
 
     def check(self, routine: Routine) -> None:
-        for loop in routine.loops:
-            if loop.parent != -1 and any(e.kind == "scaled_backward" for e in routine.events_in(loop.parent)):
-                continue  # judged with the outer loop
-            events = self.training.loop_effects(routine, loop.index)
-            own = routine.events_in(loop.index)
-            scaled = [e for e in own if e.kind == "scaled_backward"]
-            if not scaled:
-                continue
-            scaler = scaled[0].receiver
-            scaler_steps = [e for e in events if e.kind == "scaler_step"]
-            plain = [e for e in own if e.kind == "step" and not e.arg]
-            if plain and not scaler_steps:
-                step = plain[0]
-                name = self.optimizer_of(step)
+        bodies = [(routine.events_in(loop.index), self.training.loop_effects(routine, loop.index))
+                  for loop in routine.loops
+                  if loop.parent == -1 or not any(e.kind == "scaled_backward" for e in routine.events_in(loop.parent))]
+        if not routine.loops and routine.node is not None and self.training.per_iteration(routine.qualname):
+            # a step function a loop calls per batch (`self.train_step(x, y)`): its body is the loop body
+            bodies.append((list(routine.events), self.training.loop_effects(routine, None)))
+        for own, events in bodies:  # an inner loop is judged with its outer loop when that one scales
+            self._judge(routine, own, events)
+
+    def _judge(self, routine: Routine, own: list, events: list) -> None:
+        """One loop body: `own`, its events, and `events`, the same with the helpers it calls expanded."""
+        scaled = [e for e in own if e.kind == "scaled_backward"]
+        if not scaled:
+            return
+        scaler = scaled[0].receiver
+        scaler_steps = [e for e in events if e.kind == "scaler_step"]
+        plain = [e for e in own if e.kind == "step" and not e.arg]
+        if plain and not scaler_steps:
+            step = plain[0]
+            name = self.optimizer_of(step)
+            fix = None
+            if name and step.stmt is not None and len(getattr(step.stmt, "body", ())) == 1:
+                text = f"{scaler}.step({name})"
+                changes = [Replace(step.node, text)]  # type: ignore[arg-type]
+                if not any(e.kind == "scaler_update" for e in events):
+                    changes.append(InsertAfter(step.stmt, f"{scaler}.update()"))
+                fix = FixSpec(f"Step through the scaler: `{text}`", tuple(changes),
+                              safe=self._known_scaler(scaler, routine) and not scaled[0].conditional)
+            self.report(step.node, f"the loss is scaled with `{scaler}.scale(...)` but `{name or 'the optimizer'}"
+                                   f".step()` is called directly: the update uses gradients still multiplied by "
+                                   f"the loss scale and inf/NaN steps are not skipped. Use "
+                                   f"`{scaler}.step({name or 'optimizer'})` and `{scaler}.update()`.", fix=fix)
+            return
+        # both unconditional: `if amp: scaler.step(opt) else: opt.step()` is one step
+        through_scaler = {e.arg for e in scaler_steps if e.arg and not e.conditional}
+        for step in plain:
+            name = self.optimizer_of(step)
+            if name and name in through_scaler and not step.conditional:
+                self.report(step.node, f"`{name}` is stepped twice each iteration: through `{scaler}.step({name})` "
+                                       f"and again directly with `{name}.step()`, which applies the same "
+                                       f"gradients a second time and ignores the scaler's inf/NaN check. "
+                                       f"Remove `{name}.step()`.",
+                            related=[Related(next(e.node for e in scaler_steps if e.arg == name and not e.conditional),
+                                             "the scaler steps it here")])
+        for step in scaler_steps:
+            if step in own and not any(e.kind == "scaler_update" and e.receiver == step.receiver for e in events):
                 fix = None
-                if name and step.stmt is not None and len(getattr(step.stmt, "body", ())) == 1:
-                    text = f"{scaler}.step({name})"
-                    changes = [Replace(step.node, text)]  # type: ignore[arg-type]
-                    if not any(e.kind == "scaler_update" for e in events):
-                        changes.append(InsertAfter(step.stmt, f"{scaler}.update()"))
-                    fix = FixSpec(f"Step through the scaler: `{text}`", tuple(changes),
-                                  safe=self._known_scaler(scaler, routine) and not scaled[0].conditional)
-                self.report(step.node, f"the loss is scaled with `{scaler}.scale(...)` but `{name or 'the optimizer'}"
-                                       f".step()` is called directly: the update uses gradients still multiplied by "
-                                       f"the loss scale and inf/NaN steps are not skipped. Use "
-                                       f"`{scaler}.step({name or 'optimizer'})` and `{scaler}.update()`.", fix=fix)
-                continue
-            # both unconditional: `if amp: scaler.step(opt) else: opt.step()` is one step
-            through_scaler = {e.arg for e in scaler_steps if e.arg and not e.conditional}
-            for step in plain:
-                name = self.optimizer_of(step)
-                if name and name in through_scaler and not step.conditional:
-                    self.report(step.node, f"`{name}` is stepped twice each iteration: through `{scaler}.step({name})` "
-                                           f"and again directly with `{name}.step()`, which applies the same "
-                                           f"gradients a second time and ignores the scaler's inf/NaN check. "
-                                           f"Remove `{name}.step()`.",
-                                related=[Related(next(e.node for e in scaler_steps if e.arg == name and not e.conditional),
-                                                 "the scaler steps it here")])
-            for step in scaler_steps:
-                if step in own and not any(e.kind == "scaler_update" and e.receiver == step.receiver for e in events):
-                    fix = None
-                    if step.stmt is not None and not step.conditional and len(getattr(step.stmt, "body", ())) == 1:
-                        fix = FixSpec(f"Call `{step.receiver}.update()` after the step",
-                                      (InsertAfter(step.stmt, f"{step.receiver}.update()"),))
-                    self.report(step.node, f"`{step.receiver}.step(...)` without `{step.receiver}.update()`: the loss "
-                                           f"scale never adapts (after one inf/NaN every later step is skipped, "
-                                           f"or the scale stays needlessly small).", fix=fix)
-            self._clipping(own, scaler, safe=not any(e.conditional for e in scaled))
-            self._clamping_hooks(scaled[0], scaler)
+                if step.stmt is not None and not step.conditional and len(getattr(step.stmt, "body", ())) == 1:
+                    fix = FixSpec(f"Call `{step.receiver}.update()` after the step",
+                                  (InsertAfter(step.stmt, f"{step.receiver}.update()"),))
+                self.report(step.node, f"`{step.receiver}.step(...)` without `{step.receiver}.update()`: the next "
+                                       f"`{step.receiver}.step(...)` raises RuntimeError (\"step() has already been "
+                                       f"called since the last update()\") whenever the scaler is enabled; "
+                                       f"`update()` resets it and adapts the loss scale.", fix=fix)
+        self._clipping(own, scaler, safe=not any(e.conditional for e in scaled))
+        self._clamping_hooks(scaled[0], scaler)
 
     def _clamping_hooks(self, backward, scaler: str) -> None:
         """The file's gradient hooks that clamp, reported at the scaled backward that runs them."""
