@@ -5,7 +5,8 @@ training.py answers the file-wide questions about them.
 
 Event kinds: zero_grad, backward, scaled_backward (scaler.scale(l).backward();
 receiver = the scaler), step (an optimizer's), scaler_step (arg = the optimizer),
-scaler_update, unscale, sched_step, other_step (deepspeed engines...), clip, eval,
+scaler_update, other_update (`x.update()` with no argument but a scaler's `new_scale=`),
+unscale, sched_step, other_step (deepspeed engines...), clip, eval,
 train, set_epoch, build_optimizer, build_scheduler, build_model, sampler (a
 DistributedSampler bound to `receiver`), loader (a DataLoader; arg = its sampler, or "use_ddp"
 for a loader that builds a shuffling DistributedSampler itself and has its own `set_epoch`;
@@ -13,6 +14,11 @@ for a loader that builds a shuffling DistributedSampler itself and has its own `
 empty_cache, host_transfer (`torch.zeros(..).to(dev)`; arg = the device), grad_mode
 (`torch.set_grad_enabled(...)` as a statement; arg = "off" | "on"), call (a call of a
 plain/dotted name: receiver = the callee, args = argument sources).
+
+The kinds of `.step()` / `.update()` events here are read from the receiver's name (vocab
+`training_*_pattern`): a block's events are collected before the file's objects are known.
+training.py (`Training`, `step_kind`) re-reads them from what the receiver is, where that is
+known; rules read events through it, never from the block facts.
 """
 
 from __future__ import annotations
@@ -298,6 +304,10 @@ class _Collector:
                 return make("other_step", receiver, first())
             if method == "update" and self.v.pattern("training_scaler_pattern").search(last):
                 return make("scaler_update", receiver)
+            if method == "update" and receiver and all(a.keyword is not None and a.keyword.value == "new_scale"
+                                                       for a in node.args):
+                # `gs.update()` of a GradScaler named otherwise; training.py decides from what `gs` is
+                return make("other_update", receiver)
             if method == "unscale_":
                 return make("unscale", receiver, first())
             if method in ("eval", "train") and not receiver:  # model.to(device).train()

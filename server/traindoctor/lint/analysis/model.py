@@ -156,10 +156,10 @@ class FileModel:
         last = callee.rsplit(".", 1)[-1]
         if callee.startswith("torch.nn.") and last.endswith("Loss"):
             return "loss"
+        if v.starts("scheduler_prefixes", callee):  # before the optimizers: torch.optim.swa_utils.SWALR
+            return "scheduler"
         if v.starts("optimizer_prefixes", callee):
             return "scheduler" if "lr_scheduler" in callee else "optimizer"
-        if v.starts("scheduler_prefixes", callee):
-            return "scheduler"
         if v.starts("model_constructors", callee) and not v.starts("not_model_constructors", callee):
             if callee.startswith("torch.nn.") and not last[:1].isupper() and callee not in v.module_returning_functions:
                 return None  # a torch.nn function that is not a class: `_pair(3)` is a tuple of ints

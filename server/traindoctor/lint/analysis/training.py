@@ -3,7 +3,7 @@ of events.py, across blocks and through in-file helpers:
 
     t = training_of(model)                               # Training, built once per lint
     routine = t.routine_at(function_node)                # a FunctionDef's Routine
-    routine = Training.block_routine(analysis)           # a block's module-level code
+    routine = t.block_routine(analysis)                  # a block's module-level code
     routine.loops, routine.events, routine.events_in(i)  # Loop facts; ordered Events
     t.expanded(routine, i) / t.loop_effects(routine, i)  # helpers called there expanded (params renamed)
     t.step_loops(routine, through_calls=False)           # innermost loops doing backward + step
@@ -11,6 +11,12 @@ of events.py, across blocks and through in-file helpers:
     t.training_functions, t.only_reached_from_eval(q)    # file-wide function facts
     t.per_iteration(q)                                   # called once per iteration (a loop body)
     same_object("self.model", "model.module")            # loose receiver identity
+    t.receiver_kind(routine, "trainer")                   # what a step's receiver is: optimizer, scaler...
+
+The routines here are the block facts' with each `.step()` / `.update()` event's kind read
+from what its receiver is (`receiver_kind`, `step_kind`) where the file says so, the
+collector's guess from the receiver's name only where it does not: rules read events here
+(`routine_at`, `block_routine`, `all`), never from `analysis.facts.training`.
 
 The top layer of the analysis: it reads the file model (model.py).
 """
@@ -24,11 +30,38 @@ from dataclasses import replace
 import libcst as cst
 
 from ..walk import child_nodes, iter_nodes
-from .events import BACKWARD, STEP, Event, Routine, block_routine  # noqa: F401  (BACKWARD, STEP: for rules)
+from . import events as _events
+from .events import BACKWARD, STEP, Event, Routine  # noqa: F401  (BACKWARD, STEP: for rules)
 from .model import FileModel
 from .names import dotted_name
-from .scopes import code
+from .scopes import Scope, code
 from .vocab import vocab
+
+
+# The fact categories Training's answers depend on besides "training" (and "project", which every
+# rule reads): a step's kind is read from the objects the file builds (`object_kind`: "objects", and
+# "classes" for its model classes). A rule reading Training names them in its READS.
+TRAINING_READS = ("training", "objects", "classes")
+
+# Event kinds whose kind training.py reads again from what the receiver is.
+STEP_EVENTS = ("step", "scaler_step", "sched_step", "other_step")
+UPDATE_EVENTS = ("scaler_update", "other_update")
+_STEP_OF = {"optimizer": "step", "scaler": "scaler_step", "scheduler": "sched_step"}
+# `Net().cuda()`, `GradScaler().to(device)`: calls that return the object they are called on
+_MOVES = ("to", "cuda", "half", "float", "bfloat16")
+
+
+def step_kind(event: Event, kind: str | None) -> str:
+    """The kind of a `.step()` / `.update()` event whose receiver is an object of `kind`
+    (FileModel.kind_of_callee's kinds: optimizer, scheduler, scaler, model...): an optimizer's
+    `step`, a GradScaler's `scaler_step` / `scaler_update`, an LR scheduler's `sched_step`,
+    anything else's `other_step` / `other_update`. `kind` None (not known: a parameter, an
+    object of a library the vocabulary does not know): the collector's reading of the name."""
+    if kind is None or event.kind not in STEP_EVENTS + UPDATE_EVENTS:
+        return event.kind
+    if event.kind in UPDATE_EVENTS:
+        return "scaler_update" if kind == "scaler" else "other_update"
+    return _STEP_OF.get(kind, "other_step")
 
 
 def training_of(model: FileModel) -> "Training":
@@ -41,7 +74,18 @@ class Training:
 
     def __init__(self, model: FileModel) -> None:
         self.model = model
-        self.all: tuple[Routine, ...] = tuple(model.facts["training"])  # type: ignore[arg-type]
+        self._kinds: dict[tuple[int, str], str | None] = {}
+        self._scopes: dict[int, Scope] = {}  # id(routine) -> the bindings of its function (or block)
+        self._read: dict[int, Routine] = {}  # id(block fact routine) -> the routine with its steps read
+        found: list[Routine] = []
+        for analysis in model.analyses:  # the order of model.facts["training"]
+            for routine in analysis.facts.training:
+                self._scopes[id(routine)] = analysis.scope_of(routine.node)  # type: ignore[arg-type]
+                read = self._with_step_kinds(routine)
+                self._read[id(routine)] = read
+                self._scopes[id(read)] = self._scopes[id(routine)]
+                found.append(read)
+        self.all: tuple[Routine, ...] = tuple(found)
         self.by_name: dict[str, list[Routine]] = {}
         self.by_node: dict[int, Routine] = {}
         for routine in self.all:
@@ -55,7 +99,63 @@ class Training:
     def routine_at(self, function: cst.FunctionDef | None) -> Routine | None:
         return self.by_node.get(id(function)) if function is not None else None
 
-    block_routine = staticmethod(block_routine)
+    def block_routine(self, analysis) -> Routine | None:
+        """The module-level code of one block (a BlockAnalysis), its steps read as every routine's."""
+        found = _events.block_routine(analysis)
+        return self._read.get(id(found), found) if found is not None else None
+
+    # -- what a step's receiver is ----------------------------------------------------------
+
+    def _with_step_kinds(self, routine: Routine) -> Routine:
+        events = tuple(self._step_read(e, routine) for e in routine.events)
+        if all(a is b for a, b in zip(events, routine.events)):
+            return routine
+        return replace(routine, events=events)
+
+    def _step_read(self, event: Event, routine: Routine) -> Event:
+        if event.kind not in STEP_EVENTS and event.kind not in UPDATE_EVENTS:
+            return event
+        kind = step_kind(event, self.receiver_kind(routine, event.receiver))
+        return event if kind == event.kind else replace(event, kind=kind)
+
+    def receiver_kind(self, routine: Routine, name: str) -> str | None:
+        """What the object `name` holds where `routine` runs: optimizer, scheduler, scaler, model,
+        ... (FileModel.kind_of_callee's kinds) from the constructor it was bound to: in the routine
+        itself (`trainer = torch.optim.SGD(...)`, `self.G_solver = Adam(...)` in the method), else a
+        module-level name or a `self.` attribute of the routine's class (FileModel.object_kind,
+        through the project index for imported names). A local bound several times takes the
+        kind its readable bindings agree on (`if opt is None: opt = SGD(...)`: the parameter and
+        `opt = None` say nothing). None when not known: a parameter or another local bound
+        otherwise, a constructor the vocabulary does not know, an attribute of an unknown object,
+        or constructors of different kinds."""
+        key = (id(routine), name)
+        if key not in self._kinds:
+            self._kinds[key] = self._receiver_kind(routine, name)
+        return self._kinds[key]
+
+    def _receiver_kind(self, routine: Routine, name: str) -> str | None:
+        if not name:
+            return None
+        scope = self._scopes.get(id(routine))
+        defs = scope.defs.get(name, ()) if scope is not None else ()
+        if defs:
+            kinds = {self._bound_kind(d) for d in defs} - {None}
+            return kinds.pop() if len(kinds) == 1 else None
+        head = name.split(".", 1)[0]
+        if head != "self" and "." in name and scope is not None and head in scope.defs:
+            return None  # `args.optimizer` of a local or a parameter `args`: not a module-level object
+        return self.model.object_kind(name, routine.klass if head == "self" else "")
+
+    def _bound_kind(self, definition) -> str | None:
+        """The kind of what one binding (scopes.Def) binds: a constructor call's, through `.to(device)`."""
+        value = definition.value
+        if definition.how != "assign" or definition.index is not None or type(value) is not cst.Call:
+            return None
+        func = value.func
+        while type(func) is cst.Attribute and func.attr.value in _MOVES and type(func.value) is cst.Call:
+            func = func.value.func
+        callee = self.model.names.qualify(func) or dotted_name(func)
+        return self.model.kind_of_callee(callee) if callee else None
 
     def callee(self, event: Event, routine: Routine) -> Routine | None:
         """The in-file function a `call` event calls (plain name or self.method)."""
@@ -70,7 +170,10 @@ class Training:
 
     def effects(self, event: Event, routine: Routine, depth: int = 0) -> list[Event]:
         """What calling an in-file helper does: its events (and its helpers'), with the
-        receivers that are its parameters renamed to the caller's arguments."""
+        receivers that are its parameters renamed to the caller's arguments. A step on a
+        parameter takes its kind from what the caller passes, where the caller knows it
+        (`train_epoch(net, trainer)` with `trainer = torch.optim.SGD(...)`: the helper's
+        `updater.step()` is an optimizer's); deeper helpers keep their own reading."""
         target = self.callee(event, routine)
         if target is None:
             return self._project_effects(event)
@@ -81,7 +184,11 @@ class Training:
         for inner in target.events:
             head, dot, rest = inner.receiver.partition(".")
             if head in mapping:
-                inner = _renamed(inner, mapping[head] + dot + rest)
+                renamed = _renamed(inner, mapping[head] + dot + rest)
+                if depth == 0 and inner.kind in STEP_EVENTS + UPDATE_EVENTS and \
+                        self.receiver_kind(target, inner.receiver) is None:
+                    renamed = self._step_read(renamed, routine)  # the caller's names, the caller's objects
+                inner = renamed
             if inner.kind == "call":
                 inner = replace(inner, args=tuple(mapping.get(a, a) for a in inner.args),
                                 keywords=tuple((k, mapping.get(a, a)) for k, a in inner.keywords))

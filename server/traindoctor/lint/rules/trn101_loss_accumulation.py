@@ -17,7 +17,7 @@ from ..analysis.scopes import code
 from ..analysis.flow import accumulates, binding
 from ..analysis.meters import accumulated_params, returned_from_params
 from ..analysis.names import dotted_name
-from ..analysis.vocab import vocab
+from ..analysis.training import STEP
 from ..fixes import with_method
 from ..rule import FixSpec, Related, Replace, Rule
 
@@ -208,9 +208,18 @@ class LossAccumulationKeepsGraph(Rule):
             if isinstance(node, cst.Assign) and any(dotted_name(t.target) == name for t in node.targets) and \
                     not accumulates(name, node.value):
                 resets.append(node)
-            elif isinstance(node, cst.If) and _steps(node.body):
+            elif isinstance(node, cst.If) and self._steps(node.body):
                 windows.append(node)
         return bool(resets) and all(any(_contains(w.body, r) for w in windows) for r in resets)
+
+    def _steps(self, body: cst.CSTNode) -> bool:
+        """An optimizer's (or a GradScaler's) `.step()` is called in `body` (of the function being
+        walked): its step events, whose kind training.py reads from what the receiver is."""
+        training = self.training
+        function = self.walk.function
+        routine = training.routine_at(function) if function is not None else training.block_routine(self.analysis)
+        steps = {id(e.node) for e in routine.events if e.kind in STEP} if routine is not None else set()
+        return bool(steps) and any(id(node) in steps for node in _nodes(body))
 
     def _step_function(self, accumulator: str) -> cst.FunctionDef | None:
         """The enclosing function when a framework calls it once per batch, or a loop of this file calls it
@@ -415,18 +424,6 @@ def _nodes(root: cst.CSTNode):
     from ..walk import iter_nodes
 
     return iter_nodes(root)
-
-
-def _steps(body: cst.CSTNode) -> bool:
-    """An optimizer's (or a GradScaler's) `.step()` is called in `body`."""
-    v = vocab()
-    for node in _nodes(body):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "step":
-            receiver = (dotted_name(node.func.value) or "").rsplit(".", 1)[-1]
-            if v.pattern("training_optimizer_pattern").search(receiver) or \
-                    v.pattern("training_scaler_pattern").search(receiver):
-                return True
-    return False
 
 
 def _contains(body: cst.CSTNode, node: cst.CSTNode) -> bool:

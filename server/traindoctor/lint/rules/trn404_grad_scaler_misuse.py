@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..analysis.facts import Marker
 from ..analysis.names import clamp_parts, dotted_name
-from ..analysis.training import Routine
+from ..analysis.training import TRAINING_READS, Routine
 from ..rule import FixSpec, InsertAfter, InsertBefore, Related, Replace
 from ..walk import iter_nodes
 from .trn7xx_training_base import RoutineRule
@@ -28,7 +28,7 @@ from .trn7xx_training_base import RoutineRule
 
 class GradScalerMisuse(RoutineRule):
     CODE = "TRN404"
-    READS = ("names", "objects", "training", "project", "precision")
+    READS = ("names", *TRAINING_READS, "project", "precision")
 
     def check(self, routine: Routine) -> None:
         bodies = [(routine.events_in(loop.index), self.training.loop_effects(routine, loop.index))

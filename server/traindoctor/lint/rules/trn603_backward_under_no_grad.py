@@ -14,14 +14,14 @@ import libcst as cst
 
 from ..analysis.scopes import code
 from ..analysis.names import dotted_name
-from ..analysis.training import BACKWARD, Routine
+from ..analysis.training import BACKWARD, TRAINING_READS, Routine
 from ..rule import Related
 from .trn7xx_training_base import RoutineRule
 
 
 class BackwardUnderNoGrad(RoutineRule):
     CODE = "TRN603"
-    READS = ("names", "training")
+    READS = ("names", *TRAINING_READS)
 
     def check(self, routine: Routine) -> None:
         training = self.training

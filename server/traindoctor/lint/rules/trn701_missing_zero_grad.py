@@ -21,14 +21,14 @@ import libcst as cst
 from ..analysis.facts import Marker
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
-from ..analysis.training import BACKWARD, STEP, Routine
+from ..analysis.training import BACKWARD, STEP, TRAINING_READS, Routine
 from ..rule import FixSpec, InsertBefore, Related
 from .trn7xx_training_base import RoutineRule
 
 
 class MissingZeroGrad(RoutineRule):
     CODE = "TRN701"
-    READS = ("names", "objects", "training", "program")
+    READS = ("names", *TRAINING_READS, "program")
 
     def check(self, routine: Routine) -> None:
         training = self.training

@@ -17,7 +17,7 @@ import libcst as cst
 
 from ..analysis.names import dotted_name
 from ..analysis.scopes import names_in
-from ..analysis.training import Routine
+from ..analysis.training import TRAINING_READS, Routine
 from ..walk import child_nodes, iter_nodes
 from ..rule import Related
 from .trn7xx_training_base import RoutineRule
@@ -27,7 +27,7 @@ _EPOCH = re.compile(r"epoch", re.I)
 
 class OptimizerRebuiltInLoop(RoutineRule):
     CODE = "TRN706"
-    READS = ("names", "classes", "training")
+    READS = ("names", *TRAINING_READS)
 
     def check(self, routine: Routine) -> None:
         training = self.training

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..analysis.training import Routine, Training
+from ..analysis.training import TRAINING_READS, Routine
 from ..rule import Rule, types_besides_module
 
 
 class RoutineRule(Rule):
     """Calls `check(routine)` for every function and for the block's module-level code."""
 
-    READS: tuple[str, ...] = ("names", "training")
+    READS: tuple[str, ...] = ("names", *TRAINING_READS)
 
     @classmethod
     def applies_to(cls, analysis) -> bool:
@@ -27,7 +27,7 @@ class RoutineRule(Rule):
             self.check(routine)
 
     def leave_Module(self, node: cst.Module) -> None:
-        routine = Training.block_routine(self.analysis)
+        routine = self.training.block_routine(self.analysis)
         if routine is not None:
             self.check(routine)
 
