@@ -6,7 +6,8 @@ loop body, as a framework's `training_step` is:
 - TRN101: `self.history.append(loss)` keeps every step's graph in an attribute that outlives the call.
   Checked on torch: the kept losses carry their graphs.
 
-Quiet where the method updates the scaler, and where the method is not called in a loop."""
+`self.step(x, y)` is such a call of the class's own method, not an optimizer's step. Quiet where the method
+updates the scaler, and where the method is not called in a loop."""
 
 from __future__ import annotations
 
@@ -110,3 +111,8 @@ def test_losses_kept_by_a_per_batch_method_are_reported() -> None:
 
 def test_a_detached_history_stays_quiet() -> None:
     assert _lines(HISTORY.replace("self.history.append(loss)", "self.history.append(loss.item())"), "TRN101") == []
+
+
+def test_a_method_named_step_is_the_class_s_own_method_not_an_optimizer() -> None:
+    source = HISTORY.replace("def train_step(", "def step(").replace("self.train_step(x, y)", "self.step(x, y)")
+    assert _lines(source, "TRN101") == [16]

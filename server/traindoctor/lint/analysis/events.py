@@ -292,7 +292,9 @@ class _Collector:
                     return make("scaled_backward", dotted_name(value.func.value) or "", _code(value.args[0].value)
                                 if value.args else "")
                 return make("backward", receiver, first())
-            if method == "step":
+            if method == "step" and receiver == "self":
+                pass  # `self.step(x, y)`: the class's own method, a call like any other (below)
+            elif method == "step":
                 scheduler = self.v.pattern("training_scheduler_pattern")
                 if self.v.pattern("training_scaler_pattern").search(last):
                     return make("scaler_step", receiver, first())
