@@ -8,6 +8,7 @@ scheduler named `optim_warmup` was one."""
 
 from __future__ import annotations
 
+import torch
 from casefiles import findings_of
 
 from traindoctor.config import Config
@@ -185,3 +186,33 @@ def train(model, loader, opt, criterion):
     assert findings_of(source, ("TRN702",)) == [(8, "TRN702")]
     # nor what `trainer` is, and the name is not an optimizer's: not read as one
     assert findings_of(source.replace("opt", "trainer"), ("TRN702",)) == []
+
+
+AVERAGED = """\\
+import torch
+from torch.optim.swa_utils import AveragedModel
+
+
+def train(model, loader):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        swa = AveragedModel(model)
+        for x in loader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+            swa.update_parameters(model)
+"""
+
+
+def test_an_averaged_model_is_a_model_not_an_optimizer() -> None:
+    from traindoctor.lint.analysis.training import training_of
+    from traindoctor.lint.engine import LintCache
+
+    cache = LintCache()
+    result = lint_source(AVERAGED, "swa.py", Config(select=("strict",)), cache=cache)
+    assert result.error is None and [f.code for f in result.findings] == []
+    assert cache.model.kind_of_callee("torch.optim.swa_utils.AveragedModel") == "model"
+    built = {e.kind for r in training_of(cache.model).all for e in r.events if e.kind.startswith("build_")}
+    assert built == {"build_optimizer", "build_model"}  # SGD, and the AveragedModel
+    assert not isinstance(torch.optim.swa_utils.AveragedModel(torch.nn.Linear(2, 1)), torch.optim.Optimizer)

@@ -325,7 +325,8 @@ class _Collector:
                 if inner.startswith("torch.") and inner.rsplit(".", 1)[-1] in self.v.training_constant_creators:
                     return make("host_transfer", inner, first() if method == "to" else "cuda")
         last = qualified.rsplit(".", 1)[-1]
-        if qualified.startswith(tuple(self.v.optimizer_prefixes)) and last[:1].isupper() or \
+        if qualified.startswith(tuple(self.v.optimizer_prefixes)) and last[:1].isupper() and \
+                not self.v.starts("not_optimizers", qualified) or \
                 qualified.startswith(tuple(self.v.scheduler_prefixes)):
             scheduler = "lr_scheduler" in qualified or qualified.startswith(tuple(self.v.scheduler_prefixes))
             return make("build_scheduler" if scheduler else "build_optimizer", bound, qualified)

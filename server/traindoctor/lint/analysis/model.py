@@ -158,7 +158,7 @@ class FileModel:
             return "loss"
         if v.starts("scheduler_prefixes", callee):  # before the optimizers: torch.optim.swa_utils.SWALR
             return "scheduler"
-        if v.starts("optimizer_prefixes", callee):
+        if v.starts("optimizer_prefixes", callee) and not v.starts("not_optimizers", callee):
             return "scheduler" if "lr_scheduler" in callee else "optimizer"
         if v.starts("model_constructors", callee) and not v.starts("not_model_constructors", callee):
             if callee.startswith("torch.nn.") and not last[:1].isupper() and callee not in v.module_returning_functions:
