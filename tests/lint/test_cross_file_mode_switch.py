@@ -97,3 +97,12 @@ def test_the_summary_names_the_switched_parameter() -> None:
     summary = summarize_source("utils.py", UTILS)
     evaluate = next(f for f in summary.functions if f.qualname == "evaluate")
     assert evaluate.param_modes == (("eval", "model"),)
+
+
+def test_quiet_when_a_wrapper_built_from_the_model_is_put_back_in_train_mode(tmp_path) -> None:
+    train = TRAIN.replace("    model.train()\n    for epoch in range(2):\n        for x, y in batches:\n",
+                          "    compiled = torch.compile(model)\n    for epoch in range(2):\n        for x, y in batches:\n"
+                          "            compiled.train()\n")
+    assert "compiled.train()" in train
+    assert lines_found_in_project(tmp_path, {"utils.py": UTILS, "train.py": train}, "TRN703") == []
+    assert _modes(tmp_path) == "[True, True]"  # the wrapper's train() sets the wrapped module's mode

@@ -16,6 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..analysis.model import lineage_of
+from ..analysis.names import dotted_name
 from ..analysis.scopes import code
 from ..analysis.vocab import vocab
 from ..analysis.training import BACKWARD, STEP, Routine, same_object
@@ -45,7 +46,8 @@ class EvalModeLeak(RoutineRule):
                     continue
                 if any(same_object(model, meant) for meant in intended):
                     continue  # a helper here keeps it in eval mode on purpose (a linear probe's train())
-                if any(e.kind == "train" and (same_object(e.receiver, model) or self._parent_of(e.receiver, model, routine))
+                if any(e.kind == "train" and (same_object(e.receiver, model) or self._parent_of(e.receiver, model, routine)
+                                              or self._wraps(e.receiver, model, routine))
                        for _, e in pairs):
                     continue
                 if not self._trained(routine, loop.index, model, pairs) or \
@@ -87,6 +89,29 @@ class EvalModeLeak(RoutineRule):
             return False
         # A class of the file (or an in-file base) that defines its own train() may do anything there.
         return not any(self.model.function(f"{name}.train") is not None for name in lineage_of(self.model, klass))
+
+    def _wraps(self, wrapper: str, model: str, routine: Routine) -> bool:
+        """`wrapper` was built by a wrapping call given `model` (vocab `wrappers`: `ddp = DDP(model)`,
+        `engine, opt, _, _ = deepspeed.initialize(model=model, ...)`, `net, opt = accelerator.prepare(model, opt)`):
+        the wrapped module is its registered submodule, so `wrapper.train()` puts it back in train mode."""
+        scope = self.analysis.scope_of(routine.node) if routine.node is not None else self.analysis.module_scope
+        defs = list(scope.defs.get(wrapper, ()))
+        if routine.node is None or wrapper not in scope.defs:
+            defs += [d for a in self.model.global_defs.get(wrapper, ()) for d in a.module_scope.defs.get(wrapper, ())]
+        for definition in defs:
+            call = definition.value
+            if definition.how != "assign" or type(call) is not cst.Call or \
+                    (dotted_name(call.func) or "").rsplit(".", 1)[-1] not in vocab().wrappers:
+                continue
+            position = definition.index or 0
+            given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value in ("model", "module")),
+                         None) if position == 0 else None
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if given is None and position < len(positional):
+                given = positional[position]
+            if given is not None and same_object(dotted_name(given) or "", model):
+                return True
+        return False
 
     def _trained_in_an_outer_loop(self, routine: Routine, index: int, model: str) -> str:
         """The receiver of a `train()` that restores `model` in a loop around this one (at the start
