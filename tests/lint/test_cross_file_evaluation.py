@@ -132,9 +132,9 @@ def test_a_helper_that_evaluates_the_model_itself_is_reported_there_once(tmp_pat
     root = write_project(tmp_path / "a", {"evaluation.py": linted, "train.py": TRAIN})
     found = places_found_by_check(root, "TRN102")
     assert found == [("TRN102", "evaluation.py", 8)]  # not a second one at the call
-    # a torch-free helper file is not linted: the call reports it
+    # a torch-free helper file that calls `.eval()` is linted in its project too: the same one finding, there
     root = write_project(tmp_path / "b", {"evaluation.py": own, "train.py": TRAIN})
-    assert places_found_by_check(root, "TRN102") == [("TRN102", "train.py", 20)]
+    assert places_found_by_check(root, "TRN102") == [("TRN102", "evaluation.py", 5)]
 
 
 def test_a_method_of_a_project_class_that_evaluates_its_own_network(tmp_path):
