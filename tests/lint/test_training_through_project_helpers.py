@@ -51,3 +51,10 @@ def test_a_torch_free_training_file_is_linted_with_its_project(tmp_path) -> None
 
 def test_without_the_project_a_torch_free_file_is_skipped() -> None:
     assert lint_source(TRAIN, "train.py", Config(select=("TRN101",))).findings == ()
+
+
+def test_a_torch_free_file_the_parser_refuses_stays_silent_in_its_project(tmp_path) -> None:
+    broken = TRAIN + "\ndef oops(:\n    pass\n"  # a syntax error in a file that never names torch
+    assert lines_found_in_project(tmp_path, {"losses.py": LOSSES, "train.py": broken}, "TRN000") == []
+    result = lint_source("import torch\n" + broken, "train.py", Config(select=("TRN101",)))
+    assert result.error is not None and "syntax error" in result.error  # a torch file still says so
