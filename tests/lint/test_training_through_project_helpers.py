@@ -58,3 +58,12 @@ def test_a_torch_free_file_the_parser_refuses_stays_silent_in_its_project(tmp_pa
     assert lines_found_in_project(tmp_path, {"losses.py": LOSSES, "train.py": broken}, "TRN000") == []
     result = lint_source("import torch\n" + broken, "train.py", Config(select=("TRN101",)))
     assert result.error is not None and "syntax error" in result.error  # a torch file still says so
+
+
+MIXED_INDENT = "def play(env, n):\n    for t in range(n):\n\t    env.step(0)\n"  # a tab, then spaces: Python accepts it
+
+
+def test_a_torch_free_file_libcst_refuses_stays_silent_in_its_project(tmp_path) -> None:
+    compile(MIXED_INDENT, "utils.py", "exec")  # Python's own parser takes it; libcst's tokenizer does not
+    files = {"losses.py": LOSSES, "train.py": TRAIN, "utils.py": MIXED_INDENT}
+    assert lines_found_in_project(tmp_path, files, "TRN000", target="utils.py") == []
