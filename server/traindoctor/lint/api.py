@@ -67,13 +67,13 @@ def lint_source(
     try:
         with collector_paused():
             findings = lint_blocks(source, path, config, cache or LintCache(), project)
-    except SourceSyntaxError as exc:
+    except (SourceSyntaxError, LintError) as exc:
         if "torch" not in source:
             return LintResult(path)  # linted only for what the project may lend it: no claim to make on it
+        if isinstance(exc, LintError):
+            return LintResult(path, error=str(exc))
         where = f" at line {exc.line}" if exc.line else ""
         return LintResult(path, error=f"syntax error{where}: {exc}", error_line=exc.line)
-    except LintError as exc:
-        return LintResult(path) if "torch" not in source else LintResult(path, error=str(exc))
     except RecursionError:
         return LintResult(path, error="too deeply nested to lint")
     return LintResult(path, tuple(findings))

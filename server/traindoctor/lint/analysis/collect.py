@@ -11,7 +11,7 @@ from ..context import WalkState
 from ..walk import iter_nodes, subtree_nodes, walk
 from .facts import BlockFacts, CallSite, ClassInfo, Expressions, FuncInfo, Marker, Obj, TopLevel
 from .meters import self_updates
-from .names import Names, dotted_name, item_key
+from .names import Names, constructor_func, dotted_name, item_key
 from .padding import PaddingFacts
 from .program import ProgramFacts
 from .randomness import SeedingFacts
@@ -265,9 +265,7 @@ class _Collector(SeedingFacts, PaddingFacts, ProgramFacts, cst.BatchableCSTVisit
         func = value.func
         if isinstance(func, cst.Attribute) and func.attr.value == "manual_seed" and isinstance(func.value, cst.Call):
             func = func.value.func  # torch.Generator().manual_seed(0) returns the generator
-        while isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "half", "float", "bfloat16") \
-                and isinstance(func.value, cst.Call):
-            func = func.value.func  # Net().cuda(), nn.Linear(4, 2).to(device): still the model
+        func = constructor_func(func)  # Net().cuda(), nn.Linear(4, 2).to(device): still the model
         callee = self.names.qualify(func) or code(func)
         klass = self.walk.klass
         owner = klass.name.value if name.startswith("self.") and klass is not None else ""

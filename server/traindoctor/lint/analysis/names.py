@@ -150,6 +150,18 @@ class Names:
         return None
 
 
+# Methods that return the object they are called on, moved or cast (`Net().cuda()`, `GradScaler().to(device)`).
+_OBJECT_MOVES = ("to", "cuda", "half", "float", "bfloat16")
+
+
+def constructor_func(func: cst.BaseExpression) -> cst.BaseExpression:
+    """The callee of the constructor under a chain of moves: `Net` of `Net().cuda()` (given `Net().cuda`, the
+    func of the whole call), `nn.Linear` of `nn.Linear(4, 2).to(device)`; `func` itself when there is none."""
+    while isinstance(func, cst.Attribute) and func.attr.value in _OBJECT_MOVES and isinstance(func.value, cst.Call):
+        func = func.value.func
+    return func
+
+
 def without_moves(expr: cst.BaseExpression) -> cst.BaseExpression:
     """`x` of `x.to(device)`, `x.cuda()`, `x.bool()`: the same values, another dtype or device."""
     methods = vocab().dtype_device_methods

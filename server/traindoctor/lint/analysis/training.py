@@ -33,7 +33,7 @@ from ..walk import child_nodes, iter_nodes
 from . import events as _events
 from .events import BACKWARD, STEP, Event, Routine  # noqa: F401  (BACKWARD, STEP: for rules)
 from .model import FileModel
-from .names import dotted_name
+from .names import constructor_func, dotted_name
 from .scopes import Scope, code
 from .vocab import vocab
 
@@ -47,8 +47,6 @@ TRAINING_READS = ("training", "objects", "classes")
 STEP_EVENTS = ("step", "scaler_step", "sched_step", "other_step")
 UPDATE_EVENTS = ("scaler_update", "other_update")
 _STEP_OF = {"optimizer": "step", "scaler": "scaler_step", "scheduler": "sched_step"}
-# `Net().cuda()`, `GradScaler().to(device)`: calls that return the object they are called on
-_MOVES = ("to", "cuda", "half", "float", "bfloat16")
 
 
 def step_kind(event: Event, kind: str | None) -> str:
@@ -151,9 +149,7 @@ class Training:
         value = definition.value
         if definition.how != "assign" or definition.index is not None or type(value) is not cst.Call:
             return None
-        func = value.func
-        while type(func) is cst.Attribute and func.attr.value in _MOVES and type(func.value) is cst.Call:
-            func = func.value.func
+        func = constructor_func(value.func)
         callee = self.model.names.qualify(func) or dotted_name(func)
         return self.model.kind_of_callee(callee) if callee else None
 
@@ -179,12 +175,12 @@ class Training:
             return self._project_effects(event)
         if depth > 3 or target is routine:
             return []
-        mapping = {p: a for p, a in event.passed(target.params).items() if dotted_name_text(a)}
+        mapping = _named_arguments(event, target.params)
         found = []
         for inner in target.events:
-            head, dot, rest = inner.receiver.partition(".")
-            if head in mapping:
-                renamed = _renamed(inner, mapping[head] + dot + rest)
+            receiver = _in_caller(inner.receiver, mapping)
+            if receiver is not None:
+                renamed = _renamed(inner, receiver)
                 if depth == 0 and inner.kind in STEP_EVENTS + UPDATE_EVENTS and \
                         self.receiver_kind(target, inner.receiver) is None:
                     renamed = self._step_read(renamed, routine)  # the caller's names, the caller's objects
@@ -218,15 +214,10 @@ class Training:
         switches = self.model.project_fact(event.receiver, "param_modes")
         if not switches:
             return []
-        mapping = {p: a for p, a in event.passed(self.model.project_fact(event.receiver, "params") or ()).items()
-                   if dotted_name_text(a)}
-        found = []
-        for kind, receiver in switches:
-            head, dot, rest = receiver.partition(".")
-            if head in mapping:
-                found.append(replace(event, kind=kind, receiver=mapping[head] + dot + rest, arg="", args=(),
-                                     keywords=(), bound="", returned=False, unpacked=()))
-        return found
+        mapping = _named_arguments(event, self.model.project_fact(event.receiver, "params") or ())
+        return [replace(event, kind=kind, receiver=receiver, arg="", args=(), keywords=(), bound="", returned=False,
+                        unpacked=())
+                for kind, inner in switches if (receiver := _in_caller(inner, mapping)) is not None]
 
     def _project_inert(self, event: Event) -> bool:
         """A function of another project file that trains and zeroes nothing and calls no function of another
@@ -458,6 +449,18 @@ def _inside(routine: Routine, inner: int, outer: int) -> bool:
             return True
         parent = routine.loops[parent].parent
     return False
+
+
+def _named_arguments(call: Event, params) -> dict[str, str]:
+    """A call event's arguments that are (dotted) names, by the callee's parameter."""
+    return {p: a for p, a in call.passed(params).items() if dotted_name_text(a)}
+
+
+def _in_caller(receiver: str, mapping: dict[str, str]) -> str | None:
+    """A callee's receiver (`model`, `model.backbone`) as its caller names it, when it starts with a parameter the
+    call fills with a name; else None."""
+    head, dot, rest = receiver.partition(".")
+    return mapping[head] + dot + rest if head in mapping else None
 
 
 def _renamed(event: Event, receiver: str, args: tuple[str, ...] | None = None) -> Event:

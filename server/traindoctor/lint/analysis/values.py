@@ -311,9 +311,7 @@ class Values:
         if not candidates or candidates[-1] is before:
             return None
         home = candidates[-1]
-        values = model.evaluators.get(id(home))
-        if values is None:
-            values = model.evaluators[id(home)] = Values(model, home, None)
+        values = self._evaluator(home)
         definition = home.module_scope.lookup(name, 10**9)
         if definition is None or definition.value is None:
             return None
@@ -494,11 +492,13 @@ class Values:
         if not klass or not isinstance(value, cst.Attribute) or dotted_name(value.value) != "self" or \
                 function is None or function.name.value == "__init__":
             return False
+        return self._set_only_in_init(klass, value.attr.value)
+
+    def _set_only_in_init(self, klass: str, attr: str) -> bool:
+        """`self.attr` is assigned in the in-file class's `__init__` and in no other method of it (once per lint)."""
         info = self.model.classes.get(klass)
-        if info is None or info.node is None:
-            return False
-        attr = value.attr.value
-        return self.model.remembered(("set-up-once", klass, attr), lambda: _bound_only_in_init(info.node, attr))
+        return info is not None and info.node is not None and \
+            self.model.remembered(("set-up-once", klass, attr), lambda: _bound_only_in_init(info.node, attr))
 
     def _passed_in(self, param: str, function, klass: str, depth: int) -> Value:
         """A parameter's probability fact when every in-file call of its function passes one
@@ -555,14 +555,12 @@ class Values:
         """`self.attr` of a class whose `__init__` binds it to one of its parameters (`self.model = model`) and no
         other method rebinds it: what every in-file construction of the class passes there (`Trainer(Net())`)."""
         home = self.model.function_home.get(f"{klass}.__init__")
-        info = self.model.classes.get(klass)
-        if home is None or info is None or info.node is None:
+        if home is None:
             return UNKNOWN
         init = home[0]
         param = next((name for owner, target, name in home[1].self_assignments
                       if owner == klass and target == f"self.{attr}" and name in init.params), None)
-        if param is None or param in ("self", "cls") or \
-                not self.model.remembered(("set-up-once", klass, attr), lambda: _bound_only_in_init(info.node, attr)):
+        if param is None or param in ("self", "cls") or not self._set_only_in_init(klass, attr):
             return UNKNOWN
         if any(d.how != "param" for d in home[1].scope_of(init.node).defs.get(param, ())):
             return UNKNOWN  # rebound inside __init__ before (or after) it is kept
@@ -602,6 +600,17 @@ class Values:
         elif info.name == "forward" and klass in self.model.model_classes:
             sites.extend((call, caller, "") for call, caller in self._instance_calls(klass))
         return sites
+
+    def _evaluator(self, analysis: BlockAnalysis) -> "Values":
+        """The model's Values of another block (made once per lint), to read an expression there."""
+        values = self.model.evaluators.get(id(analysis))
+        if values is None:
+            values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
+        return values  # type: ignore[return-value]
+
+    def _caller_analysis(self, caller) -> BlockAnalysis:
+        """The block that holds a caller: a function's (FuncInfo), or the module-level code's (ModuleCaller)."""
+        return caller.analysis if type(caller) is ModuleCaller else self.model.function_home[caller.qualname][1]
 
     def _caller_of(self, call: cst.CSTNode):
         """The in-file function whose body holds `call`, a ModuleCaller for module-level code, None when
@@ -652,9 +661,7 @@ class Values:
                                 (site.node, self._caller_of(site.node)))
                         continue
                     _, analysis = self.model.function_home[caller.qualname]
-                    values = self.model.evaluators.get(id(analysis))
-                    if values is None:
-                        values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
+                    values = self._evaluator(analysis)
                     callee = values.of(func, 10**9, caller.node, caller.klass, 3)  # a name or self.attr bound to a constructor
                     if callee.kind == "object" and callee.obj == "model" and type(callee.origin) is cst.Call:
                         built = (self.model.names.qualify(callee.origin.func) or "").rsplit(".", 1)[-1]
@@ -674,10 +681,7 @@ class Values:
     def _argument(self, call: cst.Call, param: str, position: int, caller, klass: str, depth: int) -> Value:
         """The value passed for `param` at `call`, a call in `caller`; `self.` methods are looked up
         in `klass` (the callee's class: the caller is that class or a subclass that keeps them)."""
-        analysis = caller.analysis if type(caller) is ModuleCaller else self.model.function_home[caller.qualname][1]
-        values = self.model.evaluators.get(id(analysis))
-        if values is None:
-            values = self.model.evaluators[id(analysis)] = Values(self.model, analysis, None)
+        values = self._evaluator(self._caller_analysis(caller))
         at = lambda e: values.of(e, 10**9, caller.node, klass or caller.klass, depth - 2)  # noqa: E731
         for a in call.args:
             if a.keyword is not None and a.keyword.value == param:
@@ -771,7 +775,7 @@ class Values:
     def _drawn_at_random(self, expr: cst.BaseExpression | None, caller) -> bool:
         """`expr`, in `caller`, is a draw from a continuous distribution (`torch.randn(n, d)`, a chunk of
         one, a local bound to one): none of its rows is all zeros."""
-        analysis = caller.analysis if type(caller) is ModuleCaller else self.model.function_home[caller.qualname][1]
+        analysis = self._caller_analysis(caller)
         for _ in range(6):
             if type(expr) is cst.Name:
                 definition = analysis.scope_of(caller.node).lookup(expr.value, 10**9)
