@@ -22,7 +22,6 @@ import importlib
 import pkgutil
 import re
 import dataclasses
-from dataclasses import dataclass
 from typing import Hashable, Iterator, Sequence
 
 import libcst as cst
@@ -43,7 +42,7 @@ from .analysis.values import Values
 from .context import WalkState
 from .parsing import parse_module
 from .positions import BlockPositions
-from .rule import FixSpec, InsertBefore, Related, Replace, Rule, RuleContext
+from .rule import FixSpec, InsertBefore, Replace, Report, ReportSink, Rule, RuleContext
 from .walk import forget_children, walk as walk_tree
 
 
@@ -63,25 +62,6 @@ def all_rules() -> tuple[type[Rule], ...]:
             if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and "CODE" in vars(value):
                 found[value.CODE] = value
     return tuple(found[code] for code in sorted(found))
-
-
-@dataclass(frozen=True)
-class _Report:
-    code: str
-    node: cst.CSTNode
-    message: str | None
-    fix: FixSpec | None
-    related: tuple[Related, ...]
-    group: Related | None = None
-
-
-class ReportSink:
-    def __init__(self) -> None:
-        self.reports: list[_Report] = []
-
-    def add(self, code: str, node: cst.CSTNode, message: str | None, fix: FixSpec | None,
-            related: tuple[Related, ...], group: Related | None = None) -> None:
-        self.reports.append(_Report(code, node, message, fix, related, group))
 
 
 _NONE: frozenset[int] = frozenset()
@@ -105,7 +85,7 @@ class _ParsedBlock:
         self._positions: BlockPositions | None = None
         self._analysis: tuple[Hashable, BlockAnalysis] | None = None
         # rule code -> (key, reports, ids of nodes of other blocks they point at)
-        self._reports: dict[str, tuple[Hashable, Sequence[_Report], frozenset[int]]] = {}
+        self._reports: dict[str, tuple[Hashable, Sequence[Report], frozenset[int]]] = {}
         self._lines: list[str] | None = None
 
     def position_of(self, node: cst.CSTNode) -> CodeRange | None:
@@ -124,7 +104,7 @@ class _ParsedBlock:
             self._reports.clear()
         return self._analysis[1]
 
-    def reports(self, model: FileModel, plan: "_RulePlan") -> list[_Report]:
+    def reports(self, model: FileModel, plan: "_RulePlan") -> list[Report]:
         """Every rule's results for this block; a rule runs again only when the fact
         categories it reads changed or a node its results point at is gone. A rule with
         nothing to visit in the block (Rule.applies_to) gets no results without a traversal."""
@@ -162,7 +142,7 @@ class _ParsedBlock:
                     cache[rules[index].CODE] = (keys[index], reports, foreign)
             if plan.runs is not None:
                 plan.runs.extend(rules[index].CODE for index in stale)
-        found: list[_Report] = []
+        found: list[Report] = []
         for rule in rules:
             reports = cache[rule.CODE][1]
             if reports:
@@ -334,7 +314,7 @@ def _findings_for(
     path: str,
     blocks: Sequence[Block],
     parsed: Sequence[_ParsedBlock],
-    per_block: Sequence[list[_Report]],
+    per_block: Sequence[list[Report]],
     config: Config,
     owners: dict[int, int],
 ) -> list[Finding]:
@@ -415,7 +395,7 @@ def _grouped(findings: list[Finding], groups: dict[int, tuple[Range, str]]) -> l
     return [merged.get(id(f), f) for f in findings if merged.get(id(f), f) is not None]
 
 
-def _report_nodes(report: _Report) -> list[cst.CSTNode]:
+def _report_nodes(report: Report) -> list[cst.CSTNode]:
     nodes = [related.node for related in report.related]
     if report.group is not None:
         nodes.append(report.group.node)

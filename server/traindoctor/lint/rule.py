@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .analysis.collect import BlockAnalysis
     from .analysis.model import FileModel
     from .analysis.values import Values
-    from .engine import ReportSink
 
 
 # --- Fix descriptions (turned into text edits by the engine) -----------------
@@ -66,6 +65,29 @@ class FixSpec:
 class Related:
     node: cst.CSTNode
     message: str
+
+
+@dataclass(frozen=True)
+class Report:
+    """One finding as a rule reports it, before the engine places it in the file."""
+
+    code: str
+    node: cst.CSTNode
+    message: str | None
+    fix: FixSpec | None
+    related: tuple[Related, ...]
+    group: Related | None = None
+
+
+class ReportSink:
+    """Where a rule's reports go during one block's traversal."""
+
+    def __init__(self) -> None:
+        self.reports: list[Report] = []
+
+    def add(self, code: str, node: cst.CSTNode, message: str | None, fix: FixSpec | None,
+            related: tuple[Related, ...], group: Related | None = None) -> None:
+        self.reports.append(Report(code, node, message, fix, related, group))
 
 
 @dataclass(frozen=True)

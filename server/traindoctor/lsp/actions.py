@@ -19,7 +19,7 @@ from .notebooks import fixed_text
 
 if TYPE_CHECKING:
     from .documents import DocumentState, LintSnapshot
-    from .server import TrainDoctorServer
+    from .host import Host
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def _range_of(key: list[int]) -> Range:
 
 
 async def code_actions(
-    ls: "TrainDoctorServer", doc: "DocumentState", snapshot: "LintSnapshot", params: lsp.CodeActionParams
+    ls: "Host", doc: "DocumentState", snapshot: "LintSnapshot", params: lsp.CodeActionParams
 ) -> list[lsp.CodeAction]:
     only = [str(k) for k in params.context.only] if params.context.only else None
     out: list[lsp.CodeAction] = []
@@ -145,7 +145,7 @@ async def _fix_all_edit(ls, doc, snapshot) -> lsp.WorkspaceEdit | None:
     return workspace_edit(ls, doc.uri, snapshot.version, edits)
 
 
-async def resolve(ls: "TrainDoctorServer", action: lsp.CodeAction) -> lsp.CodeAction:
+async def resolve(ls: "Host", action: lsp.CodeAction) -> lsp.CodeAction:
     data = action.data if isinstance(action.data, dict) else None
     if data is None or action.edit is not None:
         return action

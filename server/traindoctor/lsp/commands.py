@@ -24,7 +24,7 @@ from .notebooks import diagnosis_on_cells
 
 if TYPE_CHECKING:
     from ..model import Diagnosis, Frame
-    from .server import TrainDoctorServer
+    from .host import Host
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def _first_text_argument(args: tuple[Any, ...]) -> str:
 # --- diagnosis -> diagnostics on the user's files -----------------------------------
 
 
-def _file_text(ls: "TrainDoctorServer", path: Path) -> str | None:
+def _file_text(ls: "Host", path: Path) -> str | None:
     uri = from_fs_path(str(path))
     if uri in ls.documents:
         try:
@@ -107,7 +107,7 @@ def _inside(path: Path, folders: list[Path]) -> bool:
     return any(path.is_relative_to(folder) for folder in folders)
 
 
-def _line_range(ls: "TrainDoctorServer", path: Path, line_1based: int) -> lsp.Range:
+def _line_range(ls: "Host", path: Path, line_1based: int) -> lsp.Range:
     """The frame's line, from its first non-blank character to its end."""
     line = max(line_1based - 1, 0)
     text = _file_text(ls, path)
@@ -121,7 +121,7 @@ def _line_range(ls: "TrainDoctorServer", path: Path, line_1based: int) -> lsp.Ra
     return lsp.Range(conv.position(line, start), conv.position(line, len(body)))
 
 
-def diagnosis_diagnostics(ls: "TrainDoctorServer", diagnosis: "Diagnosis") -> dict[str, list[lsp.Diagnostic]]:
+def diagnosis_diagnostics(ls: "Host", diagnosis: "Diagnosis") -> dict[str, list[lsp.Diagnostic]]:
     base_dir = ls.first_workspace_dir()
     folders = [Path(d).resolve() for d in ls.workspace_dirs()]
     frames = list(diagnosis.frames)
@@ -167,14 +167,14 @@ def diagnosis_diagnostics(ls: "TrainDoctorServer", diagnosis: "Diagnosis") -> di
     return out
 
 
-async def _publish_diagnosis(ls: "TrainDoctorServer", diagnosis: "Diagnosis") -> None:
+async def _publish_diagnosis(ls: "Host", diagnosis: "Diagnosis") -> None:
     loop = asyncio.get_running_loop()
     # Reading the implicated files is blocking I/O: keep it off the event loop.
     by_uri = await loop.run_in_executor(ls.engine_pool, diagnosis_diagnostics, ls, diagnosis)
     ls.set_diagnosis_diagnostics(by_uri)
 
 
-async def diagnose_traceback(ls: "TrainDoctorServer", *args: Any) -> Any:
+async def diagnose_traceback(ls: "Host", *args: Any) -> Any:
     text = _first_text_argument(args)
     try:
         from ..diagnose import diagnose_text
@@ -192,7 +192,7 @@ async def diagnose_traceback(ls: "TrainDoctorServer", *args: Any) -> Any:
     return to_json(diagnosis)
 
 
-async def diagnose_live(ls: "TrainDoctorServer", *args: Any) -> Any:
+async def diagnose_live(ls: "Host", *args: Any) -> Any:
     """{exceptionInfo, stackTrace, probes[, pid, anomalyDir]}: `anomalyDir` is the folder of a launch
     made with traindoctor.anomalyEnvironment, `pid` the debuggee's (the DAP `process` event's).
     An autograd error whose forward line only anomaly mode gives answers details.anomaly_rerun."""
@@ -230,7 +230,7 @@ async def diagnose_live(ls: "TrainDoctorServer", *args: Any) -> Any:
     return result
 
 
-def anomaly_environment(ls: "TrainDoctorServer", *args: Any) -> Any:
+def anomaly_environment(ls: "Host", *args: Any) -> Any:
     """{env?, pythonArgs?, checkNan?} of a debug launch -> {directory, env}: the variables that launch
     needs for anomaly detection (merged into its env by the editor), in a folder made for it."""
     payload = args[0] if args and isinstance(args[0], dict) else {}
@@ -248,13 +248,13 @@ def anomaly_environment(ls: "TrainDoctorServer", *args: Any) -> Any:
         raise CommandError(f"traindoctor: {exc}") from None
 
 
-def release_anomaly_environment(ls: "TrainDoctorServer", *args: Any) -> Any:
+def release_anomaly_environment(ls: "Host", *args: Any) -> Any:
     """{directory}: the launch ended; its folder goes."""
     payload = args[0] if args and isinstance(args[0], dict) else {}
     return {"released": ls.anomaly_runs.release(payload.get("directory"))}
 
 
-def probe_expressions(ls: "TrainDoctorServer", *args: Any) -> Any:
+def probe_expressions(ls: "Host", *args: Any) -> Any:
     try:
         from ..live.probes import probe_expressions as expressions
     except Exception as exc:
@@ -262,7 +262,7 @@ def probe_expressions(ls: "TrainDoctorServer", *args: Any) -> Any:
     return to_json(expressions())
 
 
-def clear_diagnosis(ls: "TrainDoctorServer", *args: Any) -> None:
+def clear_diagnosis(ls: "Host", *args: Any) -> None:
     ls.set_diagnosis_diagnostics({})
 
 
@@ -276,7 +276,7 @@ def python_files(folders: list[str]) -> list[str]:
     return [str(path) for path in walk(folders) if path.is_file()]
 
 
-def user_frame(ls: "TrainDoctorServer", *args: Any) -> Any:
+def user_frame(ls: "Host", *args: Any) -> Any:
     """Which DAP frame the extension should probe: the engine's one definition of user frame; and
     the frame debugpy is paused in, which holds the exception (the `traceback` probe's frame: without
     justMyCode that is a library frame, not the user's)."""
@@ -294,7 +294,7 @@ def user_frame(ls: "TrainDoctorServer", *args: Any) -> Any:
             "currentFrameId": None if paused is None else paused.get("id")}
 
 
-def debugger_rules(ls: "TrainDoctorServer", *args: Any) -> Any:
+def debugger_rules(ls: "Host", *args: Any) -> Any:
     """debugpy `rules` for a debug launch: traindoctor's and runpy's frames left out of the stack
     traces debugpy answers with (internal_frames.py)."""
     from ..internal_frames import debugger_rules as rules
@@ -302,7 +302,7 @@ def debugger_rules(ls: "TrainDoctorServer", *args: Any) -> Any:
     return rules()
 
 
-def _lint_closed_file(ls: "TrainDoctorServer", path: str, codec, client) -> tuple[list[lsp.Diagnostic], str | None, bool]:
+def _lint_closed_file(ls: "Host", path: str, codec, client) -> tuple[list[lsp.Diagnostic], str | None, bool]:
     config, _problem = ls.settings.config_for(path, ls.first_workspace_dir())
     if config.is_excluded(path):
         return [], None, False
@@ -318,7 +318,7 @@ def _lint_closed_file(ls: "TrainDoctorServer", path: str, codec, client) -> tupl
     return [diagnostic(f, conv, uri, config, client) for f in result.findings], result.error, True
 
 
-async def lint_workspace(ls: "TrainDoctorServer", *args: Any) -> dict[str, Any]:
+async def lint_workspace(ls: "Host", *args: Any) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     files = await loop.run_in_executor(ls.engine_pool, python_files, ls.workspace_dirs())
     token: str | None = None

@@ -16,6 +16,7 @@ from lsprotocol import types as lsp
 
 from ..config import Config
 from ..lint import LintCache
+from ..lint.notebook import NotebookProgram
 from ..model import Finding
 from .convert import Converter
 
@@ -86,3 +87,20 @@ class DocumentState:
                 waiter.cancel()
         self.waiters.clear()
         self.latest = None
+
+
+@dataclass
+class CellDocument(DocumentState):
+    """A notebook cell: its lint runs are the notebook's (see `schedule`)."""
+
+    notebook_uri: str = ""
+    number: int = 0  # 1-based among all cells of the notebook, as the CLI counts them
+    notebook: "NotebookState | None" = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class NotebookState:
+    uri: str
+    program_doc: DocumentState  # the cells as one program: generation, LintCache, pending run
+    program: NotebookProgram | None = None  # what the latest run linted
+    cells: dict[str, CellDocument] = field(default_factory=dict)

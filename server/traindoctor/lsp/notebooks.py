@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as lsp
@@ -25,11 +24,11 @@ from ..config import Config
 from ..lint import fix_source
 from ..lint.notebook import NotebookProgram, lint_notebook_program, program_from_cells
 from .convert import SOURCE, Converter, diagnostic
-from .documents import DocumentState, LintSnapshot
+from .documents import CellDocument, DocumentState, LintSnapshot, NotebookState
 
 if TYPE_CHECKING:
     from ..model import Diagnosis, Frame
-    from .server import TrainDoctorServer
+    from .host import Host
 
 logger = logging.getLogger(__name__)
 
@@ -40,24 +39,7 @@ NOTEBOOK_SYNC = lsp.NotebookDocumentSyncOptions(
 )
 
 
-@dataclass
-class CellDocument(DocumentState):
-    """A notebook cell: its lint runs are the notebook's (see `schedule`)."""
-
-    notebook_uri: str = ""
-    number: int = 0  # 1-based among all cells of the notebook, as the CLI counts them
-    notebook: "NotebookState | None" = field(default=None, repr=False, compare=False)
-
-
-@dataclass
-class NotebookState:
-    uri: str
-    program_doc: DocumentState  # the cells as one program: generation, LintCache, pending run
-    program: NotebookProgram | None = None  # what the latest run linted
-    cells: dict[str, CellDocument] = field(default_factory=dict)
-
-
-def _cells(ls: "TrainDoctorServer", uri: str) -> list[tuple[str, int, str, int | None]]:
+def _cells(ls: "Host", uri: str) -> list[tuple[str, int, str, int | None]]:
     """(cell uri, number, text, version) of the notebook's Python code cells, in order."""
     notebook = ls.workspace.get_notebook_document(notebook_uri=uri)
     if notebook is None:
@@ -76,7 +58,7 @@ def _cells(ls: "TrainDoctorServer", uri: str) -> list[tuple[str, int, str, int |
     return out
 
 
-def sync(ls: "TrainDoctorServer", uri: str, delay_ms: int = 0) -> None:
+def sync(ls: "Host", uri: str, delay_ms: int = 0) -> None:
     """The notebook's cells changed (opened, edited, added, removed): lint again."""
     state = ls.notebooks.get(uri)
     if state is None:
@@ -96,7 +78,7 @@ def sync(ls: "TrainDoctorServer", uri: str, delay_ms: int = 0) -> None:
     schedule(ls, state, delay_ms)
 
 
-def schedule(ls: "TrainDoctorServer", state: NotebookState, delay_ms: int = 0) -> None:
+def schedule(ls: "Host", state: NotebookState, delay_ms: int = 0) -> None:
     doc = state.program_doc
     doc.bump()
     for cell in state.cells.values():
@@ -106,14 +88,14 @@ def schedule(ls: "TrainDoctorServer", state: NotebookState, delay_ms: int = 0) -
     doc.pending = asyncio.ensure_future(_lint(ls, state, generation, delay_ms / 1000))
 
 
-def relint(ls: "TrainDoctorServer", cell: CellDocument) -> None:
+def relint(ls: "Host", cell: CellDocument) -> None:
     """A cell's snapshot is wanted for text it has not been linted on (server.schedule_lint)."""
     state = ls.notebooks.get(cell.notebook_uri)
     if state is not None:
         schedule(ls, state, 0)
 
 
-async def _lint(ls: "TrainDoctorServer", state: NotebookState, generation: int, delay: float) -> None:
+async def _lint(ls: "Host", state: NotebookState, generation: int, delay: float) -> None:
     if delay > 0:
         await asyncio.sleep(delay)
     doc = state.program_doc
@@ -178,17 +160,17 @@ def fixed_text(doc: DocumentState, snapshot: LintSnapshot) -> str:
     return sources.get(doc.number, snapshot.text) if sources else snapshot.text
 
 
-def _drop_cell(ls: "TrainDoctorServer", state: NotebookState, cell_uri: str) -> None:
+def _drop_cell(ls: "Host", state: NotebookState, cell_uri: str) -> None:
     cell = state.cells.pop(cell_uri, None)
     if cell is None:
         return
     cell.close()
     if ls.documents.get(cell_uri) is cell:
         del ls.documents[cell_uri]
-    ls._push(cell_uri, [], None)  # cells are always pushed (server.publish)
+    ls.push(cell_uri, [], None)  # cells are always pushed (server.publish)
 
 
-def close(ls: "TrainDoctorServer", uri: str) -> None:
+def close(ls: "Host", uri: str) -> None:
     state = ls.notebooks.pop(uri, None)
     if state is None:
         return
@@ -197,14 +179,14 @@ def close(ls: "TrainDoctorServer", uri: str) -> None:
         _drop_cell(ls, state, cell_uri)
 
 
-def register(server: "TrainDoctorServer") -> None:
+def register(server: "Host") -> None:
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_OPEN)
-    def on_open(ls: "TrainDoctorServer", params: lsp.DidOpenNotebookDocumentParams) -> None:
+    def on_open(ls: "Host", params: lsp.DidOpenNotebookDocumentParams) -> None:
         close(ls, params.notebook_document.uri)
         sync(ls, params.notebook_document.uri)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CHANGE)
-    def on_change(ls: "TrainDoctorServer", params: lsp.DidChangeNotebookDocumentParams) -> None:
+    def on_change(ls: "Host", params: lsp.DidChangeNotebookDocumentParams) -> None:
         uri = params.notebook_document.uri
         state = ls.notebooks.get(uri)
         if state is None:
@@ -223,12 +205,12 @@ def register(server: "TrainDoctorServer") -> None:
                 cell.bump()
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_SAVE)
-    def on_save(ls: "TrainDoctorServer", params: lsp.DidSaveNotebookDocumentParams) -> None:
+    def on_save(ls: "Host", params: lsp.DidSaveNotebookDocumentParams) -> None:
         if params.notebook_document.uri in ls.notebooks:
             sync(ls, params.notebook_document.uri)
 
     @server.feature(lsp.NOTEBOOK_DOCUMENT_DID_CLOSE)
-    def on_close(ls: "TrainDoctorServer", params: lsp.DidCloseNotebookDocumentParams) -> None:
+    def on_close(ls: "Host", params: lsp.DidCloseNotebookDocumentParams) -> None:
         close(ls, params.notebook_document.uri)
 
 
@@ -245,7 +227,7 @@ def execution_count(frame_path: str) -> int | None:
     return int(match.group("cell") or match.group("input") or match.group("old"))
 
 
-def cell_for_frame(ls: "TrainDoctorServer", frame: "Frame") -> tuple[str, str] | None:
+def cell_for_frame(ls: "Host", frame: "Frame") -> tuple[str, str] | None:
     """The open notebook cell an IPython frame ran in: (cell uri, cell text). The cell
     whose execution count is the frame's `In[N]` and whose line shows the frame's code;
     without execution counts from the client, the cell whose line shows that code."""
@@ -273,7 +255,7 @@ def cell_for_frame(ls: "TrainDoctorServer", frame: "Frame") -> tuple[str, str] |
     return found[0] if len(found) == 1 or by_count else None
 
 
-def diagnosis_on_cells(ls: "TrainDoctorServer", diagnosis: "Diagnosis") -> dict[str, list[lsp.Diagnostic]]:
+def diagnosis_on_cells(ls: "Host", diagnosis: "Diagnosis") -> dict[str, list[lsp.Diagnostic]]:
     """Diagnostics on the notebook cells of the traceback's IPython frames (the user's
     code in a notebook), as `commands.diagnosis_diagnostics` puts them on files."""
     frames = list(diagnosis.frames)

@@ -16,12 +16,13 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..config import Config
 from ..lint import lint_source
 from . import actions, commands, hover, notebooks
 from .actions import FIX_ALL_KIND
 from .anomaly_runs import AnomalyRuns
 from .convert import ClientFeatures, Converter, diagnostic
-from .documents import DocumentState, LintSnapshot
+from .documents import CellDocument, DocumentState, LintSnapshot, NotebookState
 from .protocol import RobustProtocol
 from .settings import SECTION, EditorSettings
 from .workspace_index import WorkspaceIndex
@@ -33,7 +34,7 @@ class TrainDoctorServer(LanguageServer):
         super().__init__("traindoctor", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
                          protocol_cls=RobustProtocol, notebook_document_sync=notebooks.NOTEBOOK_SYNC)
         self.documents: dict[str, DocumentState] = {}  # files and notebook cells, by uri
-        self.notebooks: dict[str, notebooks.NotebookState] = {}
+        self.notebooks: dict[str, NotebookState] = {}
         self.settings = EditorSettings()
         self.client = ClientFeatures()
         # Diagnoses published on files (traceback / live), kept apart from lint results
@@ -114,7 +115,7 @@ class TrainDoctorServer(LanguageServer):
         except Exception as exc:  # optional: without it, disk changes apply on the next edit
             logger.info("client did not register the file watcher: %s", exc)
 
-    def config_for(self, doc: DocumentState):
+    def config_for(self, doc: DocumentState) -> Config:
         config, problem = self.settings.config_for(doc.path, self.first_workspace_dir())
         if problem:
             self.report_problem(problem)
@@ -128,7 +129,7 @@ class TrainDoctorServer(LanguageServer):
         return doc
 
     def schedule_lint(self, doc: DocumentState, delay_ms: int = 0) -> None:
-        if isinstance(doc, notebooks.CellDocument):  # a cell is linted with its notebook
+        if isinstance(doc, CellDocument):  # a cell is linted with its notebook
             notebooks.relint(self, doc)
             return
         generation = doc.generation
@@ -196,18 +197,18 @@ class TrainDoctorServer(LanguageServer):
         # Notebook cells are always pushed: VS Code's language client pulls only for text
         # documents it opened itself, never for cells synced with their notebook.
         if self.client.pull_diagnostics and uri in self.documents and not isinstance(
-            self.documents[uri], notebooks.CellDocument
+            self.documents[uri], CellDocument
         ):
             if uri in self._pushed:  # pushed while closed: clear that copy, now pulled
-                self._push(uri, [], None)
+                self.push(uri, [], None)
             if refresh and self.client.diagnostic_refresh:
                 self.workspace_diagnostic_refresh(None)
             return
         doc = self.documents.get(uri)
         version = doc.latest.version if doc is not None and doc.latest is not None else None
-        self._push(uri, self.diagnostics_for(uri), version)
+        self.push(uri, self.diagnostics_for(uri), version)
 
-    def _push(self, uri: str, diagnostics: list[lsp.Diagnostic], version: int | None) -> None:
+    def push(self, uri: str, diagnostics: list[lsp.Diagnostic], version: int | None) -> None:
         if diagnostics:
             self._pushed.add(uri)
         elif uri not in self._pushed and uri not in self.documents:
@@ -222,7 +223,7 @@ class TrainDoctorServer(LanguageServer):
         """Lint results for a file that is not open (lintWorkspace)."""
         if uri in self.documents:
             return
-        self._push(uri, diagnostics + self.diagnosis_diagnostics.get(uri, []), None)
+        self.push(uri, diagnostics + self.diagnosis_diagnostics.get(uri, []), None)
         if diagnostics:
             self._workspace_lint[uri] = diagnostics
         else:
@@ -240,7 +241,7 @@ class TrainDoctorServer(LanguageServer):
         if uri in self.documents:
             self.publish(uri)
         else:
-            self._push(uri, self._workspace_lint.get(uri, []) + self.diagnosis_diagnostics.get(uri, []), None)
+            self.push(uri, self._workspace_lint.get(uri, []) + self.diagnosis_diagnostics.get(uri, []), None)
 
 
 def _lint_in_thread(doc: DocumentState, generation: int, text: str, version: int | None, config, codec,
@@ -350,7 +351,7 @@ def create_server() -> TrainDoctorServer:
         # Only a diagnosis outlives the editor tab; lint results go with it. A pull
         # client drops what it pulled by itself.
         if not ls.client.pull_diagnostics or uri in ls.diagnosis_diagnostics:
-            ls._push(uri, ls.diagnosis_diagnostics.get(uri, []), None)
+            ls.push(uri, ls.diagnosis_diagnostics.get(uri, []), None)
 
     @server.feature(
         lsp.TEXT_DOCUMENT_DIAGNOSTIC,
@@ -361,7 +362,7 @@ def create_server() -> TrainDoctorServer:
         doc = ls.documents.get(uri)
         if doc is None:
             return lsp.RelatedFullDocumentDiagnosticReport(items=ls.diagnosis_diagnostics.get(uri, []))
-        if isinstance(doc, notebooks.CellDocument):  # pushed (see publish): a pull must not double them
+        if isinstance(doc, CellDocument):  # pushed (see publish): a pull must not double them
             return lsp.RelatedFullDocumentDiagnosticReport(items=[])
         target = max(doc.scheduled, 1)
         snapshot = await asyncio.wait_for(doc.wait_for(target), timeout=60)

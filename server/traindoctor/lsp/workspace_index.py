@@ -28,7 +28,7 @@ from ..lint.project import new_index, summarize_file
 
 if TYPE_CHECKING:
     from .documents import DocumentState
-    from .server import TrainDoctorServer
+    from .host import Host
 
 logger = logging.getLogger(__name__)
 
@@ -51,11 +51,11 @@ class WorkspaceIndex:
 
     # -- the background build ------------------------------------------------------------
 
-    def start(self, ls: "TrainDoctorServer") -> None:
+    def start(self, ls: "Host") -> None:
         if self.task is None and ls.settings.index_workspace and ls.workspace_dirs():
             self.task = asyncio.ensure_future(self._build(ls))
 
-    async def _build(self, ls: "TrainDoctorServer") -> None:
+    async def _build(self, ls: "Host") -> None:
         from ..lint.files import python_files
 
         folders = ls.workspace_dirs()
@@ -97,7 +97,7 @@ class WorkspaceIndex:
                 ls.work_done_progress.tokens.pop(token, None)
         self.built = True
 
-    async def _begin(self, ls: "TrainDoctorServer", count: int) -> str | None:
+    async def _begin(self, ls: "Host", count: int) -> str | None:
         if not ls.client.work_done_progress:
             return None
         token = f"traindoctor-index-{uuid.uuid4()}"
@@ -113,7 +113,7 @@ class WorkspaceIndex:
 
     # -- files that changed on disk ---------------------------------------------------------------
 
-    def reread(self, ls: "TrainDoctorServer", paths: list[str]) -> None:
+    def reread(self, ls: "Host", paths: list[str]) -> None:
         """Summarize these files again from disk (a deleted one leaves the index), in the
         background; open documents keep the summary of their buffer."""
         if not ls.settings.index_workspace or not paths:
@@ -123,7 +123,7 @@ class WorkspaceIndex:
         if wanted:
             asyncio.ensure_future(self._reread(ls, wanted))
 
-    async def _reread(self, ls: "TrainDoctorServer", paths: list[str]) -> None:
+    async def _reread(self, ls: "Host", paths: list[str]) -> None:
         loop = asyncio.get_running_loop()
         try:
             results = await loop.run_in_executor(self._pool, _disk_summaries, paths)
@@ -144,7 +144,7 @@ class WorkspaceIndex:
         """What a lint of the document resolves its imports through (None: not a project file)."""
         return self.index if doc.path and doc.path.endswith(".py") else None
 
-    def linted(self, ls: "TrainDoctorServer", doc: "DocumentState") -> None:
+    def linted(self, ls: "Host", doc: "DocumentState") -> None:
         """The document's lint left its summary in its cache: when it changed, the other
         open files whose imported facts changed are linted again."""
         summary = doc.cache.summary
@@ -154,7 +154,7 @@ class WorkspaceIndex:
             self.relint_readers(ls, skip=doc)
         self.relint_readers(ls, only=doc)  # facts that changed while it was being linted
 
-    def relint_readers(self, ls: "TrainDoctorServer", skip: "DocumentState | None" = None,
+    def relint_readers(self, ls: "Host", skip: "DocumentState | None" = None,
                        only: "DocumentState | None" = None) -> None:
         for other in [only] if only is not None else list(ls.documents.values()):
             if other is skip or not other.path or other.cache.summary is None or other.cache.model is None:
@@ -168,7 +168,7 @@ class WorkspaceIndex:
                 ls.schedule_lint(other, 0)
 
 
-def _open_paths(ls: "TrainDoctorServer") -> set[str]:
+def _open_paths(ls: "Host") -> set[str]:
     """The open documents' files: the index holds their buffers' summaries, not the disk's."""
     return {os.path.abspath(d.path) for d in ls.documents.values() if d.path}
 
