@@ -54,7 +54,7 @@ class Value:
     kind: str = "unknown"
     grad: str = ""
     role: str = ""
-    prob: str = ""
+    prob: str = ""  # for kind "object": what calling it returns (`_SQUASHED`), known from its constructor
     zero: str = ""
     obj: str = ""  # for kind "object": model | loss | softmax | sigmoid | sequential | ...
     origin: cst.CSTNode | None = field(default=None, compare=False)
@@ -116,6 +116,7 @@ class ModuleCaller:
     node: None = None
     klass: str = ""
 _SATURATING = ("softmax", "sigmoid", "tanh")  # probabilities (and tanh) that reach exactly 0 or 1 in float32
+_SQUASHED = ("softmax", "sigmoid", "logprob", "logits", "tanh")  # what a model output's last step makes it
 UNKNOWN = Value()
 SCALAR = Value("scalar")
 _GRAD_RANK = {"": 0, "likely": 1, "known": 2}
@@ -440,6 +441,8 @@ class Values:
         backward = scope.backward.get(name)
         if definition is not None and definition.how != "param":
             found = self._definition(definition, function, klass, depth, name)
+            if found.kind == "object" and found.obj == "model":
+                found = self._head_replaced(found, name, definition, at, function, klass, depth)
             if definition.grad_off and found.grad:
                 found = replace(found, grad="")  # bound under no_grad/inference_mode: no autograd history
             if backward is not None and found.grad != "known" and found.kind not in ("container", "object") and \
@@ -483,6 +486,21 @@ class Values:
         if kind is not None:
             return Value("object", obj=kind, origin=self.model.object(name).node)
         return self._by_name(name)
+
+    def _head_replaced(self, model: Value, name: str, definition, at, function, klass, depth) -> Value:
+        """A torchvision classifier whose head attribute was assigned after it was built, before `at`
+        (`model.fc = nn.Sequential(nn.Linear(512, 10), nn.Softmax(dim=1))`): its call returns what the
+        new head's call returns (vocabulary classifier_heads)."""
+        if not isinstance(model.origin, cst.Call):
+            return model
+        qualified = self.model.names.qualify(model.origin.func) or ""
+        head = next((attr for prefix, attr in self.v.classifier_heads.items() if qualified.startswith(prefix)), None)
+        replaced = self.analysis.scope_of(function).lookup(f"{name}.{head}", at) if head else None
+        if replaced is None or replaced.order <= definition.order or replaced.how != "assign" or replaced.value is None:
+            return model
+        new = self.of(replaced.value, replaced.order - 1, function, klass, depth - 1)
+        squashed = new.prob if new.kind == "object" and new.prob in _SQUASHED else ""
+        return replace(model, prob=squashed)
 
     def _set_up_once(self, value, function, klass: str) -> bool:
         """`value` is `self.attr`, bound only in the class's `__init__`, read in another method.
@@ -1104,9 +1122,11 @@ class Values:
         if isinstance(func, cst.Call):  # nn.Softmax(dim=1)(x), nn.CrossEntropyLoss()(x, y)
             kind = self.model.kind_of_callee(self.model.names.qualify(func.func) or "")
             return self._object_call(kind, func, call)
+        if isinstance(func, cst.Name) and func.value == "self" and klass in self.model.model_classes:
+            return self._own_forward(klass, call)
         callee = self.of(func, at, function, klass, depth - 1)
         if callee.kind == "object":
-            return self._object_call(callee.obj, callee.origin, call)
+            return self._object_call(callee.obj, callee.origin, call, callee.prob)
         name = dotted_name(func)
         if name is None:
             return UNKNOWN
@@ -1120,8 +1140,11 @@ class Values:
             if imported:
                 return from_facts(imported, call)
             kind = self.model.kind_of_callee(self.model.names.qualify(func) or name)
-            if kind in ("model", "dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss",
-                        "softmax", "sigmoid", "sequential"):
+            if kind in ("model", "softmax", "sigmoid", "sequential"):
+                # what its call returns travels with the object, also in a summary for other files
+                squashed = self._object_call(kind, call, call).prob
+                return Value("object", prob=squashed if squashed in _SQUASHED else "", obj=kind, origin=call)
+            if kind in ("dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss"):
                 return Value("object", obj=kind, origin=call)
         if local is not None and local.how not in ("param",):
             return UNKNOWN  # a local bound to something we could not classify
@@ -1135,7 +1158,12 @@ class Values:
             return Value("unknown", "likely", "output", origin=call)
         return UNKNOWN
 
-    def _object_call(self, kind: str | None, ctor, call) -> Value:
+    def _object_call(self, kind: str | None, ctor, call, squashed: str = "") -> Value:
+        """What calling an object of `kind` returns: read from its constructor `ctor` when it is a call
+        here, else from `squashed`, what another file's summary says its call returns."""
+        if kind in ("model", "sequential") and squashed in _SQUASHED and \
+                (not isinstance(ctor, cst.Call) or self._object_call(kind, ctor, ctor).prob != squashed):
+            return Value("tensor", "known", "output", squashed, origin=call)  # its head was replaced
         while isinstance(ctor, cst.Call) and isinstance(ctor.func, cst.Attribute) and \
                 isinstance(ctor.func.value, cst.Call) and ctor.func.attr.value in ("to", "cuda", "half", "float"):
             ctor = ctor.func.value  # Net().to(device): Net()
@@ -1150,20 +1178,16 @@ class Values:
                 if qualified in self.v.saturating_to_one_modules:  # self.squash(x) of `self.squash = nn.Tanh()`
                     return Value("tensor", "known", "output", "tanh", origin=call)
                 klass = qualified.rsplit(".", 1)[-1]
-                info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
-                imported = self.model.imported.returns(f"{qualified}.forward") if info is None else ()
+                in_file = self._forward_output(klass, call)
+                if in_file is not None:
+                    return in_file
+                imported = self.model.imported.returns(f"{qualified}.forward") \
+                    if self.model.function(f"{klass}.forward") is None else ()
                 if imported:  # a model class of another project file
                     summary = from_facts(imported)
-                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits", "tanh"):
+                    if summary.prob in _SQUASHED:
                         return Value("tensor", "known", "output", summary.prob, origin=call)
                     return _model_output_items(summary, call) or Value("tensor", "known", "output", origin=call)
-                if info is not None:
-                    summary = self.summary(info)
-                    if summary.prob in ("softmax", "sigmoid", "logprob", "logits", "tanh"):
-                        return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
-                    items = _model_output_items(summary, call)
-                    if items is not None:
-                        return items
             return Value("tensor", "known", "output", origin=call)
         if kind == "loss":
             return Value("tensor", "known", "loss", origin=call,
@@ -1188,6 +1212,25 @@ class Values:
                     return Value("tensor", "known", "output", "tanh", origin=call)
             return Value("tensor", "known", "output", origin=call)
         return UNKNOWN
+
+    def _forward_output(self, klass: str, call) -> Value | None:
+        """What `call` returns by running the forward of `klass`, a class of this file: its squashing
+        (a softmax, a sigmoid, logits...) or its tuple's items; None when its summary says neither."""
+        info = self.model.function(f"{klass}.forward") if klass in self.model.classes else None
+        if info is None:
+            return None
+        summary = self.summary(info)
+        if summary.prob in _SQUASHED:
+            return Value("tensor", "known", "output", summary.prob, origin=summary.origin or call)
+        return _model_output_items(summary, call)
+
+    def _own_forward(self, klass: str, call) -> Value:
+        """`self(x)` in a method of the model class `klass` (Lightning's `training_step`): it runs the
+        class's own forward, unless an in-file subclass overrides it (then only an output is known)."""
+        overridden = any(f"{sub}.forward" in self.model.function_home
+                         for sub in self.model._subclasses(frozenset((klass,))) - {klass})
+        found = None if overridden else self._forward_output(klass, call)
+        return found if found is not None else Value("tensor", "known", "output", origin=call)
 
     def _activation_zero(self, qualified: str) -> str:
         """The zero fact of an activation module's output: ReLU's ("selected"), Softplus' ("underflow")."""
