@@ -1141,8 +1141,12 @@ class Values:
                 return from_facts(imported, call)
             kind = self.model.kind_of_callee(self.model.names.qualify(func) or name)
             if kind in ("model", "softmax", "sigmoid", "sequential"):
-                # what its call returns travels with the object, also in a summary for other files
-                squashed = self._object_call(kind, call, call).prob
+                # what its call returns travels with the object, also in a summary for other files; read
+                # from the constructor call alone (torch's own modules, a Sequential's last layer), never
+                # from a project class's forward, which a summary must not depend on the order of reading
+                qualified = self.model.names.qualify(func) or name
+                squashed = self._object_call(kind, call, call).prob \
+                    if kind != "model" or qualified.startswith("torch.nn.") else ""
                 return Value("object", prob=squashed if squashed in _SQUASHED else "", obj=kind, origin=call)
             if kind in ("dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss"):
                 return Value("object", obj=kind, origin=call)
