@@ -1136,16 +1136,16 @@ class Values:
             if info is not None:
                 summary = self.summary(info)
                 return replace(summary, origin=call) if summary.grad else summary
-            imported = self.model.imported.returns(self.model.names.qualify(func) or name)
+            qualified = self.model.names.qualify(func) or name
+            imported = self.model.imported.returns(qualified)
             if imported:
                 return from_facts(imported, call)
-            kind = self.model.kind_of_callee(self.model.names.qualify(func) or name)
+            kind = self.model.kind_of_callee(qualified)
             if kind in ("model", "softmax", "sigmoid", "sequential"):
                 # what its call returns travels with the object, also in a summary for other files; read
                 # from the constructor call alone (torch's own modules, a Sequential's last layer), never
                 # from a project class's forward, which a summary must not depend on the order of reading
-                qualified = self.model.names.qualify(func) or name
-                squashed = self._object_call(kind, call, call).prob \
+                squashed = self._constructed_call(kind, call, call).prob \
                     if kind != "model" or qualified.startswith("torch.nn.") else ""
                 return Value("object", prob=squashed if squashed in _SQUASHED else "", obj=kind, origin=call)
             if kind in ("dataset", "rng", "dataloader", "optimizer", "scheduler", "scaler", "loss"):
@@ -1164,10 +1164,15 @@ class Values:
 
     def _object_call(self, kind: str | None, ctor, call, squashed: str = "") -> Value:
         """What calling an object of `kind` returns: read from its constructor `ctor` when it is a call
-        here, else from `squashed`, what another file's summary says its call returns."""
-        if kind in ("model", "sequential") and squashed in _SQUASHED and \
-                (not isinstance(ctor, cst.Call) or self._object_call(kind, ctor, ctor).prob != squashed):
-            return Value("tensor", "known", "output", squashed, origin=call)  # its head was replaced
+        here; `squashed`, what the object says its call returns (another file's summary, a replaced
+        head), where the constructor says otherwise or nothing."""
+        found = self._constructed_call(kind, ctor, call)
+        if kind in ("model", "sequential") and squashed in _SQUASHED and found.prob != squashed:
+            return Value("tensor", "known", "output", squashed, origin=call)
+        return found
+
+    def _constructed_call(self, kind: str | None, ctor, call) -> Value:
+        """What calling an object of `kind` built by `ctor` returns, read from the constructor call."""
         while isinstance(ctor, cst.Call) and isinstance(ctor.func, cst.Attribute) and \
                 isinstance(ctor.func.value, cst.Call) and ctor.func.attr.value in ("to", "cuda", "half", "float"):
             ctor = ctor.func.value  # Net().to(device): Net()

@@ -5,8 +5,9 @@ outputs they squash twice: the loss is bounded away from 0 and its gradient
 nearly vanishes. Probabilities are the model's `prob` fact (functions, Tensor
 methods, modules, a Sequential ending in Softmax/Sigmoid, an in-file model or
 function returning one, `self(x)` in the model's own methods, a model built by a
-factory of another project file, a torchvision classifier whose head was replaced). log_softmax outputs are not flagged: log_softmax is
-idempotent, so cross_entropy(log_softmax(x)) equals cross_entropy(x).
+factory of another project file, a torchvision classifier whose head was
+replaced). log_softmax outputs are not flagged: log_softmax is idempotent, so
+cross_entropy(log_softmax(x)) equals cross_entropy(x).
 The fix passes the logits where the softmax call is the argument itself; it
 changes the loss's value (for the better): unsafe.
 Trainers that call the loss themselves (skorch's `NeuralNet(Module, criterion=Loss)`:
