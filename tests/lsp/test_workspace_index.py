@@ -89,6 +89,41 @@ async def test_an_edit_in_one_file_changes_a_finding_published_for_another(clien
     await client.eventually(evaluate, lambda ds: "TRN102" in _codes(ds))
 
 
+ENGINE = """import torch
+
+
+def train_one_epoch(model, loader, criterion, optimizer):
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+MAIN = """import torch
+import torch.nn as nn
+from engine import train_one_epoch
+
+model = nn.Sequential(nn.Linear(10, 3), nn.Softmax(dim=1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+train_one_epoch(model, [(torch.randn(4, 10), torch.randint(0, 3, (4,)))], nn.CrossEntropyLoss(), opt)
+"""
+
+
+async def test_an_edit_of_a_caller_changes_what_the_function_it_calls_is_told(client, workspace: Path):
+    """The other direction: engine.py imports nothing of main.py, yet main.py's call decides what its
+    parameters hold (a softmax model and a cross-entropy loss: TRN302 in engine.py)."""
+    write_project(workspace, {"engine.py": ENGINE, "main.py": MAIN})
+    main = client.open(workspace / "main.py")
+    engine = client.open(workspace / "engine.py")
+    await _index_built(client)
+    found = await client.eventually(engine, lambda ds: "TRN302" in _codes(ds))
+    assert [d.range.start.line for d in found if str(d.code) == "TRN302"] == [5]
+    line = client.texts[main].splitlines().index("model = nn.Sequential(nn.Linear(10, 3), nn.Softmax(dim=1))")
+    client.edit(main, lsp.Range(lsp.Position(line, 0), lsp.Position(line + 1, 0)), "model = nn.Linear(10, 3)\n")
+    await client.eventually(engine, lambda ds: "TRN302" not in _codes(ds))
+
+
 def _changed_on_disk(client, path: Path, kind=lsp.FileChangeType.Changed) -> None:
     client.workspace_did_change_watched_files(
         lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(uri=path.as_uri(), type=kind)]))

@@ -92,6 +92,7 @@ class ProjectIndex:
         self._evaluating_overrides: dict[str, tuple[tuple[str, str, str], ...]] | None = None
         self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
         self._bases_known: dict[tuple[str, str], bool] = {}  # (file, "class:" name) -> a model class by its bases
+        self._incoming: dict[str, tuple] = {}  # file -> ImportedFacts.incoming of its functions (memo)
 
     # -- contents ------------------------------------------------------------------
 
@@ -124,6 +125,7 @@ class ProjectIndex:
             self._evaluating_overrides = None
             self._expansions.clear()
             self._bases_known.clear()
+            self._incoming.clear()
             return True
 
     def remove(self, path: str) -> bool:
@@ -134,6 +136,7 @@ class ProjectIndex:
             self._evaluating_overrides = None
             self._expansions.clear()
             self._bases_known.clear()
+            self._incoming.clear()
             return self._summaries.pop(os.path.abspath(path), None) is not None
 
     def root_of(self, path: str) -> str:
@@ -303,6 +306,7 @@ class ProjectIndex:
             no_grad_methods = self._project_no_grad_methods(self.root_of(path))
             training_methods = self._project_training_methods(self.root_of(path))
             overrides = self._project_evaluating_overrides(self.root_of(path))
+            incoming = self._incoming_for(path)
             aliases: dict[str, str] = {}
             for fact in imports:
                 target = self.resolve(path, fact.module, fact.level) if fact.name == "*" else None
@@ -317,7 +321,7 @@ class ProjectIndex:
             overrides = tuple(o for o in overrides if re.search(rf"\bclass\s+{o[0]}\b", text) and
                               re.search(rf"\bself\.{o[1]}\s*\(", text))
         return self._facts(symbols, saves, tuple(sorted(aliases.items())), no_grad_methods, training_methods,
-                           overrides)
+                           overrides, incoming)
 
     def _symbols_for(self, path: str, imports: Iterable[ImportFact],
                      spelled: dict[str, str] | None = None) -> dict[str, Symbol]:
@@ -358,15 +362,67 @@ class ProjectIndex:
 
     @staticmethod
     def _facts(symbols: dict[str, Symbol], saves=(), aliases=(), no_grad_methods=(),
-               training_methods=(), evaluating_overrides=()) -> ImportedFacts:
+               training_methods=(), evaluating_overrides=(), incoming=()) -> ImportedFacts:
         plain = tuple(sorted(key for key, symbol in symbols.items()
                              if isinstance(symbol, FunctionSummary) and not informative(symbol)))
         symbols = {key: symbol for key, symbol in symbols.items() if informative(symbol)}
         if not symbols and not saves and not aliases and not plain and not no_grad_methods and \
-                not training_methods and not evaluating_overrides:
+                not training_methods and not evaluating_overrides and not incoming:
             return EMPTY_IMPORTS
         return ImportedFacts(tuple(sorted(symbols.items(), key=lambda item: item[0])), saves, aliases, plain,
-                             tuple(no_grad_methods), tuple(training_methods), tuple(evaluating_overrides))
+                             tuple(no_grad_methods), tuple(training_methods), tuple(evaluating_overrides),
+                             tuple(incoming))
+
+    def _incoming_for(self, path: str) -> tuple:
+        """ImportedFacts.incoming of the file at `path`: every call the other indexed files make of its
+        top-level functions and classes (a class's call fills its `__init__`), found through their imports.
+        Memoized until the index changes; only the calls whose last name the file defines are resolved."""
+        found = self._incoming.get(path)
+        if found is not None:
+            return found
+        summary = self._summaries.get(path)
+        defined = {f.qualname for f in summary.functions} | {c.name for c in summary.classes} if summary else set()
+        sites: dict[str, list] = {}
+        for where, other in self._summaries.items() if defined else ():
+            if where == path:
+                continue
+            for call in other.outgoing:
+                name = call.callee.rsplit(".", 1)[-1]
+                if name in defined and self._defining(where, call.callee) == (path, name):
+                    qualname = f"{name}.__init__" if isinstance(summary.symbol(name), ClassSummary) else name
+                    sites.setdefault(qualname, []).extend(call.sites)
+        found = self._incoming[path] = tuple(sorted((name, tuple(calls)) for name, calls in sites.items()))
+        return found
+
+    def _defining(self, importer: str, spelled: str, depth: int = 0) -> tuple[str, str] | None:
+        """(file, name) of the module-level function or class that `spelled` names in `importer` (`fit`,
+        `engine.fit`, `pkg.engine.fit`) through its imports and the re-exports of the files they name."""
+        summary = self._summaries.get(importer)
+        if summary is None or depth > _DEPTH:
+            return None
+        if depth and summary.symbol(spelled) is not None:
+            return importer, spelled
+        for fact in summary.imports:
+            if fact.name == "*":
+                target = self.resolve(importer, fact.module, fact.level)
+                found = self._defining(target, spelled, depth + 1) if target and "." not in spelled else None
+            elif fact.name and fact.local == spelled.partition(".")[0]:
+                rest = spelled.partition(".")[2]
+                target = self.resolve(importer, fact.module, fact.level) if fact.module or fact.level else None
+                found = self._defining(target, fact.name + (f".{rest}" if rest else ""), depth + 1) \
+                    if target else None
+                if found is None and rest:  # `from pkg import engine`, then `engine.fit`
+                    module = f"{fact.module}.{fact.name}" if fact.module else fact.name
+                    sub = self.resolve(importer, module, fact.level)
+                    found = self._defining(sub, rest, depth + 1) if sub else None
+            elif not fact.name and spelled.startswith(fact.local + "."):
+                target = self.resolve(importer, fact.module, 0)
+                found = self._defining(target, spelled[len(fact.local) + 1:], depth + 1) if target else None
+            else:
+                continue
+            if found is not None:
+                return found
+        return None
 
     def _exported_aliases(self, path: str, depth: int = 0) -> dict[str, str]:
         """The module aliases `from module import *` binds (`F` -> `torch.nn.functional`), through

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..walk import iter_nodes
 from .autograd_off import class_turns_grad_off, runs_without_grad, wraps_without_grad
 from .evaluation import evaluated_parameters, evaluates_own
 from .events import BACKWARD, STEP
@@ -18,9 +19,10 @@ from .model import FileModel
 from .names import dotted_name
 from .scopes import code
 from .seed_draws import returns_its_draw
-from .summary import Binding, ClassSummary, FileSummary, FunctionSummary, imports_of, literal_path
+from .summary import (Binding, ClassSummary, FileSummary, FunctionSummary, OutgoingCall, PassedArgument, imports_of,
+                      literal_path)
 from .training import training_of
-from .values import Values, as_facts
+from .values import PASSED_ZERO, Values, as_facts
 from .vocab import vocab
 from .worker_side import is_loader_class, worker_draw_guards, worker_methods
 
@@ -82,7 +84,84 @@ def summarize_model(model: FileModel) -> FileSummary:
                             if not local.startswith(("=", "_")) and full.split(".")[0] in _ALIAS_ROOTS}))
     return FileSummary(tuple(functions), tuple(classes), tuple(sorted(bindings, key=lambda b: b.name)),
                        tuple(sorted(set(saves))), imports_of(statements), _exports(statements), tuple(defined),
-                       aliases)
+                       aliases, _outgoing(model))
+
+
+def _outgoing(model: FileModel) -> tuple[OutgoingCall, ...]:
+    """The file's calls of names it imports from no library (the project's own functions and classes,
+    as far as this file can tell), with what each site passes: the project index hands them to the
+    defining file (ImportedFacts.incoming_calls), whose parameters then know what their callers give."""
+    imported = _imported_names(model) - _library_roots(model)
+    if not imported or not model.analyses:
+        return ()
+    values = Values(model, model.analyses[0], None)
+    calls: dict[str, list[tuple[cst.Call, object]]] = {}
+    for callee, sites in model.calls.items():  # `fit(...)` of `from engine import fit`
+        if callee.split(".")[0] in imported:
+            calls[callee] = [(site.node, None) for site in sites]
+    for analysis, call, callee in _module_attribute_calls(model, imported):  # `engine.fit(...)`
+        calls.setdefault(callee, []).append((call, analysis))
+    found = []
+    for callee, sites in sorted(calls.items()):
+        passed = []
+        for call, analysis in sites:
+            arguments = values.arguments_at(call, analysis)
+            passed.append(None if arguments is None else tuple(
+                PassedArgument(position, keyword, *_passed_facts(model, value))
+                for position, keyword, value in arguments))
+        found.append(OutgoingCall(callee, tuple(passed)))
+    return tuple(found)
+
+
+def _module_attribute_calls(model: FileModel, imported: frozenset[str]):
+    """(block analysis, call, callee as spelled) of each `module.f(...)` whose module is one the file imports
+    from no library (`import engine`, `from pkg import engine`): the file model records calls of plain names
+    only. Scanned only in the files that bind such a module: by a plain import, or by a from-import of a name
+    the file never calls (a function's calls are recorded already; a capitalised name is a class's)."""
+    modules = {local for local, _ in model.names.aliases if local in imported} | \
+        {fact.local for fact in imports_of(top.node for top in model.facts["layout"] if top.node)
+         if fact.name and fact.name != "*" and fact.local in imported and fact.local[:1].islower() and
+         fact.local not in model.calls}
+    if not modules:
+        return
+    for analysis in model.analyses:
+        for top in analysis.facts.layout:
+            for node in iter_nodes(top.node) if top.node is not None else ():
+                if type(node) is cst.Call and type(node.func) is cst.Attribute:
+                    callee = dotted_name(node.func)
+                    if callee is not None and callee.split(".")[0] in modules:
+                        yield analysis, node, callee
+
+
+def _library_roots(model: FileModel) -> frozenset[str]:
+    """Local names the file binds to a library's modules (`torch`, `nn`, `np`, `pl`)."""
+    libraries = _ALIAS_ROOTS | set(vocab().torch_ecosystem_roots)
+    return frozenset(local.lstrip("=").split(".")[0] for local, full in model.names.aliases
+                     if full.split(".")[0] in libraries)
+
+
+def _passed_facts(model: FileModel, value) -> tuple[tuple, str]:
+    """An argument's facts worth telling the callee (a probability, a reason to be exactly 0, an object)
+    and, for an object built by a library class, its constructor (PassedArgument.ctor)."""
+    facts = as_facts(value)
+    if not facts or not (value.prob in ("softmax", "sigmoid") or value.zero in PASSED_ZERO or
+                         (value.kind == "object" and value.obj)):
+        return (), ""
+    ctor = ""
+    if value.kind == "object" and isinstance(value.origin, cst.Call):
+        qualified = model.names.qualify(value.origin.func) or ""
+        if qualified.split(".")[0] in _ALIAS_ROOTS | set(vocab().torch_ecosystem_roots):
+            ctor = qualified + "(" + ", ".join(_literal_argument(a) for a in value.origin.args) + ")"
+    return facts, ctor
+
+
+def _literal_argument(argument: cst.Arg) -> str:
+    """An argument as another file may read it: a literal as written, anything else `...`."""
+    literal = isinstance(argument.value, (cst.SimpleString, cst.Integer, cst.Float)) or \
+        (isinstance(argument.value, cst.Name) and argument.value.value in ("True", "False", "None"))
+    text = code(argument.value) if literal else "..."
+    star = argument.star if isinstance(argument.star, str) else ""
+    return f"{argument.keyword.value}={text}" if argument.keyword is not None else star + text
 
 
 def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]],

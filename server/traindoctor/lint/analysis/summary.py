@@ -102,6 +102,33 @@ class ImportFact:
 
 
 @dataclass(frozen=True)
+class PassedArgument:
+    """One argument a call passes to a function of another project file: by `position` among the
+    positional ones (-1 for a keyword), its Value as facts (values.as_facts) and, for an object built
+    by a library class, that constructor with its literal arguments (`torch.nn.CrossEntropyLoss(
+    reduction='sum')`; any other argument is `...`)."""
+
+    position: int
+    keyword: str
+    facts: tuple
+    ctor: str = ""
+
+
+# The arguments of one call site, or None where they cannot be mapped to parameters (`f(*args)`).
+CallSiteArguments = Union[tuple[PassedArgument, ...], None]
+
+
+@dataclass(frozen=True)
+class OutgoingCall:
+    """The calls a file makes of one imported name (`train_one_epoch`, `engine.fit`, a class): the
+    callee as its code spells it, and every site's arguments. The project index turns them around
+    into what each defining file's functions are passed (ImportedFacts.incoming)."""
+
+    callee: str
+    sites: tuple[CallSiteArguments, ...]
+
+
+@dataclass(frozen=True)
 class FileSummary:
     functions: tuple[FunctionSummary, ...] = ()
     classes: tuple[ClassSummary, ...] = ()
@@ -113,6 +140,7 @@ class FileSummary:
     # Its module-level import aliases (`F` -> `torch.nn.functional`): what `from it import *` binds
     # besides its symbols, so that a star-importing file qualifies `F.dropout` as torch's.
     aliases: tuple[tuple[str, str], ...] = ()
+    outgoing: tuple[OutgoingCall, ...] = ()  # its calls of imported names, with what each site passes
 
     def symbol(self, name: str) -> "Symbol | None":
         return self._symbols.get(name)
@@ -172,6 +200,9 @@ class ImportedFacts:
     # (`evaluates_own`), and no project definition of `method` trains or runs under no_grad. A base
     # class's `self.eval_step(batch)` runs one batch of such an evaluation on a subclass's instance.
     evaluating_overrides: tuple[tuple[str, str, str], ...] = ()
+    # (qualname, sites): the calls other project files make of a function of this file (`Trainer.__init__`
+    # for a class), each site's arguments as OutgoingCall keeps them.
+    incoming: tuple[tuple[str, tuple[CallSiteArguments, ...]], ...] = ()
 
     @functools.cached_property
     def _by_key(self) -> dict[str, Symbol]:
@@ -184,7 +215,11 @@ class ImportedFacts:
 
     def __bool__(self) -> bool:
         return bool(self.symbols or self.saves or self.aliases or self.plain or self.no_grad_methods or
-                    self.training_methods or self.evaluating_overrides)
+                    self.training_methods or self.evaluating_overrides or self.incoming)
+
+    def incoming_calls(self, qualname: str) -> tuple[CallSiteArguments, ...]:
+        """What other project files pass at each of their calls of this file's function `qualname`."""
+        return next((sites for name, sites in self.incoming if name == qualname), ())
 
     def plain_function(self, qualified: str | None) -> bool:
         """`qualified` is a project function known to do none of what a summary records."""
@@ -297,7 +332,7 @@ EMPTY_IMPORTS = ImportedFacts()
 # What rules and values ask of the imported facts (AskedFacts notes each).
 QUERIES = ("get", "function", "klass", "is_module", "object_kind", "binding", "randomness", "returns", "fact",
            "has_kind", "saved", "star_aliases", "plain_function", "no_grad_method",
-           "training_method", "evaluated_argument", "evaluating_override")
+           "training_method", "evaluated_argument", "evaluating_override", "incoming_calls")
 
 
 class AskedFacts(ImportedFacts):

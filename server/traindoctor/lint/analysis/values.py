@@ -95,7 +95,7 @@ ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask",
                            "selfpair"))
 # Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
 # is read; a difference or a caller's own test of it says nothing inside the callee.
-_PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow", "offdiag",
+PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow", "offdiag",
                           "selfpair"))
 _NONZERO = ("safe", "one")
 _NONZERO_REASONS = frozenset(_NONZERO)
@@ -524,7 +524,8 @@ class Values:
         its zero fact when every one passes a value that can be exactly 0 for a reason that
         holds wherever it is read (`kl(mu, softplus(h))`, `helper(relu(x))`, `norm(counts)`), and
         the object when every one passes an instance of one class (`loss(actor, obs)`). Calls from module-level
-        code count like any other (`fit(Classifier(3), loader)` at the bottom of a script)."""
+        code count like any other (`fit(Classifier(3), loader)` at the bottom of a script), and so do the calls
+        of the project's other files (`train_one_epoch(model, loader, nn.CrossEntropyLoss())` in main.py)."""
         if function is None or depth <= 2:
             return UNKNOWN
         qualname = f"{klass}.{function.name.value}" if klass else function.name.value
@@ -543,14 +544,12 @@ class Values:
         objects: set[str] = set()  # the classes of the objects passed, while every call passes one
         passed_object: Value | None = None
         all_objects = True
-        for call, caller, lookup in self._call_sites(info):
-            if caller is None:
+        for value in self._passed_values(info, qualname, param, position):
+            if value is None:
                 found = None
                 break
-            # a budget of its own: the result is kept for every later read, whatever depth asked first
-            value = self._argument(call, param, position, caller, lookup, _PASSED_IN_DEPTH)
             found = value if found is None else join(found, value)
-            zeros.add(value.zero if value.zero in _PASSED_ZERO else "")
+            zeros.add(value.zero if value.zero in PASSED_ZERO else "")
             if value.kind == "object" and value.obj:
                 objects.add(self._constructor_of(value))
                 passed_object = passed_object or value
@@ -568,6 +567,51 @@ class Values:
             result = UNKNOWN
         summaries[key] = result
         return result
+
+    def _passed_values(self, info, qualname: str, param: str, position: int):
+        """What each call of the function passes for `param`, lazily: its in-file calls (None for one whose
+        caller is unknown), then the calls of the project's other files (ImportedFacts.incoming_calls)."""
+        for call, caller, lookup in self._call_sites(info):
+            # a budget of its own: the result is kept for every later read, whatever depth asked first
+            yield None if caller is None else self._argument(call, param, position, caller, lookup, _PASSED_IN_DEPTH)
+        for site in self.model.imported.incoming_calls(qualname):
+            yield self._passed_elsewhere(site, param, position)
+
+    def _passed_elsewhere(self, site, param: str, position: int) -> Value:
+        """The value another project file's call passes for `param` (summary.OutgoingCall's site: its
+        arguments' facts; None where a star argument hides them). An object built by a library class comes
+        with its constructor, parsed here: the rules read a loss object's class and arguments from it (it
+        has no place in this file, so no fix or related location can point at it)."""
+        if site is None:
+            return UNKNOWN
+        passed = next((a for a in site if a.keyword == param), None) or \
+            next((a for a in site if a.keyword == "" and a.position == position), None)
+        if passed is None or not passed.facts:
+            return UNKNOWN
+        value = from_facts(passed.facts)
+        if value.kind != "object":
+            return value
+        ctor = self.model.remembered(("passed-constructor", passed.ctor), lambda: _parsed_call(passed.ctor))
+        return replace(value, origin=ctor)
+
+    def arguments_at(self, call: cst.Call, block: BlockAnalysis | None = None) -> "list[tuple[int, str, Value]] | None":
+        """What each argument of `call` is where the call is made (its enclosing function, or the module-level
+        code of `block`, the block holding it, when the file model records no call there), by position among
+        the positional ones (-1 for a keyword); None when a star argument hides how they map to parameters or
+        the call's place is unknown. What a file tells the functions of the others it calls (summarize.py)."""
+        caller = self._caller_of(call) or (ModuleCaller(block) if block is not None else None)
+        if caller is None or any(a.star for a in call.args):
+            return None
+        values = self._evaluator(self._caller_analysis(caller))
+        found, position = [], 0
+        for a in call.args:
+            value = values.of(a.value, 10**9, caller.node, caller.klass, _PASSED_IN_DEPTH - 2)
+            if a.keyword is not None:
+                found.append((-1, a.keyword.value, value))
+            else:
+                found.append((position, "", value))
+                position += 1
+        return found
 
     def _init_argument(self, attr: str, klass: str, depth: int) -> Value:
         """`self.attr` of a class whose `__init__` binds it to one of its parameters (`self.model = model`) and no
@@ -1565,6 +1609,15 @@ def _summed(value: Value) -> str:
     if value.zero in _NONZERO or value.zero in ("offdiag", "selfpair"):
         return "safe"  # a sum of positives, or one that holds its diagonal
     return value.zero if value.zero in _ZERO_KEPT_BY_SUMS else ""
+
+
+def _parsed_call(source: str) -> cst.Call | None:
+    """A constructor call another file's summary spells (`torch.nn.BCELoss(reduction='sum')`), parsed."""
+    try:
+        node = cst.parse_expression(source) if source else None
+    except cst.ParserSyntaxError:
+        return None
+    return node if type(node) is cst.Call else None
 
 
 def _argument_node(call: cst.Call, param: str, position: int) -> cst.BaseExpression | None:
