@@ -142,8 +142,10 @@ def test_a_model_and_a_loss_passed_from_another_file_make_a_double_softmax(tmp_p
     assert loss.item() < 0.3
 
 
-def test_a_module_import_reaches_the_same_function(tmp_path):
-    write_project(tmp_path, {"engine.py": ENGINE, "main.py": MAIN_THROUGH_MODULE})
+@pytest.mark.parametrize("main", [MAIN_THROUGH_MODULE, MAIN.replace("import train_one_epoch", "import *")],
+                         ids=["module", "star"])
+def test_a_module_or_star_import_reaches_the_same_function(tmp_path, main):
+    write_project(tmp_path, {"engine.py": ENGINE, "main.py": main})
     assert places_found_by_check(tmp_path, "TRN302") == [("TRN302", "engine.py", 9)]
 
 
@@ -181,3 +183,27 @@ def test_a_caller_passing_a_positive_value_says_nothing(tmp_path):
     write_project(tmp_path, {"losses.py": LOSSES,
                              "main.py": MAIN_NLL.replace("F.softplus(out[:, 1])", "F.softplus(out[:, 1]) + 1e-6")})
     assert places_found_by_check(tmp_path, "TRN401") == []
+
+
+NORMALIZE = '''\
+import torch
+
+
+def normalize(feats):
+    return feats / feats.norm(dim=1, keepdim=True)
+'''
+
+
+@pytest.mark.parametrize("passed, found", [("encoder(x)", []), ("x", [("TRN406", "utils.py", 5)])],
+                         ids=["learned", "data"])
+def test_a_norm_of_what_another_file_passes(tmp_path, passed, found):
+    """A learned layer's output, passed from main.py, is no data with all-zero rows: its norm is not 0 in
+    practice. Data passed as it is stays reported (an all-zero row's norm is exactly 0, and 0/0 is NaN)."""
+    main = ("import torch\nimport torch.nn as nn\nfrom utils import normalize\n\n"
+            "encoder = nn.Linear(10, 4)\nx = torch.randn(8, 10)\n"
+            f"z = normalize({passed})\n")
+    write_project(tmp_path, {"utils.py": NORMALIZE, "main.py": main})
+    assert places_found_by_check(tmp_path, "TRN406", "--select", "strict") == found
+    rows = torch.zeros(2, 3, requires_grad=True)
+    (rows / rows.norm(dim=1, keepdim=True)).sum().backward()
+    assert torch.isnan(rows.grad).all()

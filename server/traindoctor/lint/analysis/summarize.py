@@ -92,13 +92,17 @@ def _outgoing(model: FileModel) -> tuple[OutgoingCall, ...]:
     as far as this file can tell), with what each site passes: the project index hands them to the
     defining file (ImportedFacts.incoming_calls), whose parameters then know what their callers give."""
     imported = _imported_names(model) - _library_roots(model)
-    if not imported or not model.analyses:
+    starred = _star_imports_a_project_module(model)
+    if not (imported or starred) or not model.analyses:
         return ()
     values = Values(model, model.analyses[0], None)
     calls: dict[str, list[tuple[cst.Call, object]]] = {}
-    for callee, sites in model.calls.items():  # `fit(...)` of `from engine import fit`
-        if callee.split(".")[0] in imported:
+    for callee, sites in model.calls.items():  # `fit(...)` of `from engine import fit` (or `*`)
+        head = callee.split(".")[0]
+        if head in imported:
             calls[callee] = [(site.node, None) for site in sites]
+        elif starred and head != "self" and head not in model.module_names:
+            calls[callee] = [(site.node, None) for site in sites if not _bound_locally(model, head, site.node)]
     for analysis, call, callee in _module_attribute_calls(model, imported):  # `engine.fit(...)`
         calls.setdefault(callee, []).append((call, analysis))
     found = []
@@ -111,6 +115,24 @@ def _outgoing(model: FileModel) -> tuple[OutgoingCall, ...]:
                 for position, keyword, value in arguments))
         found.append(OutgoingCall(callee, tuple(passed)))
     return tuple(found)
+
+
+def _bound_locally(model: FileModel, name: str, call: cst.Call) -> bool:
+    """`name` is a parameter or a local of a function enclosing `call` (a closure, a callback argument)."""
+    caller = model.enclosing_function(call)
+    while caller is not None:
+        home = model.function_home.get(caller.qualname)
+        if home is None or name in home[1].scope_of(caller.node).defs:
+            return True
+        caller = model.enclosing_function(caller.node)
+    return False
+
+
+def _star_imports_a_project_module(model: FileModel) -> bool:
+    """`from utils import *` of a module of no library: the names the file calls and never binds may be its."""
+    libraries = _ALIAS_ROOTS | set(vocab().torch_ecosystem_roots)
+    return any(fact.name == "*" and (fact.level or fact.module.split(".")[0] not in libraries)
+               for fact in imports_of(top.node for top in model.facts["layout"] if top.node))
 
 
 def _module_attribute_calls(model: FileModel, imported: frozenset[str]):
@@ -141,10 +163,10 @@ def _library_roots(model: FileModel) -> frozenset[str]:
 
 
 def _passed_facts(model: FileModel, value) -> tuple[tuple, str]:
-    """An argument's facts worth telling the callee (a probability, a reason to be exactly 0, an object)
-    and, for an object built by a library class, its constructor (PassedArgument.ctor)."""
+    """An argument's facts worth telling the callee (a probability, a reason to be exactly 0, autograd history,
+    an object) and, for an object built by a library class, its constructor (PassedArgument.ctor)."""
     facts = as_facts(value)
-    if not facts or not (value.prob in ("softmax", "sigmoid") or value.zero in PASSED_ZERO or
+    if not facts or not (value.prob in ("softmax", "sigmoid") or value.zero in PASSED_ZERO or value.grad == "known" or
                          (value.kind == "object" and value.obj)):
         return (), ""
     ctor = ""

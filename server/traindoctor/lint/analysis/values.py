@@ -806,9 +806,9 @@ class Values:
         return len(bases) == 1 and None not in bases and self._input_rows(terms[0], at, function, klass, depth)
 
     def _callers_pass_data(self, param: str, function, klass: str, depth: int, norm: bool = False) -> bool:
-        """No in-file call of `function` passes a learned output, a tensor with history or a random draw for
-        `param` (none at all: a library function, whose input is its user's data; for a `norm`, a model's
-        forward with no in-file call is fed by the layer before, see `_input_rows`)."""
+        """No call of `function`, in this file or another project file, passes a learned output, a tensor with
+        history or a random draw (in-file) for `param` (none at all: a library function, whose input is its user's
+        data; for a `norm`, a model's forward with no call is fed by the layer before, see `_input_rows`)."""
         if param in ("self", "cls"):
             return False
         qualname = f"{klass}.{function.name.value}" if klass else function.name.value
@@ -822,7 +822,9 @@ class Values:
             info = home[0]
             position = info.params.index(param) - (1 if klass and info.params[:1] == ("self",) else 0)
             sites = self._call_sites(info)
-            learned = norm and not sites and function.name.value == "forward" and klass in self.model.model_classes
+            elsewhere = self.model.imported.incoming_calls(qualname)
+            learned = norm and not sites and not elsewhere and function.name.value == "forward" and \
+                klass in self.model.model_classes
             for call, caller, lookup in sites:
                 if caller is None:
                     continue
@@ -831,6 +833,9 @@ class Values:
                         self._drawn_at_random(_argument_node(call, param, position), caller):
                     learned = True
                     break
+            # another file's call that passes a tensor with history or an object gives no data either
+            learned = learned or any(value.grad == "known" or value.kind == "object" for value in
+                                     (self._passed_elsewhere(site, param, position) for site in elsewhere))
             summaries[key] = UNKNOWN if learned else Value("tensor")
         return summaries[key] is not UNKNOWN
 
