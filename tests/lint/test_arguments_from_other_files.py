@@ -207,3 +207,37 @@ def test_a_norm_of_what_another_file_passes(tmp_path, passed, found):
     rows = torch.zeros(2, 3, requires_grad=True)
     (rows / rows.norm(dim=1, keepdim=True)).sum().backward()
     assert torch.isnan(rows.grad).all()
+
+
+BUILD_CRITERION = '''\
+import torch.nn as nn
+
+
+def build_criterion():
+    return nn.BCELoss()
+'''
+
+TRAIN_WITH_BUILT_CRITERION = '''\
+import torch
+import torch.nn as nn
+from losses import build_criterion
+
+model = nn.Linear(10, 1)
+criterion = build_criterion()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 10), torch.rand(8, 1).round()
+for _ in range(3):
+    loss = criterion(torch.sigmoid(model(x)), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+'''
+
+
+def test_a_loss_object_returned_by_another_files_factory_keeps_its_class(tmp_path):
+    """The same fact the other way: what a factory returns (FunctionSummary.returns_ctor)."""
+    write_project(tmp_path, {"losses.py": BUILD_CRITERION, "train.py": TRAIN_WITH_BUILT_CRITERION})
+    assert places_found_by_check(tmp_path, "TRN407") == [("TRN407", "train.py", 10)]
+    places_found_by_check(tmp_path, "TRN407", "--fix", "--unsafe-fixes")  # the constructor is not here to fix
+    assert (tmp_path / "train.py").read_text() == TRAIN_WITH_BUILT_CRITERION
+    _run(tmp_path, "train.py")

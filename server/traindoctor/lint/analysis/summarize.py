@@ -212,6 +212,7 @@ def function_summary(model: FileModel, qualname: str, draws: dict[str, set[str]]
     return FunctionSummary(
         qualname, info.params,
         returns=_told(as_facts(returned)) if returned is not None else (),
+        returns_ctor=_passed_facts(model, returned)[1] if returned is not None and returned.kind == "object" else "",
         returns_eval=returns_eval,
         returns_state_dict=state_dict,
         seeds=tuple(seeds),

@@ -25,6 +25,9 @@ class FunctionSummary:
     # The joined value it returns (values.py's Value as facts: kind, grad, role, prob, zero, obj, unit);
     # () when unknown.
     returns: tuple[str, ...] = ()
+    # The library constructor of the object it returns, with its literal arguments (PassedArgument.ctor):
+    # `build_criterion()` returning `nn.BCELoss()` gives a caller the loss's class.
+    returns_ctor: str = ""
     returns_eval: bool = False  # returns a module it put in eval mode
     returns_state_dict: bool = False  # returns `x.state_dict()`
     seeds: tuple[str, ...] = ()  # the global RNGs it seeds (randomness.classify_seed's kinds), sorted

@@ -589,10 +589,11 @@ class Values:
         if passed is None or not passed.facts:
             return UNKNOWN
         value = from_facts(passed.facts)
-        if value.kind != "object":
-            return value
-        ctor = self.model.remembered(("passed-constructor", passed.ctor), lambda: _parsed_call(passed.ctor))
-        return replace(value, origin=ctor)
+        return replace(value, origin=self._constructor_from(passed.ctor)) if value.kind == "object" else value
+
+    def _constructor_from(self, source: str) -> cst.Call | None:
+        """A library constructor another file's summary spells (PassedArgument.ctor), parsed once per lint."""
+        return self.model.remembered(("summary-constructor", source), lambda: _parsed_call(source))
 
     def arguments_at(self, call: cst.Call, block: BlockAnalysis | None = None) -> "list[tuple[int, str, Value]] | None":
         """What each argument of `call` is where the call is made (its enclosing function, or the module-level
@@ -1188,7 +1189,9 @@ class Values:
             qualified = self.model.names.qualify(func) or name
             imported = self.model.imported.returns(qualified)
             if imported:
-                return from_facts(imported, call)
+                value = from_facts(imported, call)
+                ctor = self.model.imported.fact(qualified, "returns_ctor") if value.kind == "object" else ""
+                return replace(value, origin=self._constructor_from(ctor)) if ctor else value
             kind = self.model.kind_of_callee(qualified)
             if kind in ("model", "softmax", "sigmoid", "sequential"):
                 # what its call returns travels with the object, also in a summary for other files; read
