@@ -128,10 +128,14 @@ def _bound_locally(model: FileModel, name: str, call: cst.Call) -> bool:
     return False
 
 
+def _library(module: str) -> bool:
+    """`module` (`torch.nn`, `timm.models`) belongs to a library whose names the rules qualify."""
+    return module.split(".")[0] in _ALIAS_ROOTS or module.split(".")[0] in vocab().torch_ecosystem_roots
+
+
 def _star_imports_a_project_module(model: FileModel) -> bool:
     """`from utils import *` of a module of no library: the names the file calls and never binds may be its."""
-    libraries = _ALIAS_ROOTS | set(vocab().torch_ecosystem_roots)
-    return any(fact.name == "*" and (fact.level or fact.module.split(".")[0] not in libraries)
+    return any(fact.name == "*" and (fact.level or not _library(fact.module))
                for fact in imports_of(top.node for top in model.facts["layout"] if top.node))
 
 
@@ -157,9 +161,7 @@ def _module_attribute_calls(model: FileModel, imported: frozenset[str]):
 
 def _library_roots(model: FileModel) -> frozenset[str]:
     """Local names the file binds to a library's modules (`torch`, `nn`, `np`, `pl`)."""
-    libraries = _ALIAS_ROOTS | set(vocab().torch_ecosystem_roots)
-    return frozenset(local.lstrip("=").split(".")[0] for local, full in model.names.aliases
-                     if full.split(".")[0] in libraries)
+    return frozenset(local.lstrip("=").split(".")[0] for local, full in model.names.aliases if _library(full))
 
 
 def _passed_facts(model: FileModel, value) -> tuple[tuple, str]:
@@ -172,7 +174,7 @@ def _passed_facts(model: FileModel, value) -> tuple[tuple, str]:
     ctor = ""
     if value.kind == "object" and isinstance(value.origin, cst.Call):
         qualified = model.names.qualify(value.origin.func) or ""
-        if qualified.split(".")[0] in _ALIAS_ROOTS | set(vocab().torch_ecosystem_roots):
+        if _library(qualified):
             ctor = qualified + "(" + ", ".join(_literal_argument(a) for a in value.origin.args) + ")"
     return facts, ctor
 

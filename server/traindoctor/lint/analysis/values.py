@@ -96,7 +96,7 @@ ZERO_POSSIBLE = frozenset(("zero", "count", "spread", "norm", "squares", "mask",
 # Reasons a parameter takes from its callers' arguments (`_passed_in`): what the value is, wherever it
 # is read; a difference or a caller's own test of it says nothing inside the callee.
 PASSED_ZERO = frozenset(("zero", "count", "spread", "norm", "squares", "selected", "underflow", "offdiag",
-                          "selfpair"))
+                         "selfpair"))
 _NONZERO = ("safe", "one")
 _NONZERO_REASONS = frozenset(_NONZERO)
 # Reasons that only a square, a norm, a division or a log reads: in a product or a sum they say nothing.
