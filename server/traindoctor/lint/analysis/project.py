@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Callable, Iterable
 
 from .summary import (EMPTY_IMPORTS, Binding, ClassSummary, FileSummary, FunctionSummary, ImportedFacts,
-                      ImportFact, Symbol, informative)
+                      ImportFact, OutgoingCall, Symbol, informative)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _DEPTH = 6  # re-export chains followed
@@ -93,6 +93,7 @@ class ProjectIndex:
         self._expansions: dict[tuple[str, str], FunctionSummary] = {}  # (file, function) -> expanded (memo)  # root -> saves (memo)
         self._bases_known: dict[tuple[str, str], bool] = {}  # (file, "class:" name) -> a model class by its bases
         self._incoming: dict[str, tuple] = {}  # file -> ImportedFacts.incoming of its functions (memo)
+        self._calls_by_name: dict[str, list[tuple[str, OutgoingCall]]] | None = None  # last name -> calls (memo)
 
     # -- contents ------------------------------------------------------------------
 
@@ -126,6 +127,7 @@ class ProjectIndex:
             self._expansions.clear()
             self._bases_known.clear()
             self._incoming.clear()
+            self._calls_by_name = None
             return True
 
     def remove(self, path: str) -> bool:
@@ -137,6 +139,7 @@ class ProjectIndex:
             self._expansions.clear()
             self._bases_known.clear()
             self._incoming.clear()
+            self._calls_by_name = None
             return self._summaries.pop(os.path.abspath(path), None) is not None
 
     def root_of(self, path: str) -> str:
@@ -382,13 +385,15 @@ class ProjectIndex:
             return found
         summary = self._summaries.get(path)
         defined = {f.qualname for f in summary.functions} | {c.name for c in summary.classes} if summary else set()
+        if self._calls_by_name is None:
+            self._calls_by_name = {}
+            for where, other in sorted(self._summaries.items()):  # the same facts whatever order files came in
+                for call in other.outgoing:
+                    self._calls_by_name.setdefault(call.callee.rsplit(".", 1)[-1], []).append((where, call))
         sites: dict[str, list] = {}
-        for where, other in self._summaries.items() if defined else ():
-            if where == path:
-                continue
-            for call in other.outgoing:
-                name = call.callee.rsplit(".", 1)[-1]
-                if name in defined and self._defining(where, call.callee) == (path, name):
+        for name in sorted(defined):
+            for where, call in self._calls_by_name.get(name, ()):
+                if where != path and self._defining(where, call.callee) == (path, name):
                     qualname = f"{name}.__init__" if isinstance(summary.symbol(name), ClassSummary) else name
                     sites.setdefault(qualname, []).extend(call.sites)
         found = self._incoming[path] = tuple(sorted((name, tuple(calls)) for name, calls in sites.items()))
