@@ -201,6 +201,13 @@ def code(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
+def mentions_any(node: cst.CSTNode, words) -> bool:
+    """The source of `node` contains one of `words` (its code is generated once, not once per word:
+    for a whole function that was most of a lint's time)."""
+    text = code(node)
+    return any(word in text for word in words)
+
+
 _EMPTY = cst.Module(body=[])
 
 

@@ -17,7 +17,7 @@ from .facts import Checkpoint, Draw
 from .meters import accumulated_params, returned_from_params
 from .model import FileModel
 from .names import dotted_name
-from .scopes import code
+from .scopes import code, mentions_any
 from .seed_draws import returns_its_draw
 from .summary import (Binding, ClassSummary, FileSummary, FunctionSummary, OutgoingCall, PassedArgument, imports_of,
                       literal_path)
@@ -251,7 +251,7 @@ def _evaluates(model: FileModel, info, events, backward: bool, returned) -> tupl
     klass_node = klass.node if klass is not None and isinstance(klass.node, cst.ClassDef) else None
     evaluates = evaluated_parameters(function, info.params, model.names)
     own = evaluates_own(function, events, klass_node)
-    if (evaluates or own) and any(word in code(function) for word in vocab().training_wants_grad_words):
+    if (evaluates or own) and mentions_any(function, vocab().training_wants_grad_words):
         return (), False
     return evaluates, own
 

@@ -48,7 +48,7 @@ from ..analysis.gradient_inputs import handed_over
 from ..analysis.events import Event, disables_grad
 from ..analysis.iteration_output import stays_in_iteration
 from ..analysis.names import dotted_name
-from ..analysis.scopes import code
+from ..analysis.scopes import code, mentions_any
 from ..analysis.summarize import function_summary
 from ..analysis.summary import ClassSummary
 from ..analysis.vocab import vocab
@@ -136,7 +136,7 @@ class EvalWithoutNoGrad(RoutineRule):
             nodes = nodes or self._helper_runs(routine, inside, models)
             if not nodes:
                 continue
-            if any(word in code(loop.node) for word in vocab().training_wants_grad_words) or \
+            if mentions_any(loop.node, vocab().training_wants_grad_words) or \
                     self._helper_asks_for_gradients(loop.node, routine.klass) or \
                     self._marked_input_handed_out(loop.node, routine.klass, models):  # type: ignore[arg-type]
                 return
@@ -261,7 +261,7 @@ class EvalWithoutNoGrad(RoutineRule):
         calls it trains nothing (it may dispatch to a `train_step` on another branch). Reported at
         the call, where `with torch.no_grad():` goes: the subclasses' files cannot see this caller."""
         if not routine.klass or not self.model.imported or \
-                any(word in code(routine.node) for word in vocab().training_wants_grad_words):  # type: ignore[arg-type]
+                mentions_any(routine.node, vocab().training_wants_grad_words):  # type: ignore[arg-type]
             return False
         for event in routine.events:
             head, _, method = event.receiver.rpartition(".")
@@ -464,7 +464,7 @@ class EvalWithoutNoGrad(RoutineRule):
             if type(node) is cst.Call:
                 name = dotted_name(node.func)
                 info = self.model.function(name, klass) if name is not None else None
-                if info is not None and info.node is not None and any(w in code(info.node) for w in words):
+                if info is not None and info.node is not None and mentions_any(info.node, words):
                     return True
         return False
 
@@ -482,7 +482,7 @@ class EvalWithoutNoGrad(RoutineRule):
             if qualified.startswith("torch.") or qualified in vocab().training_inert_callees:
                 continue
             info = self.model.function(name, klass) if name is not None else None
-            if info is not None and info.node is not None and not any(w in code(info.node) for w in words):
+            if info is not None and info.node is not None and not mentions_any(info.node, words):
                 continue  # a function of this file that reads no gradient
             return True
         return False
