@@ -260,8 +260,7 @@ class EvalWithoutNoGrad(RoutineRule):
         the call runs one batch of an evaluation and records its graph for nothing. The method that
         calls it trains nothing (it may dispatch to a `train_step` on another branch). Reported at
         the call, where `with torch.no_grad():` goes: the subclasses' files cannot see this caller."""
-        if not routine.klass or not self.model.imported or \
-                mentions_any(routine.node, vocab().training_wants_grad_words):  # type: ignore[arg-type]
+        if not routine.klass or not self.model.imported:
             return False
         for event in routine.events:
             head, _, method = event.receiver.rpartition(".")
@@ -269,6 +268,8 @@ class EvalWithoutNoGrad(RoutineRule):
                 continue
             subclass = self.model.imported.evaluating_override(routine.klass, method)
             if subclass:
+                if mentions_any(routine.node, vocab().training_wants_grad_words):  # type: ignore[arg-type]
+                    return False  # read last: the method's whole source
                 message = (f"`self.{method}()` runs an evaluation on a subclass's instance: `{subclass}.{method}` "
                            f"(another file) puts its module in eval mode and runs it with autograd on, training "
                            f"nothing, and no class of the project runs `{method}` under no_grad. Called here "
