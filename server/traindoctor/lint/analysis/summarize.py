@@ -83,7 +83,7 @@ def summarize_model(model: FileModel) -> FileSummary:
     aliases = tuple(sorted({(local, full) for local, full in model.names.aliases
                             if not local.startswith(("=", "_")) and full.split(".")[0] in _ALIAS_ROOTS}))
     return FileSummary(tuple(functions), tuple(classes), tuple(sorted(bindings, key=lambda b: b.name)),
-                       tuple(sorted(set(saves))), imports_of(statements), _exports(statements), tuple(defined),
+                       tuple(sorted(set(saves))), _file_imports(model), _exports(statements), tuple(defined),
                        aliases, _outgoing(model))
 
 
@@ -136,7 +136,7 @@ def _library(module: str) -> bool:
 def _star_imports_a_project_module(model: FileModel) -> bool:
     """`from utils import *` of a module of no library: the names the file calls and never binds may be its."""
     return any(fact.name == "*" and (fact.level or not _library(fact.module))
-               for fact in imports_of(top.node for top in model.facts["layout"] if top.node))
+               for fact in _file_imports(model))
 
 
 def _module_attribute_calls(model: FileModel, imported: frozenset[str]):
@@ -145,7 +145,7 @@ def _module_attribute_calls(model: FileModel, imported: frozenset[str]):
     only. Scanned only in the files that bind such a module: by a plain import, or by a from-import of a name
     the file never calls (a function's calls are recorded already; a capitalised name is a class's)."""
     modules = {local for local, _ in model.names.aliases if local in imported} | \
-        {fact.local for fact in imports_of(top.node for top in model.facts["layout"] if top.node)
+        {fact.local for fact in _file_imports(model)
          if fact.name and fact.name != "*" and fact.local in imported and fact.local[:1].islower() and
          fact.local not in model.calls}
     if not modules:
@@ -268,8 +268,13 @@ def _epoch_loaders(training, qualname: str, params: tuple[str, ...]) -> tuple[st
 def _imported_names(model: FileModel) -> frozenset[str]:
     """Local names the file's imports bind, relative ones included (names.py skips those)."""
     return model.remembered("summary-imported-names", lambda: frozenset(
-        fact.local.split(".")[0] for fact in imports_of(top.node for top in model.facts["layout"] if top.node)
-        if fact.name != "*"))
+        fact.local.split(".")[0] for fact in _file_imports(model) if fact.name != "*"))
+
+
+def _file_imports(model: FileModel):
+    """The file's imports (summary.imports_of its top-level statements), read once per lint."""
+    return model.remembered("summary-imports", lambda: imports_of(
+        top.node for top in model.facts["layout"] if top.node is not None))
 
 
 def _qualified(model: FileModel, name: str) -> str:
