@@ -263,11 +263,26 @@ class Values:
         qualified = self.model.names.qualify(func) or ""
         if qualified.startswith("torch.") and not qualified.rsplit(".", 1)[-1][:1].isupper():
             return LossCall(qualified)
+        if type(func) is cst.Attribute and not self._may_name_object(func):
+            return None
         found = self(func)
         if found.kind == "object" and found.obj == "loss" and type(found.origin) is cst.Call:
             return LossCall(self.model.names.qualify(found.origin.func) or "", found.origin, shared=True,
                             alternatives=self._other_losses(func, found.origin))
         return None
+
+    def _may_name_object(self, func: cst.Attribute) -> bool:
+        """Whether `_name_value` can find an object for the attribute `func`: `self.x`, or a dotted
+        name this function or the module binds (`args.criterion = nn.MSELoss()`). Any other
+        attribute's value is an attribute of its base's value (`_output_attribute`), never an
+        object, so `x.view(...)` and `model(x).sum()` are not evaluated only to learn they are no
+        loss object: that was a tenth of a lint, once per method call."""
+        name = dotted_name(func)
+        if name is None:
+            return False
+        if name.startswith("self.") and name.count(".") == 1:
+            return True
+        return name in self.scope().defs or name in self.analysis.module_scope.defs
 
     def _other_losses(self, func: cst.BaseExpression, chosen: cst.Call) -> "tuple[LossCall, ...]":
         """The loss objects a module-level name or `self.` attribute is bound to besides `chosen` (the
@@ -515,8 +530,10 @@ class Values:
     def _set_only_in_init(self, klass: str, attr: str) -> bool:
         """`self.attr` is assigned in the in-file class's `__init__` and in no other method of it (once per lint)."""
         info = self.model.classes.get(klass)
-        return info is not None and info.node is not None and \
-            self.model.remembered(("set-up-once", klass, attr), lambda: _bound_only_in_init(info.node, attr))
+        if info is None or info.node is None:
+            return False
+        writers = self.model.remembered(("self-attribute-writers", klass), lambda: _self_attribute_writers(info.node))
+        return writers.get(attr) == {"__init__"}
 
     def _passed_in(self, param: str, function, klass: str, depth: int) -> Value:
         """A parameter's probability fact when every in-file call of its function passes one
@@ -1694,9 +1711,10 @@ def _tests_zero(test: cst.BaseExpression, name: cst.BaseExpression) -> bool:
         literal_number(test.comparisons[0].comparator) == 0.0
 
 
-def _bound_only_in_init(klass: cst.ClassDef, attr: str) -> bool:
-    """`self.attr` is assigned in the class's `__init__` and in no other method of it."""
-    where = set()
+def _self_attribute_writers(klass: cst.ClassDef) -> dict[str, set[str]]:
+    """attribute -> the names of the class's methods that assign `self.attribute` (one walk of the
+    class, kept per lint: several attributes of one class are asked about)."""
+    writers: dict[str, set[str]] = {}
     for method in klass.body.body:
         if not isinstance(method, cst.FunctionDef):
             continue
@@ -1706,9 +1724,10 @@ def _bound_only_in_init(klass: cst.ClassDef, attr: str) -> bool:
             for target in targets:
                 for element in (target.elements if isinstance(target, (cst.Tuple, cst.List)) else ()):
                     targets.append(element.value)
-                if dotted_name(target) == f"self.{attr}":
-                    where.add(method.name.value)
-    return where == {"__init__"}
+                name = dotted_name(target)
+                if name is not None and name.startswith("self.") and name.count(".") == 1:
+                    writers.setdefault(name[5:], set()).add(method.name.value)
+    return writers
 
 
 def _reads_no_grad_binding(scope, definition) -> bool:
