@@ -791,8 +791,9 @@ class Values:
             elif kind is cst.Call and type(expr.func) is cst.Attribute and \
                     (expr.func.attr.value in self.v.pass_through_methods or expr.func.attr.value == "abs"):
                 expr = expr.func.value
-            elif kind is cst.Call and (self.model.names.qualify(expr.func) or "") in ("abs", "torch.abs") and expr.args:
-                expr = expr.args[0].value
+            elif kind is cst.Call and expr.args and (self.model.names.qualify(expr.func) or "") in \
+                    ("abs", "torch.abs", *self.v.zero_row_keeping_functions):
+                expr = expr.args[0].value  # abs, or a resampling of rows: `F.interpolate(weights, size=n)`
             elif kind is cst.IfExp:  # `adj.unsqueeze(0) if adj.dim() == 2 else adj`: data on both branches
                 return self._input_rows(expr.body, at, function, klass, depth - 1, norm) and \
                     self._input_rows(expr.orelse, at, function, klass, depth - 1, norm)
