@@ -22,6 +22,7 @@ from ..analysis.def_use import parents_of, uses_by_node
 from ..analysis.scopes import code
 from ..analysis.environment import describe, package_version, torch_version
 from ..analysis.facts import Checkpoint
+from ..analysis.model import lineage_of
 from ..analysis.names import dotted_name
 from ..analysis.program import file_named, same_file
 from ..analysis.summarize import saved_kind
@@ -53,7 +54,7 @@ class WeightsOnlyLoad(Rule):
             return
         loaded = file_named(self.walk.stack, path)
         save = next((f for f in facts if isinstance(f, Checkpoint) and f.kind == "save" and
-                     same_file(f, path, loaded) and
+                     same_file(f, path, loaded) and self._same_instance(f, path) and
                      saved_kind(self.model, f) == "module"), None)
         fix = FixSpec("Pass weights_only=False (the program's own file)",
                       (append_kwargs(node, [("weights_only", "False")]),), safe=False)
@@ -235,7 +236,7 @@ class WeightsOnlyLoad(Rule):
         a NumPy value, an object of a class of this file (a whole dataset cached to disk)."""
         for fact in self.model.facts["program"]:
             if not (isinstance(fact, Checkpoint) and fact.kind == "save" and type(fact.node) is cst.Call and
-                    same_file(fact, path, loaded)):
+                    same_file(fact, path, loaded) and self._same_instance(fact, path)):
                 continue
             home = self.model.function_home.get(fact.function)
             scope = home[1].scope_of(home[0].node) if home is not None else None
@@ -247,6 +248,14 @@ class WeightsOnlyLoad(Rule):
                 if what:
                     return what, value, fact.node, value is saved
         return None
+
+    def _same_instance(self, save: Checkpoint, path: cst.BaseExpression) -> bool:
+        """A path read through `self` (`self.processed_paths[0]`) names a file of this object: a save in a class
+        unrelated to the loading one (neither inherits the other) writes another object's file."""
+        klass = self.walk.klass.name.value if self.walk.klass is not None else ""
+        if not klass or not save.klass or not any(dotted_name(n) == "self" for n in iter_nodes(path)):
+            return True
+        return save.klass in lineage_of(self.model, klass) or klass in lineage_of(self.model, save.klass)
 
     def _bound_value(self, name: str, scope, save: cst.Call | None = None) -> cst.BaseExpression | None:
         """What a local name (one plain binding in `scope`; of several, the last one above the save being
@@ -293,7 +302,15 @@ class WeightsOnlyLoad(Rule):
             return ""
         if isinstance(expr, cst.Name):
             value = self._bound_value(expr.value, scope, save)
-            return self._refused(value, scope, depth + 1, klass, save) if value is not None else ""
+            if value is None:
+                return self._unpacked_refused(expr.value, scope, klass, save)
+            return self._refused(value, scope, depth + 1, klass, save)
+        if isinstance(expr, (cst.Tuple, cst.List)):  # `torch.save((data, slices), path)`: one refused element is enough
+            for element in expr.elements:
+                what = self._refused(element.value, scope, depth + 1, klass, save)
+                if what:
+                    return what
+            return ""
         if klass and isinstance(expr, cst.Attribute) and dotted_name(expr.value) == "self":
             return self._attribute_refused(expr.attr.value, depth, klass)
         if isinstance(expr, cst.BinaryOperation):  # arithmetic with a NumPy value gives a NumPy value
@@ -306,6 +323,10 @@ class WeightsOnlyLoad(Rule):
             return ""
         callee = dotted_name(expr.func) or ""
         info = self.model.function(callee, klass) if callee else None
+        if info is None and klass and callee.startswith("self.") and callee.count(".") == 1:
+            inherited = self._inherited_refused(klass, callee[5:])
+            if inherited is not None:
+                return inherited[0]
         if info is not None and (info.klass == klass or not callee.startswith("self.")):
             inner = self.model.function_home[info.qualname][1].scope_of(info.node)
             for returned in info.returns:
@@ -327,6 +348,38 @@ class WeightsOnlyLoad(Rule):
                 not any(b.rsplit(".", 1)[-1] in v.plain_data_bases for b in info.bases):
             return f"a `{info.name}` object (a class of this file)"
         return ""
+
+    def _inherited_refused(self, klass: str, method: str) -> tuple[str, tuple[int, ...]] | None:
+        """(what, refused tuple positions) when `self.<method>` is a method that a library base of `klass`
+        (or of its in-file bases) provides and whose result the weights-only unpickler refuses
+        (vocabulary weights_only_refused_inherited: PyG's `InMemoryDataset.collate`); None otherwise,
+        and when the class defines the method itself."""
+        known = vocab().weights_only_refused_inherited
+        for name in lineage_of(self.model, klass):
+            info = self.model.classes[name]
+            if self.model.function(f"{name}.{method}") is not None:
+                return None
+            for base in info.bases:
+                returned = known.get(base, {}).get(method)  # the bases are qualified
+                if returned is not None:
+                    return (f"a `{returned['holds']}` object, returned by `{base.rsplit('.', 1)[-1]}.{method}`",
+                            tuple(returned["at"]))
+        return None
+
+    def _unpacked_refused(self, name: str, scope, klass: str, save: cst.Call | None) -> str:
+        """`data, slices = self.collate(data_list)`: a name bound by unpacking an inherited library method's
+        result (once, or last above the save), at a position that holds the refused object."""
+        defs = scope.defs.get(name) if scope is not None else None
+        if defs and len(defs) > 1:
+            defs = _last_above(defs, scope, save)
+        if not klass or not defs or len(defs) != 1 or defs[0].how != "assign" or defs[0].index is None:
+            return ""
+        value = defs[0].value
+        callee = dotted_name(value.func) or "" if isinstance(value, cst.Call) else ""
+        if not (callee.startswith("self.") and callee.count(".") == 1):
+            return ""
+        inherited = self._inherited_refused(klass, callee[5:])
+        return inherited[0] if inherited is not None and defs[0].index in inherited[1] else ""
 
     def _attribute_refused(self, attr: str, depth: int, klass: str) -> str:
         """What `self.<attr>` may hold that the weights-only unpickler refuses: a value a method of
