@@ -124,6 +124,38 @@ async def test_an_edit_of_a_caller_changes_what_the_function_it_calls_is_told(cl
     await client.eventually(engine, lambda ds: "TRN302" not in _codes(ds))
 
 
+WRAPPER = """import torch.nn as nn
+
+
+class DropoutWrapper(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+"""
+
+MATCHER = """import torch.nn as nn
+from module.dropout_wrapper import DropoutWrapper
+
+
+class Net(nn.Module):
+    def __init__(self, ps):
+        super().__init__()
+        self.dropout_list = []
+        for p in ps:
+            self.dropout_list.append(DropoutWrapper(p))
+"""
+
+
+async def test_a_workspace_without_a_project_marker_imports_from_its_folder(client, workspace: Path):
+    """No pyproject.toml, setup.py or .git: `module.dropout_wrapper` resolves from the workspace folder, as
+    it does when the program runs from there, so the plain list holds modules of the project (TRN705)."""
+    write_project(workspace, {"module/dropout_wrapper.py": WRAPPER, "mt_dnn/matcher.py": MATCHER}, pyproject=None)
+    matcher = client.open(workspace / "mt_dnn" / "matcher.py")
+    await _index_built(client)
+    found = await client.eventually(matcher, lambda ds: "TRN705" in _codes(ds))
+    assert [d.range.start.line for d in found if str(d.code) == "TRN705"] == [7]
+
+
 def _changed_on_disk(client, path: Path, kind=lsp.FileChangeType.Changed) -> None:
     client.workspace_did_change_watched_files(
         lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(uri=path.as_uri(), type=kind)]))

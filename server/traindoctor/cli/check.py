@@ -140,18 +140,22 @@ def _size(item: _Job | str) -> int:
         return 0
 
 
-def _run_jobs(jobs: list[_Job], workers: int) -> list[_Outcome]:
+def _run_jobs(jobs: list[_Job], workers: int, base_folders: list[str] = ()) -> list[_Outcome]:
     """Every file's lint and summary in parallel (one parse for both); the summaries of the
     project files they import; then, in parallel again, the files that read another file's
-    facts are linted once more with them. --fix and --diff summarize first, then fix."""
+    facts are linted once more with them. --fix and --diff summarize first, then fix.
+    `base_folders`: where imports of a project without a marker resolve from (ProjectIndex.set_base_folders)."""
     with _mapper(len(jobs), workers) as mapper:
         if any(job.mode != "lint" for job in jobs):
-            index = index_for_check([job.path for job in jobs], mapper)
+            index = new_index()
+            index.set_base_folders(base_folders)
+            index = index_for_check([job.path for job in jobs], mapper, index)
             if len(index):
                 jobs = [_with_imports(job, index) for job in jobs]
             return mapper(_process, jobs)
         outcomes = mapper(_process, [dataclasses.replace(job, summarize=True) for job in jobs])
         index = new_index()
+        index.set_base_folders(base_folders)
         for job, outcome in zip(jobs, outcomes):
             if outcome.summary is not None:
                 index.set_summary(job.path, outcome.summary)
@@ -184,7 +188,10 @@ def run(args: argparse.Namespace) -> int:
         # As Ruff: nothing to lint is a warning, and not a clean run.
         return errors.warning("No Python files found under " + ", ".join(args.paths))
     workers = args.jobs or os.cpu_count() or 1
-    outcomes = _run_jobs(jobs, workers)
+    # A checked folder, and the working directory (`python train.py` runs from there), are where a
+    # project without a marker (no pyproject.toml, setup.py or .git) imports its own modules from.
+    bases = [str(Path(p).resolve()) for p in args.paths if Path(p).is_dir()] + [os.getcwd()]
+    outcomes = _run_jobs(jobs, workers, bases)
 
     findings: list[Finding] = []
     failed = 0

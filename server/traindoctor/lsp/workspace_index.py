@@ -52,6 +52,7 @@ class WorkspaceIndex:
     # -- the background build ------------------------------------------------------------
 
     def start(self, ls: "Host") -> None:
+        self.index.set_base_folders(ls.workspace_dirs())  # a project without a marker imports from its folder
         if self.task is None and ls.settings.index_workspace and ls.workspace_dirs():
             self.task = asyncio.ensure_future(self._build(ls))
 

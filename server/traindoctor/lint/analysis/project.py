@@ -31,14 +31,18 @@ _DEPTH = 6  # re-export chains followed
 
 def project_root(path: str) -> str:
     """The nearest folder above `path` holding a project marker; the file's folder when none."""
-    folder = os.path.dirname(os.path.abspath(path))
-    current = folder
+    return marked_root(path) or os.path.dirname(os.path.abspath(path))
+
+
+def marked_root(path: str) -> str | None:
+    """The nearest folder above `path` holding a project marker, or None."""
+    current = os.path.dirname(os.path.abspath(path))
     while True:
         if any(os.path.exists(os.path.join(current, marker)) for marker in ROOT_MARKERS):
             return current
         parent = os.path.dirname(current)
         if parent == current:
-            return folder
+            return None
         current = parent
 
 
@@ -84,6 +88,10 @@ class ProjectIndex:
         self.summarize = summarize
         self._summaries: dict[str, FileSummary] = {}
         self._roots: dict[str, str] = {}  # folder -> its project root (memo)
+        # Where the user runs the code from, for a project without a marker (a research repository
+        # extracted without .git, run as `python train.py` from its folder): check's folders and
+        # working directory, the editor's workspace folders (set_base_folders).
+        self._base_folders: tuple[str, ...] = ()
         self._lock = threading.RLock()
         self._saves: dict[str, tuple[tuple[str, str, str, str], ...]] | None = None
         self._no_grad_methods: dict[str, tuple[str, ...]] | None = None  # root -> method names (memo)
@@ -142,12 +150,30 @@ class ProjectIndex:
             self._calls_by_name = None
             return self._summaries.pop(os.path.abspath(path), None) is not None
 
+    def set_base_folders(self, folders: Iterable[str]) -> None:
+        """The folders the user works from (check's folders and working directory, the editor's
+        workspace folders): the root of a file that no project marker sits above is the deepest
+        of them that holds it, so `from module.x import Y` in `pkg/train.py` finds `module/x.py`
+        beside `pkg/` as Python does when the program runs from there."""
+        with self._lock:
+            self._base_folders = tuple(dict.fromkeys(os.path.abspath(f) for f in folders))
+            self._roots.clear()
+            self._saves = None
+            self._no_grad_methods = None
+            self._training_methods = None
+            self._evaluating_overrides = None
+            self._incoming.clear()
+
     def root_of(self, path: str) -> str:
         folder = os.path.dirname(os.path.abspath(path))
         found = self._roots.get(folder)
         if found is None:
-            found = self._roots[folder] = project_root(path)
+            found = self._roots[folder] = marked_root(path) or self._base_holding(folder) or folder
         return found
+
+    def _base_holding(self, folder: str) -> str | None:
+        holding = [base for base in self._base_folders if folder == base or folder.startswith(base.rstrip(os.sep) + os.sep)]
+        return max(holding, key=len) if holding else None
 
     # -- resolution ------------------------------------------------------------------
 
