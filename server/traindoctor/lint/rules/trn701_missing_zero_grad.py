@@ -10,6 +10,8 @@ accumulation that zeroes after its conditional step, on LBFGS-style closures, on
 loops that hand the optimizer to a function we cannot see, on optimizer classes of
 the file whose `step` zeroes, and on loops that build a new model each iteration.
 An ignite Engine's process function is one iteration of the engine's loop.
+A zeroing in one arm of an `if`/`else` whose other arm also steps does not count for
+that other arm when nothing else in the loop zeroes (an AMP branch that forgot it).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import re
 
 import libcst as cst
 
+from ..analysis.def_use import parents_of
 from ..analysis.facts import Marker
 from ..analysis.names import dotted_name
 from ..analysis.scopes import code
 from ..analysis.training import BACKWARD, STEP, TRAINING_READS, Routine
-from ..rule import FixSpec, InsertBefore, Related
+from ..rule import FixSpec, InsertAfter, InsertBefore, Related
 from .trn7xx_training_base import RoutineRule
 
 
@@ -42,7 +45,8 @@ class MissingZeroGrad(RoutineRule):
             if any(e.kind == "build_model" for e in events):
                 continue
             if any(e.kind == "zero_grad" for e in events):
-                self._check_partial(routine, index, events)
+                if not self._check_arms(routine, pairs):
+                    self._check_partial(routine, index, events)
                 continue
             steps = [e for e in events if e.kind in STEP]
             backwards = [local for local, e in pairs if e.kind in BACKWARD]
@@ -69,6 +73,39 @@ class MissingZeroGrad(RoutineRule):
             direct = first in routine.events and all(s in routine.events for s in steps)
             self.report(first.node, message, fix=self._fix(routine, index, first, steps, optimizers) if direct else None,
                         related=[Related(steps[0].node, "the optimizer steps here")] if direct else related)
+
+    def _check_arms(self, routine: Routine, pairs: list) -> bool:
+        """An `if`/`else` in the loop whose arms both step the optimizer, one zeroing after its step and the
+        other not (LAVIS: `if use_amp: scaler.step(opt); scaler.update()` / `else: opt.step(); opt.zero_grad()`),
+        with no zeroing elsewhere in the loop: on the arm without it every later backward adds to the gradients
+        that step applied. True when reported."""
+        if routine.node is None:
+            return False
+        zeroings = [local for local, e in pairs if e.kind == "zero_grad"]
+        parents = parents_of(routine.node)
+        for local, step in ((local, e) for local, e in pairs if e.kind in STEP):
+            name = self.optimizer_of(step)
+            for branch, arm, other in _arms_around(local.node, parents):
+                if any(not _inside(z.node, branch, parents) for z in zeroings):
+                    break  # a zeroing outside this if: paths through it may zero
+                if any(_inside(z.node, arm, parents) for z in zeroings):
+                    break  # this arm zeroes
+                zeroes_there = [z for z in zeroings if _inside(z.node, other, parents)]
+                steps_there = [l for l, e in pairs if e.kind in STEP and _inside(l.node, other, parents)]
+                if not name or not zeroes_there or not steps_there:
+                    continue
+                message = (f"`{name}` steps in this branch without zeroing the gradients, while the other branch of "
+                           f"this `if` zeroes them after its step, and nothing else in the loop does: on this path "
+                           f"`backward()` keeps adding to `.grad`, so each step applies the sum of all gradients so "
+                           f"far. Call `{name}.zero_grad()` after this step too.")
+                block = arm.body if isinstance(arm, cst.Else) else arm
+                fix = FixSpec(f"Zero the gradients after this branch's step (`{name}.zero_grad()`)",
+                              (InsertAfter(block.body[-1], f"{name}.zero_grad()"),)) \
+                    if isinstance(block, cst.IndentedBlock) and block.body else None
+                self.report(local.node, message, fix=fix,
+                            related=[Related(zeroes_there[0].node, "the other branch zeroes the gradients here")])
+                return True
+        return False
 
     def _check_partial(self, routine: Routine, index: int, events) -> None:
         """A loop that zeroes some gradients but steps an optimizer over another model: every
@@ -253,3 +290,24 @@ class MissingZeroGrad(RoutineRule):
             return False
         cls = obj.callee.rsplit(".", 1)[-1]
         return any(r.has("zero_grad") for r in self.training.routines(f"{cls}.step"))
+
+
+def _arms_around(node: cst.CSTNode, parents: dict[int, cst.CSTNode]):
+    """(the `if`, the arm holding `node`, the other arm) for each `if` around `node` that has an `else`,
+    innermost first, up to the function; an `elif` chain is the `if`'s other arm as a whole."""
+    child, current = node, parents.get(id(node))
+    while current is not None and not isinstance(current, (cst.FunctionDef, cst.For, cst.While)):
+        if isinstance(current, cst.If) and current.orelse is not None:
+            if child is current.body:
+                yield current, current.body, current.orelse
+            elif child is current.orelse:
+                yield current, current.orelse, current.body
+        child, current = current, parents.get(id(current))
+
+
+def _inside(node: cst.CSTNode, region: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> bool:
+    while node is not None:
+        if node is region:
+            return True
+        node = parents.get(id(node))
+    return False
