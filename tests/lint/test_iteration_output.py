@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from project_helpers import places_found_by_check, write_project
+from project_helpers import places_found_by_check, run_check, write_project
 
 UTILS = '''import torch
 
@@ -46,6 +46,15 @@ def _project(tmp_path, train: str = TRAIN, utils: str = UTILS):
 
 def test_a_sample_generated_after_the_step_for_the_logs(tmp_path):
     assert places_found_by_check(_project(tmp_path), "TRN102", "--jobs", "1") == [("TRN102", "train.py", 14)]
+    assert "after this iteration's last backward and optimizer step," in run_check(_project(tmp_path), "TRN102")[0]["message"]
+
+
+def test_the_message_names_only_what_the_iteration_does(tmp_path):
+    # an adversarial attack's loop: a backward for the input's gradient, no optimizer step (the FGSM tutorial)
+    attack = TRAIN.replace("        optimizer.step()\n", "")
+    found = run_check(_project(tmp_path, train=attack), "TRN102")
+    assert [f["line"] for f in found] == [13]
+    assert "after this iteration's last backward," in found[0]["message"]
 
 
 @pytest.mark.parametrize("change", [

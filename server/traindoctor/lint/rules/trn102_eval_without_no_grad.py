@@ -341,7 +341,8 @@ class EvalWithoutNoGrad(RoutineRule):
         flow = self.analysis.scope_of(function).flow(function)
         for call, model in runs:
             if stays_in_iteration(function, loop, call, flow, lambda c: self._may_keep(c, routine)):  # type: ignore
-                message = (f"`{model}` runs after this iteration's last backward and optimizer step, outside "
+                what = "backward and optimizer step" if any(e.kind in STEP for e in trains) else "backward"
+                message = (f"`{model}` runs after this iteration's last {what}, outside "
                            f"`torch.no_grad()`, and its output only serves the rest of the iteration (nothing "
                            f"backpropagates it, nothing keeps it): the autograd graph it records, with its "
                            f"activations, is built for nothing and held while the output lives (more memory, "
