@@ -1,6 +1,6 @@
 """A project with no marker (no pyproject.toml, setup.py, setup.cfg or .git: a research repository
-downloaded as an archive) imports its own modules from the folder it runs from, as `python
-mt_dnn/train.py` does from the repository's folder. `check` takes the folders it is given and its
+downloaded as an archive) imports its own modules from the folder its program starts in (`python
+train.py` at the repository's top, whose `mt_dnn.matcher` imports `module.dropout_wrapper`). `check` takes the folders it is given and its
 working directory as such places (ProjectIndex.set_base_folders), so `from module.dropout_wrapper
 import DropoutWrapper` in mt_dnn/matcher.py reads module/dropout_wrapper.py."""
 

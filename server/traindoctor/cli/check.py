@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         # As Ruff: nothing to lint is a warning, and not a clean run.
         return errors.warning("No Python files found under " + ", ".join(args.paths))
     workers = args.jobs or os.cpu_count() or 1
-    # A checked folder, and the working directory (`python train.py` runs from there), are where a
+    # A checked folder, and the working directory (where `python train.py` starts), are where a
     # project without a marker (no pyproject.toml, setup.py or .git) imports its own modules from.
     bases = [str(Path(p).resolve()) for p in args.paths if Path(p).is_dir()] + [os.getcwd()]
     outcomes = _run_jobs(jobs, workers, bases)

@@ -88,8 +88,8 @@ class ProjectIndex:
         self.summarize = summarize
         self._summaries: dict[str, FileSummary] = {}
         self._roots: dict[str, str] = {}  # folder -> its project root (memo)
-        # Where the user runs the code from, for a project without a marker (a research repository
-        # extracted without .git, run as `python train.py` from its folder): check's folders and
+        # Where the user's program starts, for a project without a marker (a research repository
+        # extracted without .git, run as `python train.py` in its folder): check's folders and
         # working directory, the editor's workspace folders (set_base_folders).
         self._base_folders: tuple[str, ...] = ()
         self._lock = threading.RLock()
@@ -153,8 +153,8 @@ class ProjectIndex:
     def set_base_folders(self, folders: Iterable[str]) -> None:
         """The folders the user works from (check's folders and working directory, the editor's
         workspace folders): the root of a file that no project marker sits above is the deepest
-        of them that holds it, so `from module.x import Y` in `pkg/train.py` finds `module/x.py`
-        beside `pkg/` as Python does when the program runs from there."""
+        of them that holds it, so `from module.x import Y` in `pkg/model.py` finds `module/x.py`
+        beside `pkg/`, as it does for a program started there (`python train.py`)."""
         with self._lock:
             self._base_folders = tuple(dict.fromkeys(os.path.abspath(f) for f in folders))
             self._roots.clear()
