@@ -147,15 +147,12 @@ def _run_jobs(jobs: list[_Job], workers: int, base_folders: list[str] = ()) -> l
     `base_folders`: where imports of a project without a marker resolve from (ProjectIndex.set_base_folders)."""
     with _mapper(len(jobs), workers) as mapper:
         if any(job.mode != "lint" for job in jobs):
-            index = new_index()
-            index.set_base_folders(base_folders)
-            index = index_for_check([job.path for job in jobs], mapper, index)
+            index = index_for_check([job.path for job in jobs], mapper, new_index(base_folders))
             if len(index):
                 jobs = [_with_imports(job, index) for job in jobs]
             return mapper(_process, jobs)
         outcomes = mapper(_process, [dataclasses.replace(job, summarize=True) for job in jobs])
-        index = new_index()
-        index.set_base_folders(base_folders)
+        index = new_index(base_folders)
         for job, outcome in zip(jobs, outcomes):
             if outcome.summary is not None:
                 index.set_summary(job.path, outcome.summary)

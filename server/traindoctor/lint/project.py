@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,8 +174,11 @@ class _Index(ProjectIndex):
     wants_summary = True  # a lint through the index leaves the text's summary in its LintCache
 
 
-def new_index() -> ProjectIndex:
-    return _Index(summarize_source)
+def new_index(base_folders: Iterable[str] = ()) -> ProjectIndex:
+    """An empty index; `base_folders`: ProjectIndex.set_base_folders."""
+    index = _Index(summarize_source)
+    index.set_base_folders(base_folders)
+    return index
 
 
 class Asking:

@@ -128,26 +128,12 @@ class ProjectIndex:
             if self._summaries.get(path) == summary:
                 return False
             self._summaries[path] = summary
-            self._saves = None  # what a save writes may depend on any file it imports
-            self._no_grad_methods = None
-            self._training_methods = None
-            self._evaluating_overrides = None
-            self._expansions.clear()
-            self._bases_known.clear()
-            self._incoming.clear()
-            self._calls_by_name = None
+            self._forget_derived()
             return True
 
     def remove(self, path: str) -> bool:
         with self._lock:
-            self._saves = None
-            self._no_grad_methods = None
-            self._training_methods = None
-            self._evaluating_overrides = None
-            self._expansions.clear()
-            self._bases_known.clear()
-            self._incoming.clear()
-            self._calls_by_name = None
+            self._forget_derived()
             return self._summaries.pop(os.path.abspath(path), None) is not None
 
     def set_base_folders(self, folders: Iterable[str]) -> None:
@@ -158,11 +144,19 @@ class ProjectIndex:
         with self._lock:
             self._base_folders = tuple(dict.fromkeys(os.path.abspath(f) for f in folders))
             self._roots.clear()
-            self._saves = None
-            self._no_grad_methods = None
-            self._training_methods = None
-            self._evaluating_overrides = None
-            self._incoming.clear()
+            self._forget_derived()
+
+    def _forget_derived(self) -> None:
+        """Drop every memo built from the summaries and the roots (a file's summary changed, a file
+        went, the roots moved): what a save writes, or a call resolves to, may depend on any file."""
+        self._saves = None
+        self._no_grad_methods = None
+        self._training_methods = None
+        self._evaluating_overrides = None
+        self._expansions.clear()
+        self._bases_known.clear()
+        self._incoming.clear()
+        self._calls_by_name = None
 
     def root_of(self, path: str) -> str:
         folder = os.path.dirname(os.path.abspath(path))

@@ -261,9 +261,7 @@ class WeightsOnlyLoad(Rule):
         """What a local name (one plain binding in `scope`; of several, the last one above the save being
         read, `best = acc` after `best = 0.0`), else a module-level name (one binding), is bound to; None
         when it is a parameter, an augmented or unpacked binding, or unknown."""
-        defs = scope.defs.get(name) if scope is not None else None
-        if defs and len(defs) > 1:
-            defs = _last_above(defs, scope, save)
+        defs = _read_by_save(name, scope, save)
         if not defs:
             homes = self.model.global_defs.get(name, [])
             defs = [d for analysis in homes for d in analysis.module_scope.defs.get(name, ())]
@@ -369,9 +367,7 @@ class WeightsOnlyLoad(Rule):
     def _unpacked_refused(self, name: str, scope, klass: str, save: cst.Call | None) -> str:
         """`data, slices = self.collate(data_list)`: a name bound by unpacking an inherited library method's
         result (once, or last above the save), at a position that holds the refused object."""
-        defs = scope.defs.get(name) if scope is not None else None
-        if defs and len(defs) > 1:
-            defs = _last_above(defs, scope, save)
+        defs = _read_by_save(name, scope, save)
         if not klass or not defs or len(defs) != 1 or defs[0].how != "assign" or defs[0].index is None:
             return ""
         value = defs[0].value
@@ -401,6 +397,13 @@ class WeightsOnlyLoad(Rule):
                 if what:
                     return f"{what}, stored in `self.{attr}` by `{qualname}`"
         return ""
+
+
+def _read_by_save(name: str, scope, save: cst.Call | None) -> list:
+    """The local bindings of `name` a save reads: its one binding in `scope`, or of several the last above the
+    save ([] when none is, or no save is given); [] when `scope` binds it nowhere."""
+    defs = scope.defs.get(name) if scope is not None else None
+    return _last_above(defs, scope, save) if defs and len(defs) > 1 else list(defs or ())
 
 
 def _last_above(defs: list, scope, save: cst.Call | None) -> list:

@@ -79,8 +79,8 @@ class MissingZeroGrad(RoutineRule):
         other not (LAVIS: `if use_amp: scaler.step(opt); scaler.update()` / `else: opt.step(); opt.zero_grad()`),
         with no zeroing elsewhere in the loop: on the arm without it every later backward adds to the gradients
         that step applied. True when reported."""
-        if routine.node is None:
-            return False
+        if routine.node is None or len({id(local.node) for local, e in pairs if e.kind in STEP}) < 2:
+            return False  # both arms step: two step sites (most loops have one; the parents walk is skipped)
         zeroings = [local for local, e in pairs if e.kind == "zero_grad"]
         parents = parents_of(routine.node)
         for local, step in ((local, e) for local, e in pairs if e.kind in STEP):
